@@ -1,0 +1,304 @@
+"""Database tables of the invoicing library (SQLModel on SQLAlchemy 2).
+
+Money columns are integers in the currency's minor unit; percentages and quantities are exact
+decimals stored as text. Every account-owned row carries `account_id` so that every lookup is
+scoped to the caller's account.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import JSON, BigInteger, Column, Index, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+from core.clock import now
+from core.db import DecimalText, UTCDateTime
+
+
+def _id() -> uuid.UUID:
+    return uuid.uuid4()
+
+
+def _ts(**kw: Any) -> Any:
+    return Field(default_factory=now, sa_type=UTCDateTime, **kw)
+
+
+def _ts_null(**kw: Any) -> Any:
+    return Field(default=None, sa_type=UTCDateTime, **kw)
+
+
+def _money(**kw: Any) -> Any:
+    return Field(default=0, sa_type=BigInteger, **kw)
+
+
+# --- people and accounts -------------------------------------------------------------------
+
+
+class User(SQLModel, table=True):
+    __tablename__ = "users"
+    id: uuid.UUID = Field(default_factory=_id, primary_key=True)
+    email: str = Field(max_length=254, unique=True, index=True)  # stored lowercased
+    name: str | None = Field(default=None, max_length=256)
+    password_hash: str = Field(max_length=255)
+    email_verified_at: datetime | None = _ts_null()
+    created_at: datetime = _ts()
+
+
+class Account(SQLModel, table=True):
+    """The tenant: owns the business profile, keys, customers, catalog and invoices."""
+
+    __tablename__ = "accounts"
+    id: uuid.UUID = Field(default_factory=_id, primary_key=True)
+    owner_user_id: uuid.UUID = Field(foreign_key="users.id", index=True)
+    created_at: datetime = _ts()
+
+
+class BusinessProfile(SQLModel, table=True):
+    __tablename__ = "business_profiles"
+    id: uuid.UUID = Field(default_factory=_id, primary_key=True)
+    account_id: uuid.UUID = Field(foreign_key="accounts.id", unique=True)
+    legal_name: str = Field(max_length=256)
+    trade_name: str | None = Field(default=None, max_length=256)
+    country_code: str = Field(max_length=2)
+    currency: str = Field(max_length=3)
+    tax_id: str | None = Field(default=None, max_length=64)
+    address: dict | None = Field(default=None, sa_type=JSON)
+    email: str | None = Field(default=None, max_length=254)
+    phone: str | None = Field(default=None, max_length=50)
+    bank: dict | None = Field(default=None, sa_type=JSON)
+    invoice_prefix: str = Field(default="INV", max_length=20)
+    created_at: datetime = _ts()
+    updated_at: datetime = _ts()
+
+
+class ApiKey(SQLModel, table=True):
+    __tablename__ = "api_keys"
+    id: uuid.UUID = Field(default_factory=_id, primary_key=True)
+    account_id: uuid.UUID = Field(foreign_key="accounts.id", index=True)
+    name: str = Field(max_length=256)
+    lookup_id: str = Field(max_length=8, unique=True)  # the 8-character part of the key
+    secret_hash: str = Field(max_length=128)  # sha256 of the 32-character secret part
+    scopes: list = Field(sa_type=JSON)
+    created_at: datetime = _ts()
+    expires_at: datetime | None = _ts_null()
+    revoked_at: datetime | None = _ts_null()
+    last_used_at: datetime | None = _ts_null()
+
+
+# --- customers and catalog -----------------------------------------------------------------
+
+
+class Customer(SQLModel, table=True):
+    __tablename__ = "customers"
+    __table_args__ = (Index("ix_customers_account_created", "account_id", "created", "id"),)
+    id: uuid.UUID = Field(default_factory=_id, primary_key=True)
+    account_id: uuid.UUID = Field(foreign_key="accounts.id")
+    name: str = Field(max_length=256)
+    email: str | None = Field(default=None, max_length=254)
+    phone: str | None = Field(default=None, max_length=50)
+    tax_id: str | None = Field(default=None, max_length=64)
+    address: dict | None = Field(default=None, sa_type=JSON)
+    archived_at: datetime | None = _ts_null()
+    created: datetime = _ts()
+    updated: datetime = _ts()
+
+
+class Product(SQLModel, table=True):
+    __tablename__ = "products"
+    __table_args__ = (Index("ix_products_account_created", "account_id", "created", "id"),)
+    id: uuid.UUID = Field(default_factory=_id, primary_key=True)
+    account_id: uuid.UUID = Field(foreign_key="accounts.id")
+    name: str = Field(max_length=256)
+    description: str | None = Field(default=None, max_length=5000)
+    active: bool = True
+    created: datetime = _ts()
+    updated: datetime = _ts()
+
+
+class Price(SQLModel, table=True):
+    __tablename__ = "prices"
+    __table_args__ = (Index("ix_prices_account_created", "account_id", "created", "id"),)
+    id: uuid.UUID = Field(default_factory=_id, primary_key=True)
+    account_id: uuid.UUID = Field(foreign_key="accounts.id")
+    product_id: uuid.UUID = Field(foreign_key="products.id", index=True)
+    nickname: str | None = Field(default=None, max_length=256)
+    unit_amount: int = _money()
+    currency: str = Field(max_length=3)
+    type: str = Field(default="one_time", max_length=16)
+    recurring_interval: str | None = Field(default=None, max_length=8)
+    recurring_interval_count: int | None = None
+    tax_rate: Decimal = Field(default=Decimal(0), sa_type=DecimalText)
+    active: bool = True
+    created: datetime = _ts()
+    updated: datetime = _ts()
+
+
+# --- invoices ------------------------------------------------------------------------------
+
+
+class InvoiceCounter(SQLModel, table=True):
+    """Next invoice number per account; row-locked while a number is taken."""
+
+    __tablename__ = "invoice_counters"
+    account_id: uuid.UUID = Field(foreign_key="accounts.id", primary_key=True)
+    last_number: int = 0
+
+
+class Invoice(SQLModel, table=True):
+    __tablename__ = "invoices"
+    __table_args__ = (
+        Index("ix_invoices_account_created", "account_id", "created", "id"),
+        UniqueConstraint("account_id", "number", name="uq_invoices_account_number"),
+    )
+    id: uuid.UUID = Field(default_factory=_id, primary_key=True)
+    account_id: uuid.UUID = Field(foreign_key="accounts.id")
+    customer_id: uuid.UUID = Field(foreign_key="customers.id", index=True)
+    number: str | None = Field(default=None, max_length=64)
+    status: str = Field(default="draft", max_length=16)  # draft, open, paid, void
+    currency: str = Field(max_length=3)
+    collection_method: str = Field(default="send_invoice", max_length=32)
+    issue_date: date
+    due_date: date | None = None
+    description: str | None = Field(default=None, max_length=5000)
+    footer: str | None = Field(default=None, max_length=5000)
+    subtotal: int = _money()
+    discount: int = _money()
+    taxable: int = _money()
+    tax: int = _money()
+    total: int = _money()
+    amount_in_words: str | None = Field(default=None, max_length=1000)
+    public_url_token: str | None = Field(default=None, max_length=64, unique=True)
+    customer_snapshot: dict | None = Field(default=None, sa_type=JSON)
+    issuer_snapshot: dict | None = Field(default=None, sa_type=JSON)
+    finalized_at: datetime | None = _ts_null()
+    paid_at: datetime | None = _ts_null()
+    payment_reference: str | None = Field(default=None, max_length=200)
+    voided_at: datetime | None = _ts_null()
+    void_reason: str | None = Field(default=None, max_length=5000)
+    last_viewed_event_at: datetime | None = _ts_null()
+    last_downloaded_event_at: datetime | None = _ts_null()
+    created: datetime = _ts()
+    updated: datetime = _ts()
+
+
+class InvoiceLine(SQLModel, table=True):
+    __tablename__ = "invoice_lines"
+    __table_args__ = (Index("ix_invoice_lines_invoice_position", "invoice_id", "position"),)
+    id: uuid.UUID = Field(default_factory=_id, primary_key=True)
+    account_id: uuid.UUID = Field(foreign_key="accounts.id", index=True)
+    invoice_id: uuid.UUID = Field(foreign_key="invoices.id", ondelete="CASCADE")
+    position: int = 0
+    price_id: uuid.UUID | None = Field(default=None, foreign_key="prices.id")
+    product_id: uuid.UUID | None = Field(default=None, foreign_key="products.id")
+    # What the caller set explicitly; None means "inherit from the price" on priced lines.
+    description_override: str | None = Field(default=None, max_length=5000)
+    unit_amount_override: int | None = Field(default=None, sa_type=BigInteger)
+    tax_rate_override: Decimal | None = Field(default=None, sa_type=DecimalText)
+    # Effective values, recomputed whenever the draft is saved.
+    description: str = Field(default="", max_length=5000)
+    quantity: Decimal = Field(default=Decimal(1), sa_type=DecimalText)
+    unit: str = Field(default="NOS", max_length=3)
+    unit_amount: int = _money()
+    discount_percent: Decimal = Field(default=Decimal(0), sa_type=DecimalText)
+    tax_rate: Decimal = Field(default=Decimal(0), sa_type=DecimalText)
+    amount: int = _money()
+    tax_amount: int = _money()
+    created: datetime = _ts()
+
+
+class InvoiceEvent(SQLModel, table=True):
+    """An invoice's history; the same id is the webhook event id."""
+
+    __tablename__ = "invoice_events"
+    __table_args__ = (Index("ix_invoice_events_invoice_created", "invoice_id", "created_at", "id"),)
+    id: uuid.UUID = Field(default_factory=_id, primary_key=True)
+    account_id: uuid.UUID = Field(foreign_key="accounts.id", index=True)
+    # No foreign key: the history of a deleted draft may still be delivered to webhooks.
+    invoice_id: uuid.UUID
+    type: str = Field(max_length=64)
+    meta: dict | None = Field(default=None, sa_type=JSON)
+    payload: dict = Field(sa_type=JSON)  # the webhook body: id, type, created_at, data.object
+    created_at: datetime = _ts()
+
+
+# --- webhooks ------------------------------------------------------------------------------
+
+
+class WebhookEndpoint(SQLModel, table=True):
+    __tablename__ = "webhook_endpoints"
+    __table_args__ = (Index("ix_webhook_endpoints_account_created", "account_id", "created_at", "id"),)
+    id: uuid.UUID = Field(default_factory=_id, primary_key=True)
+    account_id: uuid.UUID = Field(foreign_key="accounts.id")
+    url: str = Field(max_length=2048)
+    events: list | None = Field(default=None, sa_type=JSON)  # None: every kind, future ones too
+    secret: str = Field(max_length=128)  # `whsec_…`; kept because it signs every delivery
+    active: bool = True
+    disabled_at: datetime | None = _ts_null()
+    failure_count: int = 0
+    first_failure_at: datetime | None = _ts_null()  # start of the current failure streak
+    created_at: datetime = _ts()
+
+
+class WebhookDelivery(SQLModel, table=True):
+    """Outbox row: one event for one endpoint, written in the transaction of the change."""
+
+    __tablename__ = "webhook_deliveries"
+    __table_args__ = (
+        UniqueConstraint("event_id", "endpoint_id", name="uq_webhook_deliveries_event_endpoint"),
+        Index("ix_webhook_deliveries_due", "status", "next_attempt_at"),
+    )
+    id: uuid.UUID = Field(default_factory=_id, primary_key=True)
+    account_id: uuid.UUID = Field(foreign_key="accounts.id", index=True)
+    event_id: uuid.UUID = Field(foreign_key="invoice_events.id")
+    endpoint_id: uuid.UUID = Field(foreign_key="webhook_endpoints.id", ondelete="CASCADE", index=True)
+    status: str = Field(default="pending", max_length=16)  # pending, succeeded, failed
+    attempts: int = 0
+    next_attempt_at: datetime = _ts()
+    last_attempt_at: datetime | None = _ts_null()
+    last_status_code: int | None = None
+    last_error: str | None = Field(default=None, max_length=1000)
+    created_at: datetime = _ts()
+
+
+# --- platform: idempotency, rate limits, sessions ------------------------------------------
+
+
+class IdempotencyRecord(SQLModel, table=True):
+    __tablename__ = "idempotency_records"
+    __table_args__ = (
+        UniqueConstraint("account_id", "method", "path", "key", name="uq_idempotency_scope"),
+    )
+    id: uuid.UUID = Field(default_factory=_id, primary_key=True)
+    account_id: uuid.UUID = Field(foreign_key="accounts.id")
+    method: str = Field(max_length=8)
+    path: str = Field(max_length=512)
+    key: str = Field(max_length=255)
+    request_hash: str = Field(max_length=64)
+    state: str = Field(default="running", max_length=16)  # running, done
+    locked_until: datetime = _ts()
+    response_status: int | None = None
+    response_body: str | None = None
+    response_headers: dict | None = Field(default=None, sa_type=JSON)
+    created_at: datetime = _ts(index=True)
+
+
+class RateLimitWindow(SQLModel, table=True):
+    """Requests counted per bucket and fixed window, shared by every server process."""
+
+    __tablename__ = "rate_limit_windows"
+    bucket: str = Field(max_length=200, primary_key=True)
+    window_start: int = Field(primary_key=True, sa_type=BigInteger)  # Unix seconds
+    count: int = 0
+
+
+class WebSession(SQLModel, table=True):
+    __tablename__ = "web_sessions"
+    id: uuid.UUID = Field(default_factory=_id, primary_key=True)
+    token_hash: str = Field(max_length=64, unique=True)
+    user_id: uuid.UUID = Field(foreign_key="users.id", index=True)
+    created_at: datetime = _ts()
+    expires_at: datetime = Field(sa_type=UTCDateTime)

@@ -1,0 +1,37 @@
+"""The REST API under /api/v1: every endpoint module's operations plus the OpenAPI document."""
+
+from __future__ import annotations
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from core.errors import NotFound
+from rest import business, customers, openapi
+from rest.framework import Operation
+from rest.problems import problem_response
+
+# Endpoint modules, each with its own `api`. New resources add themselves here.
+MODULES = [business, customers]
+
+
+def operations() -> list[Operation]:
+    return [op for module in MODULES for op in module.api.operations]
+
+
+def create_rest_app() -> Starlette:
+    document_cache: dict[str, dict] = {}
+
+    async def openapi_json(_: Request) -> Response:
+        if "doc" not in document_cache:
+            document_cache["doc"] = openapi.build(operations())
+        return JSONResponse(document_cache["doc"])
+
+    async def not_found(request: Request, _exc) -> Response:
+        return problem_response(NotFound(f"No endpoint {request.method} {request.url.path}."), "req_none")
+
+    routes = [Route("/openapi.json", openapi_json, methods=["GET"])]
+    for module in MODULES:
+        routes += module.api.routes()
+    return Starlette(routes=routes, exception_handlers={404: not_found, 405: not_found})

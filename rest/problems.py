@@ -1,0 +1,46 @@
+"""RFC 9457 problem responses for every domain error."""
+
+from __future__ import annotations
+
+from starlette.responses import Response
+
+from core.errors import DomainError, Forbidden, RateLimited, Unauthorized
+from core.jsonout import dumps
+from service.settings import get_settings
+
+
+def problem_body(error: DomainError, request_id: str) -> dict:
+    body = {
+        "type": f"{get_settings().origin.rstrip('/')}/problems/{error.slug}",
+        "title": error.title,
+        "status": error.status,
+        "detail": error.detail,
+        "instance": request_id,
+        "code": error.code,
+    }
+    if error.status == 422:
+        body["errors"] = [{"path": e.path, "message": e.message} for e in error.errors]
+    return body
+
+
+def www_authenticate(error: DomainError, resource_metadata: str) -> str | None:
+    """The Bearer challenge (RFC 6750, RFC 9728) for 401 and 403 answers."""
+    if isinstance(error, Unauthorized):
+        description = error.detail.replace('"', "'")
+        return (f'Bearer error="invalid_token", error_description="{description}", '
+                f'resource_metadata="{resource_metadata}"')
+    if isinstance(error, Forbidden):
+        return (f'Bearer error="insufficient_scope", scope="{error.missing_scope}", '
+                f'resource_metadata="{resource_metadata}"')
+    return None
+
+
+def problem_response(error: DomainError, request_id: str, *, headers: dict[str, str] | None = None,
+                     resource_metadata: str | None = None) -> Response:
+    all_headers = {"X-Request-Id": request_id, **(headers or {})}
+    if isinstance(error, RateLimited):
+        all_headers["Retry-After"] = str(error.retry_after)
+    if resource_metadata and (challenge := www_authenticate(error, resource_metadata)):
+        all_headers["WWW-Authenticate"] = challenge
+    return Response(dumps(problem_body(error, request_id)), status_code=error.status,
+                    headers=all_headers, media_type="application/problem+json")

@@ -1,0 +1,7 @@
+"""Routes of `well_known`, mounted by service/app.py on the service origin."""
+
+from starlette.routing import BaseRoute
+
+
+def routes() -> list[BaseRoute]:
+    return []

@@ -3,10 +3,16 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
+HOST ?= 127.0.0.1
+PORT ?= 8000
+# -n: parallel processes; loadfile keeps a module's tests (and their servers) in one process.
+PYTEST := $(PY) -m pytest -q -n 2 --dist loadfile
 
-.PHONY: run test test-sqlite test-postgres install demo clean
+.PHONY: run test test-sqlite test-postgres install migrate demo clean
 
 $(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
+		{ echo "Python 3.11 or newer is needed: make PYTHON=python3.11 ..."; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
@@ -14,13 +20,18 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+migrate: install
+	$(VENV)/bin/invoicing db upgrade
+
+# `serve` applies pending migrations itself; the default database is ./var/invoicing.db.
 run: install
-	$(VENV)/bin/invoicing serve
+	$(VENV)/bin/invoicing serve --host $(HOST) --port $(PORT)
 
 demo: install
 	$(VENV)/bin/invoicing demo
 
 # SQLite always; PostgreSQL too when INVOICING_TEST_POSTGRES_URL names a server.
+# pytest's own exit codes pass through, so "no tests collected" (5) fails too.
 test: install
 	scripts/test-prerequisites
 	$(MAKE) --no-print-directory test-sqlite
@@ -28,10 +39,10 @@ test: install
 	else echo "INVOICING_TEST_POSTGRES_URL not set: PostgreSQL pass skipped"; fi
 
 test-sqlite: install
-	$(PY) -m pytest -q -n 2 --dist loadfile
+	env -u INVOICING_TEST_DATABASE_URL $(PYTEST)
 
 test-postgres: install
-	$(PY) scripts/with-fresh-postgres.py -- $(PY) -m pytest -q -n 2 --dist loadfile
+	$(PY) scripts/with-fresh-postgres.py -- $(PYTEST)
 
 clean:
 	rm -rf $(VENV) var

@@ -1,0 +1,313 @@
+"""The real `invoicing` command, on a SQLite database of its own (not the shared test database)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+KEY = re.compile(r"inv_live_[A-Za-z0-9]{8}_[A-Za-z0-9]{32}")
+INVOICING = shutil.which("invoicing", path=str(Path(sys.executable).parent)) or "invoicing"
+TIMEOUT = 60
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory) -> dict[str, str]:
+    home = tmp_path_factory.mktemp("cli")
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("INVOICING_")}
+    return {**clean, "INVOICING_DATABASE_URL": f"sqlite:///{home}/invoicing.db",
+            "INVOICING_DATA_DIR": str(home / "var"), "INVOICING_SECRET_KEY": "cli-test-secret"}
+
+
+@pytest.fixture(scope="module")
+def cli(env):
+    def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+        return subprocess.run([INVOICING, *args], env=env, input=stdin, capture_output=True, text=True,
+                              timeout=TIMEOUT)
+    return run
+
+
+def refused(result: subprocess.CompletedProcess) -> str:
+    """The stderr of a command that failed the way a user mistake should: exit 2, no traceback."""
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr
+    return result.stderr
+
+
+def new_email() -> str:
+    return f"owner-{uuid.uuid4().hex[:8]}@example.com"
+
+
+@pytest.fixture
+def account(cli) -> str:
+    email = new_email()
+    assert cli("accounts", "create", "--email", email, "--password", "correct horse").returncode == 0
+    return email
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(env):
+    """`invoicing serve --no-worker` on a free port, sharing the CLI's database."""
+    port = free_port()
+    process = subprocess.Popen([INVOICING, "serve", "--port", str(port), "--no-worker"], env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    base = f"http://127.0.0.1:{port}/api/v1"
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        assert process.poll() is None, process.stdout.read()
+        try:
+            if httpx.get(f"{base}/openapi.json", timeout=1).status_code == 200:
+                break
+        except httpx.TransportError:
+            pass
+        assert time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.2)
+    yield base
+    process.send_signal(signal.SIGTERM)
+    process.wait(TIMEOUT)
+
+
+def test_without_a_command_usage_is_printed_and_it_exits_2(cli):
+    result = cli()
+    assert result.returncode == 2 and "usage: invoicing" in result.stderr
+
+
+def test_db_upgrade_creates_the_schema(cli, env):
+    result = cli("db", "upgrade")
+    assert result.returncode == 0, result.stderr
+    assert Path(env["INVOICING_DATABASE_URL"].removeprefix("sqlite:///")).exists()
+
+
+def test_accounts_create_prints_the_account_id(cli):
+    result = cli("accounts", "create", "--email", new_email(), "--password", "correct horse", "--name", "Ann")
+    assert result.returncode == 0, result.stderr
+    uuid.UUID(result.stdout.strip())
+
+
+def test_accounts_create_twice_with_one_email_is_refused_clearly(cli, account):
+    stderr = refused(cli("accounts", "create", "--email", account.upper(), "--password", "another one"))
+    assert "already exists" in stderr
+
+
+def test_accounts_create_with_a_short_password_names_the_field(cli):
+    stderr = refused(cli("accounts", "create", "--email", new_email(), "--password", "short"))
+    assert "password: must be at least 8 characters" in stderr
+
+
+def test_accounts_verify_email(cli, account):
+    result = cli("accounts", "verify-email", "--email", account)
+    assert result.returncode == 0 and "verified" in result.stdout
+
+
+def test_accounts_verify_email_of_an_unknown_user_is_refused(cli):
+    assert "No user" in refused(cli("accounts", "verify-email", "--email", new_email()))
+
+
+BUSINESS = {"legal_name": "Acme Ltd", "country_code": "gb", "currency": "gbp",
+            "address": {"line1": "1 High Street", "city": "London"}}
+
+
+def test_business_set_writes_the_profile(cli, account, tmp_path, server):
+    file = tmp_path / "business.json"
+    file.write_text(json.dumps(BUSINESS))
+    result = cli("business", "set", "--email", account, "--file", str(file))
+    assert result.returncode == 0, result.stderr
+    key = cli("keys", "create", "--email", account, "--name", "k", "--preset", "read_only").stdout.strip()
+    business = httpx.get(f"{server}/business", headers={"Authorization": f"Bearer {key}"}).json()["data"]
+    assert (business["legal_name"], business["currency"], business["address"]["city"]) == ("Acme Ltd", "GBP", "London")
+
+
+def test_business_set_reads_stdin(cli, account):
+    result = cli("business", "set", "--email", account, "--file", "-", stdin=json.dumps(BUSINESS))
+    assert result.returncode == 0, result.stderr
+
+
+def test_business_set_with_an_invalid_file_prints_each_field_path(cli, account, tmp_path):
+    file = tmp_path / "business.json"
+    file.write_text(json.dumps({**BUSINESS, "country_code": "GBR", "address": {"city": 5}, "colour": "red"}))
+    stderr = refused(cli("business", "set", "--email", account, "--file", str(file)))
+    for path in ("country_code:", "address.city:", "colour: unknown field"):
+        assert path in stderr
+
+
+def test_business_set_without_required_fields_names_them(cli, account, tmp_path):
+    file = tmp_path / "business.json"
+    file.write_text("{}")
+    stderr = refused(cli("business", "set", "--email", account, "--file", str(file)))
+    assert "legal_name: is required" in stderr and "currency: is required" in stderr
+
+
+def test_business_set_with_a_file_that_is_not_json_is_refused(cli, account, tmp_path):
+    file = tmp_path / "business.json"
+    file.write_text("legal_name = Acme")
+    assert "not valid JSON" in refused(cli("business", "set", "--email", account, "--file", str(file)))
+
+
+def test_business_set_with_a_missing_file_is_refused(cli, account, tmp_path):
+    stderr = refused(cli("business", "set", "--email", account, "--file", str(tmp_path / "none.json")))
+    assert "cannot read" in stderr
+
+
+def test_keys_create_prints_only_the_key_on_stdout(cli, account):
+    result = cli("keys", "create", "--email", account, "--name", "ci", "--preset", "read_only")
+    assert result.returncode == 0, result.stderr
+    assert KEY.fullmatch(result.stdout.strip())
+
+
+def test_keys_create_json_prints_id_key_and_scopes(cli, account):
+    result = cli("keys", "create", "--email", account, "--name", "ci", "--scopes", "invoices:read,clients:write",
+                 "--expires-days", "30", "--json")
+    assert result.returncode == 0, result.stderr
+    created = json.loads(result.stdout)
+    assert set(created) == {"id", "key", "scopes"}
+    uuid.UUID(created["id"])
+    assert KEY.fullmatch(created["key"])
+    assert created["scopes"] == ["clients:write", "invoices:read"]
+
+
+def test_keys_create_with_an_unknown_scope_is_refused(cli, account):
+    stderr = refused(cli("keys", "create", "--email", account, "--name", "x", "--scopes", "clients:read,bogus"))
+    assert "unknown scope bogus" in stderr
+
+
+def test_keys_create_needs_a_preset_or_scopes_but_not_both(cli, account):
+    assert cli("keys", "create", "--email", account, "--name", "x").returncode == 2
+    both = cli("keys", "create", "--email", account, "--name", "x", "--preset", "read_only", "--scopes", "clients:read")
+    assert both.returncode == 2 and "not allowed with" in both.stderr
+
+
+def test_keys_create_with_a_negative_expiry_is_refused(cli, account):
+    stderr = refused(cli("keys", "create", "--email", account, "--name", "x", "--preset", "read_only",
+                         "--expires-days", "-1"))
+    assert "expires_in_days" in stderr
+
+
+def test_keys_list_shows_ids_and_scopes_but_never_the_secret(cli, account):
+    created = json.loads(cli("keys", "create", "--email", account, "--name", "listed", "--preset", "read_only",
+                             "--json").stdout)
+    result = cli("keys", "list", "--email", account)
+    assert result.returncode == 0, result.stderr
+    assert created["id"] in result.stdout and "business:read clients:read invoices:read" in result.stdout
+    assert created["key"][:17] in result.stdout and created["key"][18:] not in result.stdout
+
+
+def test_keys_list_json(cli, account):
+    created = json.loads(cli("keys", "create", "--email", account, "--name", "listed", "--preset", "full_access",
+                             "--json").stdout)
+    [listed] = json.loads(cli("keys", "list", "--email", account, "--json").stdout)
+    assert (listed["id"], listed["name"], listed["revoked_at"]) == (created["id"], "listed", None)
+
+
+def test_keys_revoke_of_an_unknown_key_is_refused(cli, account):
+    assert "No such API key" in refused(cli("keys", "revoke", "--email", account, str(uuid.uuid4())))
+
+
+def test_keys_revoke_makes_the_key_401_on_the_next_request(cli, account, server):
+    created = json.loads(cli("keys", "create", "--email", account, "--name", "doomed", "--preset", "full_access",
+                             "--json").stdout)
+    headers = {"Authorization": f"Bearer {created['key']}"}
+    assert httpx.get(f"{server}/customers", headers=headers).status_code == 200
+    result = cli("keys", "revoke", "--email", account, created["id"])
+    assert result.returncode == 0, result.stderr
+    response = httpx.get(f"{server}/customers", headers=headers)
+    assert response.status_code == 401 and "revoked" in response.json()["detail"]
+
+
+def test_keys_of_another_account_cannot_be_revoked(cli, account):
+    other = json.loads(cli("keys", "create", "--email", account, "--name", "x", "--preset", "read_only",
+                           "--json").stdout)
+    stranger = new_email()
+    cli("accounts", "create", "--email", stranger, "--password", "correct horse")
+    assert "No such API key" in refused(cli("keys", "revoke", "--email", stranger, other["id"]))
+
+
+def test_demo_prints_a_key_that_works_against_the_server(cli, server):
+    result = cli("demo")
+    assert result.returncode == 0, result.stderr
+    key = KEY.search(result.stdout).group()
+    assert "demo@example.com" in result.stdout
+    assert f'curl -H "Authorization: Bearer {key}" http://127.0.0.1:8000/api/v1/customers' in result.stdout
+    response = httpx.get(f"{server}/customers", headers={"Authorization": f"Bearer {key}"})
+    assert response.status_code == 200 and response.json() == {"data": [], "next_cursor": None}
+    business = httpx.get(f"{server}/business", headers={"Authorization": f"Bearer {key}"})
+    assert business.status_code == 200
+
+
+def test_demo_again_makes_a_new_key_but_no_second_account(cli):
+    first = KEY.search(cli("demo").stdout).group()
+    again = cli("demo")
+    assert again.returncode == 0, again.stderr
+    assert KEY.search(again.stdout).group() != first
+    keys = json.loads(cli("keys", "list", "--email", "demo@example.com", "--json").stdout)
+    assert {first[9:17], KEY.search(again.stdout).group()[9:17]} <= {k["key"][9:17] for k in keys}
+    assert "already exists" in refused(cli("accounts", "create", "--email", "demo@example.com",
+                                           "--password", "whatever123"))
+
+
+def test_an_unusable_database_url_is_reported_without_a_traceback(env):
+    result = subprocess.run([INVOICING, "db", "upgrade"], env={**env, "INVOICING_DATABASE_URL": "nonsense://"},
+                            capture_output=True, text=True, timeout=TIMEOUT)
+    assert refused(result).startswith("invoicing: INVOICING_DATABASE_URL")
+
+
+def start(env, *args: str) -> subprocess.Popen:
+    return subprocess.Popen([INVOICING, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def stop_and_read(process: subprocess.Popen) -> str:
+    process.send_signal(signal.SIGTERM)
+    output, _ = process.communicate(timeout=TIMEOUT)
+    assert process.returncode == 0, output
+    return output
+
+
+def wait_for(process: subprocess.Popen, text: str) -> None:
+    seen = ""
+    while text not in seen:
+        line = process.stdout.readline()
+        assert line, f"exited before printing {text!r}: {seen}"
+        seen += line
+
+
+def test_worker_runs_the_cleanup_job_and_stops_on_sigterm(env):
+    process = start(env, "worker")
+    wait_for(process, "Background worker started: cleanup")
+    assert "Background worker stopped." in stop_and_read(process)
+
+
+def test_serve_runs_the_worker_in_process_and_stops_both_on_sigterm(env):
+    port = free_port()
+    process = start(env, "serve", "--port", str(port))
+    wait_for(process, "Background worker started")
+    wait_for(process, f"running on http://127.0.0.1:{port}")
+    assert httpx.get(f"http://127.0.0.1:{port}/api/v1/openapi.json").status_code == 200
+    output = stop_and_read(process)
+    assert "Background worker stopped." in output
+
+
+def test_serve_with_several_processes_answers(env):
+    port = free_port()
+    process = start(env, "serve", "--port", str(port), "--workers", "2", "--no-worker")
+    wait_for(process, "Application startup complete")
+    wait_for(process, "Application startup complete")
+    assert httpx.get(f"http://127.0.0.1:{port}/api/v1/openapi.json").status_code == 200
+    assert "Background worker" not in stop_and_read(process)

@@ -1,0 +1,152 @@
+"""The periodic-job runner behind `invoicing worker` and the in-process worker of `serve`."""
+
+import logging
+import threading
+import time
+import uuid
+from datetime import timedelta
+
+import pytest
+from sqlmodel import select
+
+from core import accounts, db
+from core.clock import now
+from core.models import IdempotencyRecord, RateLimitWindow
+from service import worker
+
+
+def counting_job(name="count", interval=0.01, *, fail_first=0):
+    runs = []
+
+    def function():
+        runs.append(time.monotonic())
+        if len(runs) <= fail_first:
+            raise RuntimeError("boom")
+
+    return worker.Job(name, interval, function), runs
+
+
+def run_until(stop_event, jobs, condition, timeout=5.0):
+    thread = threading.Thread(target=worker.run_forever, args=(stop_event, jobs), daemon=True)
+    thread.start()
+    deadline = time.monotonic() + timeout
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.005)
+    stop_event.set()
+    thread.join(timeout)
+    assert not thread.is_alive()
+
+
+def test_run_once_runs_every_job_once():
+    first, first_runs = counting_job("first")
+    second, second_runs = counting_job("second")
+    assert worker.run_once([first, second]) == {"first": True, "second": True}
+    assert (len(first_runs), len(second_runs)) == (1, 1)
+
+
+def test_a_failing_job_is_logged_and_the_others_still_run(caplog):
+    failing, _ = counting_job("failing", fail_first=1)
+    healthy, healthy_runs = counting_job("healthy")
+    with caplog.at_level(logging.ERROR, logger="invoicing.worker"):
+        assert worker.run_once([failing, healthy]) == {"failing": False, "healthy": True}
+    assert len(healthy_runs) == 1
+    assert "'failing' failed" in caplog.text and "RuntimeError: boom" in caplog.text
+
+
+def test_run_forever_repeats_a_job_at_its_interval():
+    job, runs = counting_job(interval=0.01)
+    run_until(threading.Event(), [job], lambda: len(runs) >= 3)
+    assert len(runs) >= 3
+    assert all(later - earlier >= 0.009 for earlier, later in zip(runs, runs[1:]))
+
+
+def test_run_forever_goes_on_after_a_job_raises():
+    job, runs = counting_job(interval=0.01, fail_first=2)
+    run_until(threading.Event(), [job], lambda: len(runs) >= 4)
+    assert len(runs) >= 4
+
+
+def test_run_forever_waits_for_the_interval_of_a_slow_job():
+    job, runs = counting_job(interval=3600)
+    run_until(threading.Event(), [job], lambda: False, timeout=0.2)
+    assert len(runs) == 1
+
+
+def test_run_forever_returns_at_once_when_already_stopped():
+    job, runs = counting_job()
+    stop = threading.Event()
+    stop.set()
+    started = time.monotonic()
+    worker.run_forever(stop, [job])
+    assert time.monotonic() - started < 1 and runs == []
+
+
+def test_setting_the_stop_event_ends_a_sleeping_worker_promptly():
+    job, runs = counting_job(interval=3600)
+    stop = threading.Event()
+    thread = threading.Thread(target=worker.run_forever, args=(stop, [job]), daemon=True)
+    thread.start()
+    while not runs:
+        time.sleep(0.005)
+    stop.set()
+    thread.join(2)
+    assert not thread.is_alive()
+
+
+def test_register_adds_a_job_to_the_default_jobs(monkeypatch):
+    monkeypatch.setattr(worker, "_jobs", dict(worker._jobs))
+    job = worker.register("extra", 5, lambda: None)
+    assert job in worker.default_jobs()
+
+
+def test_register_refuses_a_non_positive_interval():
+    with pytest.raises(ValueError):
+        worker.register("never", 0, lambda: None)
+
+
+def test_default_jobs_include_cleanup():
+    assert "cleanup" in [job.name for job in worker.default_jobs()]
+
+
+def test_default_jobs_skip_a_job_module_that_does_not_exist(monkeypatch):
+    monkeypatch.setattr(worker, "JOB_MODULES", ("service.no_such_module",))
+    assert worker.default_jobs()
+
+
+def test_default_jobs_report_a_job_module_that_fails_to_import(monkeypatch):
+    monkeypatch.setattr(worker, "JOB_MODULES", ("tests.unit.no_such_package.module",))
+    with pytest.raises(ModuleNotFoundError):
+        worker.default_jobs()
+
+
+def make_account_id() -> uuid.UUID:
+    with db.transaction() as session:
+        _, account = accounts.create_account(session, email=f"w-{uuid.uuid4().hex[:8]}@example.com",
+                                             password="correct horse battery")
+    return account.id
+
+
+def idempotency_record(account_id, key, created_at):
+    return IdempotencyRecord(account_id=account_id, method="POST", path="/customers", key=key,
+                             request_hash="0" * 64, state="done", locked_until=created_at,
+                             created_at=created_at)
+
+
+def test_cleanup_purges_idempotency_records_older_than_24_hours():
+    account_id = make_account_id()
+    with db.transaction() as session:
+        session.add(idempotency_record(account_id, "old", now() - timedelta(hours=25)))
+        session.add(idempotency_record(account_id, "fresh", now() - timedelta(hours=23)))
+    worker.cleanup()
+    with db.transaction() as session:
+        assert [r.key for r in session.exec(select(IdempotencyRecord))] == ["fresh"]
+
+
+def test_cleanup_purges_rate_limit_windows_closed_long_ago():
+    current = int(time.time())
+    with db.transaction() as session:
+        session.add(RateLimitWindow(bucket="api:old", window_start=current - 3 * 3600, count=5))
+        session.add(RateLimitWindow(bucket="api:new", window_start=current - 60, count=5))
+    worker.cleanup()
+    with db.transaction() as session:
+        assert [w.bucket for w in session.exec(select(RateLimitWindow))] == ["api:new"]

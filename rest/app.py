@@ -9,11 +9,12 @@ from starlette.routing import Route
 
 from core.errors import NotFound
 from rest import business, customers, openapi
+from rest import prices, products
 from rest.framework import Operation
 from rest.problems import problem_response
 
 # Endpoint modules, each with its own `api`. New resources add themselves here.
-MODULES = [business, customers]
+MODULES = [business, customers, products, prices]
 
 
 def operations() -> list[Operation]:

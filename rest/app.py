@@ -10,11 +10,12 @@ from starlette.routing import Route
 from core.errors import NotFound
 from rest import business, customers, openapi
 from rest import prices, products
+from rest import webhook_endpoints
 from rest.framework import Operation
 from rest.problems import problem_response
 
 # Endpoint modules, each with its own `api`. New resources add themselves here.
-MODULES = [business, customers, products, prices]
+MODULES = [business, customers, products, prices, webhook_endpoints]
 
 
 def operations() -> list[Operation]:

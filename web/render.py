@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
@@ -13,6 +14,14 @@ from web.sessions import current_user
 
 TEMPLATES = Path(__file__).parent / "templates"
 environment = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html"]))
+
+
+def when(value: datetime | None, missing: str = "") -> str:
+    """A timestamp as people read it: `2026-11-22 14:05 UTC`."""
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC") if value else missing
+
+
+environment.filters["when"] = when
 
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'",

@@ -1,0 +1,85 @@
+"""The start page and onboarding (the business profile form, shown until a profile exists)."""
+
+from __future__ import annotations
+
+from starlette.responses import Response
+from starlette.routing import Route
+
+from core.accounts import account_of
+from core.business import ADDRESS_KEYS, BANK_KEYS, BusinessInput, find_profile, set_profile
+from core.db import transaction
+from core.errors import ValidationFailed
+from core.validation import parse
+from web.pages import Visit, errors_by_field, page, redirect
+from web.render import render
+
+TOP_LEVEL_FIELDS = ("legal_name", "trade_name", "country_code", "currency", "tax_id", "email", "phone",
+                    "invoice_prefix")
+FORM_FIELDS = (TOP_LEVEL_FIELDS + tuple(f"address.{k}" for k in ADDRESS_KEYS)
+               + tuple(f"bank.{k}" for k in BANK_KEYS))
+
+# Messages the start page may show, chosen by a code in the query string (never reflected text).
+NOTICES = {
+    "verification_sent": "We have sent you a new verification e-mail.",
+    "already_verified": "Your e-mail address is already verified.",
+    "email_not_sent": "We could not send the verification e-mail just now. Try again from the start page.",
+    "profile_saved": "Your business profile is saved.",
+}
+
+
+def notice(visit: Visit) -> str | None:
+    return NOTICES.get(visit.request.query_params.get("notice", ""))
+
+
+def start_page(visit: Visit) -> Response:
+    if visit.user is None:
+        return redirect("/login")
+    with transaction() as session:
+        profile = find_profile(session, account_of(session, visit.user).id)
+        business_name = (profile.trade_name or profile.legal_name) if profile else None
+    return render(visit.request, "dashboard.html", business_name=business_name,
+                  verified=visit.user.email_verified_at is not None, notice=notice(visit))
+
+
+def business_input(values: dict[str, str]) -> BusinessInput:
+    """The form's flat `address.city`-style fields as a BusinessInput; blank fields are left out."""
+    data: dict = {"address": {}, "bank": {}}
+    for name, value in values.items():
+        if not value:
+            continue
+        group, _, key = name.partition(".")
+        if key:
+            data[group][key] = value
+        else:
+            data[name] = value
+    return parse(BusinessInput, data)
+
+
+def onboarding_form(visit: Visit) -> Response:
+    with transaction() as session:
+        if find_profile(session, account_of(session, visit.user).id) is not None:
+            return redirect("/")
+    values = {name: "" for name in FORM_FIELDS} | {"email": visit.user.email, "invoice_prefix": "INV"}
+    return render(visit.request, "onboarding.html", values=values, errors={}, notice=notice(visit))
+
+
+def onboard(visit: Visit) -> Response:
+    values = {name: visit.text(name, 300) for name in FORM_FIELDS}
+    try:
+        data = business_input(values)
+        with transaction() as session:
+            account_id = account_of(session, visit.user).id
+            if find_profile(session, account_id) is not None:
+                return redirect("/")  # finished meanwhile, in another tab
+            set_profile(session, account_id, data)
+    except ValidationFailed as exc:
+        return render(visit.request, "onboarding.html", status_code=422, values=values,
+                      errors=errors_by_field(exc.errors), notice=None)
+    return redirect("/?notice=profile_saved")
+
+
+def routes() -> list[Route]:
+    return [
+        page("/", get=start_page, signed_in=False),
+        page("/onboarding", get=onboarding_form, post=onboard),
+    ]

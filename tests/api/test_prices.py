@@ -5,6 +5,9 @@ import uuid
 import pytest
 
 MAX_AMOUNT = 9007199254740991
+# Fixed (not random) so that pytest-xdist workers collect the same test ids.
+UNKNOWN_UUID = "5f0c8a4e-9d1b-4c3a-8e2f-7b6a5d4c3b2a"
+UNKNOWN_HEX = UNKNOWN_UUID.replace("-", "")
 
 
 def make_product(tenant, **fields):
@@ -167,7 +170,7 @@ def test_price_on_archived_product_is_422_at_product(tenant, product):
     assert list(errors_of(tenant.post("/prices", json=body))) == ["product"]
 
 
-@pytest.mark.parametrize("reference", [f"prod_{uuid.uuid4().hex}", "prod_nope", str(uuid.uuid4())])
+@pytest.mark.parametrize("reference", [f"prod_{UNKNOWN_HEX}", "prod_nope", UNKNOWN_UUID])
 def test_price_on_nonexistent_or_malformed_product_is_404(tenant, reference):
     response = tenant.post("/prices", json={"product": reference, "unit_amount": 1, "currency": "USD"})
     assert response.status_code == 404
@@ -208,7 +211,7 @@ def test_retrieve_by_prefixed_id_and_by_uuid(tenant):
     assert tenant.get(f"/prices/{raw}").json()["data"] == price
 
 
-@pytest.mark.parametrize("bad_id", ["price_nope", "prod_" + "0" * 32, "1", f"price_{uuid.uuid4().hex}"])
+@pytest.mark.parametrize("bad_id", ["price_nope", "prod_" + "0" * 32, "1", f"price_{UNKNOWN_HEX}"])
 def test_malformed_or_unknown_id_is_404(tenant, bad_id):
     response = tenant.get(f"/prices/{bad_id}")
     assert response.status_code == 404
@@ -418,7 +421,7 @@ def test_list_filter_by_product_accepts_id_or_uuid(tenant):
         assert [p["id"] for p in listed] == [wanted["id"]]
 
 
-@pytest.mark.parametrize("reference", [f"prod_{uuid.uuid4().hex}", "prod_nope"])
+@pytest.mark.parametrize("reference", [f"prod_{UNKNOWN_HEX}", "prod_nope"])
 def test_list_filter_by_nonexistent_product_is_404(tenant, reference):
     response = tenant.get("/prices", params={"product": reference})
     assert response.status_code == 404

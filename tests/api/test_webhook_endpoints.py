@@ -210,7 +210,7 @@ def test_other_accounts_endpoint_is_404(tenant, other_tenant):
     assert len(other_tenant.get("/webhook-endpoints").json()["data"]) == 1
 
 
-@pytest.mark.parametrize("endpoint_id", ["nope", "we_123", str(uuid.uuid4())])
+@pytest.mark.parametrize("endpoint_id", ["nope", "we_123", "3f2b8c1e-5d4a-4e7b-9c0d-1a2b3c4d5e6f"])
 def test_malformed_or_unknown_id_is_404(tenant, endpoint_id):
     assert tenant.delete(f"/webhook-endpoints/{endpoint_id}").status_code == 404
 

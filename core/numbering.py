@@ -1,0 +1,41 @@
+"""Invoice numbers: `{prefix}-{n:04d}`, consecutive per account from 1, with no gaps.
+
+The number is taken inside the finalizing transaction from the account's counter row. The
+UPDATE holds that row's lock until the transaction ends (PostgreSQL), and SQLite's
+`BEGIN IMMEDIATE` serializes writers anyway, so two finalizations never get the same number;
+if the finalization fails later, the rollback returns the number to the counter (no gap).
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from sqlalchemy import update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlmodel import Session
+
+from core.models import InvoiceCounter
+
+
+def format_number(prefix: str, n: int) -> str:
+    return f"{prefix}-{n:04d}"
+
+
+def _ensure_counter(session: Session, account_id: uuid.UUID) -> None:
+    # ON CONFLICT DO NOTHING: a concurrent first finalization may insert the row at the same time.
+    dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
+    session.execute(dialect.insert(InvoiceCounter).values(account_id=account_id, last_number=0)
+                    .on_conflict_do_nothing(index_elements=["account_id"]))
+
+
+def next_number(session: Session, account_id: uuid.UUID, prefix: str) -> str:
+    """Take the account's next number; call it in the transaction that finalizes the invoice."""
+    _ensure_counter(session, account_id)
+    taken = session.execute(
+        update(InvoiceCounter)
+        .where(InvoiceCounter.account_id == account_id)
+        .values(last_number=InvoiceCounter.last_number + 1)
+        .returning(InvoiceCounter.last_number)
+        .execution_options(synchronize_session=False)
+    ).scalar_one()
+    return format_number(prefix, taken)

@@ -11,11 +11,12 @@ from core.errors import NotFound
 from rest import business, customers, openapi
 from rest import prices, products
 from rest import webhook_endpoints
+from rest import invoice_items, invoices
 from rest.framework import Operation
 from rest.problems import problem_response
 
 # Endpoint modules, each with its own `api`. New resources add themselves here.
-MODULES = [business, customers, products, prices, webhook_endpoints]
+MODULES = [business, customers, products, prices, webhook_endpoints, invoices, invoice_items]
 
 
 def operations() -> list[Operation]:

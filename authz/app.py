@@ -1,7 +1,203 @@
-"""Routes of `authz`, mounted by service/app.py on the service origin."""
+"""Routes of `authz`: /oauth/authorize (consent), /oauth/token, /oauth/register, /oauth/revoke.
 
-from starlette.routing import BaseRoute
+Importing this module registers the access-token verifier with `core.credentials`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from urllib.parse import unquote
+
+from authlib.oauth2.rfc6749 import OAuth2Error
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from authz import metadata_documents, redirect_uris, scoping
+from authz.errors import safe_description
+from authz.server import HttpInput, HttpOAuth2Request, bound, server
+from authz.verifier import verify_access_token
+from core.credentials import register_oauth_verifier
+from core.db import transaction
+from service.settings import get_settings
+from web import consent
+from web.csrf import CsrfFailed, require_csrf
+from web.sessions import current_user, login_url
+
+register_oauth_verifier(verify_access_token)
+
+MAX_FORM_FIELDS = 100
+MAX_REGISTRATION_BYTES = 16 * 1024
+# Browser-based clients (such as MCP Inspector) call these from another origin, without cookies.
+CORS_HEADERS = {
+    "Access-Control-Allow-Origin": "*",
+    "Access-Control-Allow-Methods": "POST, OPTIONS",
+    "Access-Control-Allow-Headers": "Authorization, Content-Type",
+    "Access-Control-Max-Age": "86400",
+}
 
 
 def routes() -> list[BaseRoute]:
-    return []
+    return [
+        Route("/oauth/authorize", authorize, methods=["GET", "POST"]),
+        Route("/oauth/token", token, methods=["POST", "OPTIONS"]),
+        Route("/oauth/register", register, methods=["POST", "OPTIONS"]),
+        Route("/oauth/revoke", revoke, methods=["POST", "OPTIONS"]),
+    ]
+
+
+# --- token, revocation, registration --------------------------------------------------------------
+
+
+async def token(request: Request) -> Response:
+    return await _machine_endpoint(request, lambda http: server.create_token_response(http))
+
+
+async def revoke(request: Request) -> Response:
+    return await _machine_endpoint(request, lambda http: server.create_endpoint_response("revocation", http))
+
+
+async def register(request: Request) -> Response:
+    if request.method == "OPTIONS":
+        return Response(status_code=204, headers=CORS_HEADERS)
+    body = await request.body()
+    try:
+        if len(body) > MAX_REGISTRATION_BYTES:
+            raise ValueError
+        document = json.loads(body)
+    except ValueError:
+        document = None
+    if not isinstance(document, dict):
+        return _with_cors(_oauth_error(
+            "invalid_client_metadata", f"The body must be a JSON object of at most {MAX_REGISTRATION_BYTES} bytes."))
+    http = HttpInput(request.method, str(request.url), request.headers, json=document)
+    response = await run_in_threadpool(_in_transaction, lambda: server.create_endpoint_response("client_registration", http))
+    return _with_cors(response)
+
+
+async def _machine_endpoint(request: Request, handle) -> Response:
+    if request.method == "OPTIONS":
+        return Response(status_code=204, headers=CORS_HEADERS)
+    http = HttpInput(request.method, str(request.url), request.headers, await _form_params(request))
+    client_ids = [dict(http.params).get("client_id"), _basic_auth_client_id(request)]
+    response = await run_in_threadpool(_in_transaction, lambda: handle(http), client_ids)
+    return _with_cors(response)
+
+
+async def _form_params(request: Request) -> list[tuple[str, str]]:
+    if not request.headers.get("content-type", "").startswith("application/x-www-form-urlencoded"):
+        return []
+    form = await request.form(max_files=0, max_fields=MAX_FORM_FIELDS)
+    return [(name, value) for name, value in form.multi_items() if isinstance(value, str)]
+
+
+def _basic_auth_client_id(request: Request) -> str | None:
+    scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() != "basic":
+        return None
+    try:
+        return unquote(base64.b64decode(credentials.strip()).decode().partition(":")[0])
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+
+
+def _in_transaction(handle, client_ids=()) -> Response:
+    errors = _prefetch_documents(client_ids)
+    with transaction() as session, bound(session, errors):
+        return handle()
+
+
+def _prefetch_documents(client_ids) -> dict[str, str]:
+    """Fetch the metadata documents of https client ids before the transaction starts."""
+    errors = {}
+    for client_id in client_ids:
+        if metadata_documents.is_document_client_id(client_id) and client_id not in errors:
+            if error := metadata_documents.ensure_fresh(client_id):
+                errors[client_id] = error
+    return errors
+
+
+def _oauth_error(error: str, description: str, status_code: int = 400) -> Response:
+    body = json.dumps({"error": error, "error_description": description})
+    return Response(body, status_code=status_code, media_type="application/json", headers={"Cache-Control": "no-store"})
+
+
+def _with_cors(response: Response) -> Response:
+    response.headers["Access-Control-Allow-Origin"] = "*"
+    return response
+
+
+# --- authorization endpoint and consent ---------------------------------------------------------
+
+
+async def authorize(request: Request) -> Response:
+    form = await request.form(max_files=0, max_fields=MAX_FORM_FIELDS) if request.method == "POST" else None
+    return await run_in_threadpool(_authorize, request, form)
+
+
+def _authorize(request: Request, form) -> Response:
+    user = current_user(request)  # before the transaction: it opens its own
+    http = HttpInput(request.method, str(request.url), request.headers, list(request.query_params.multi_items()))
+    oauth_request = HttpOAuth2Request(http)
+    errors = _prefetch_documents([request.query_params.get("client_id")])
+    with transaction() as session, bound(session, errors):
+        try:
+            grant = server.get_consent_grant(oauth_request, end_user=user)
+        except OAuth2Error as error:
+            if error.redirect_uri:
+                return server.error_redirect(oauth_request, error)
+            return consent.render_authorization_error(
+                request, error=error.error, description=error.description or _default_description(error))
+        if user is None:
+            return RedirectResponse(login_url(_path_and_query(request)), status_code=303)
+        page = _consent_page(request, grant, oauth_request)
+        if request.method == "GET":
+            return consent.render_consent(request, page)
+        return _decide(request, form, grant, oauth_request, page, user)
+
+
+def _decide(request: Request, form, grant, oauth_request: HttpOAuth2Request, page: consent.ConsentPage, user):
+    try:
+        require_csrf(request, form)
+    except CsrfFailed:
+        return consent.render_authorization_error(
+            request, error="invalid_request", status_code=403,
+            description="This form expired or was not sent from this site. Go back to the app and connect again.")
+    decision = form.get("decision")
+    if decision == "deny":
+        return server.create_authorization_response(oauth_request, grant_user=None, grant=grant)
+    if decision != "allow":
+        return consent.render_consent(request, page, error="Choose Allow or Deny.", status_code=400)
+    ticked = set(form.getlist("scope"))
+    granted = [scope for scope in oauth_request.requested_scopes if scope in ticked]
+    if not granted:
+        page = _consent_page(request, grant, oauth_request, ticked=ticked)
+        return consent.render_consent(request, page, status_code=400,
+                                      error="Tick at least one permission, or choose Deny.")
+    oauth_request.granted_scopes = granted
+    return server.create_authorization_response(oauth_request, grant_user=user, grant=grant)
+
+
+def _consent_page(request: Request, grant, oauth_request: HttpOAuth2Request, ticked=None) -> consent.ConsentPage:
+    client = grant.client
+    is_ticked = (lambda scope: scope in ticked) if ticked is not None else scoping.pre_ticked
+    return consent.ConsentPage(
+        app_name=client.name, verified=client.verified, app_host=client.host,
+        redirect_host=redirect_uris.display_host(grant.redirect_uri),
+        redirect_is_local=redirect_uris.is_loopback(grant.redirect_uri),
+        resource_label="MCP server (AI assistants)" if oauth_request.resource == get_settings().mcp_resource
+        else "REST API",
+        groups=consent.choices(scoping.grouped(oauth_request.requested_scopes), is_ticked),
+        action=_path_and_query(request),
+    )
+
+
+def _path_and_query(request: Request) -> str:
+    return request.url.path + (f"?{request.url.query}" if request.url.query else "")
+
+
+def _default_description(error: OAuth2Error) -> str:
+    return safe_description(f"The request was refused ({error.error}).")

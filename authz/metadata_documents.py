@@ -1,0 +1,185 @@
+"""Client ID metadata documents: a `client_id` that is an https URL names a JSON document,
+served by the client itself, describing it (draft-ietf-oauth-client-id-metadata-document).
+
+The document is fetched with the outbound address rules of `core.netguard` (public addresses only,
+no redirects, pinned to the checked address), at most 5 KB, and must carry `client_id` equal to the
+URL. It is cached in `oauth_clients` as its HTTP cache headers allow, at most 24 hours. Such
+clients are public (`token_endpoint_auth_method` "none") and shown as verified: the user sees the
+host that vouches for them.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import re
+import ssl
+from datetime import datetime, timedelta
+from urllib.parse import urlsplit
+
+import httpx
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import select
+
+from authz import redirect_uris
+from authz.clients import SUPPORTED_GRANT_TYPES, SUPPORTED_RESPONSE_TYPES
+from authz.models import OAuthClient
+from core import netguard
+from core.clock import now
+from core.db import transaction
+from service.settings import get_settings
+
+MAX_BYTES = 5 * 1024
+FETCH_TIMEOUT_SECONDS = 5.0
+MAX_CACHE = timedelta(hours=24)
+# Freshness when the response says nothing (RFC 9111 heuristic freshness, kept short).
+DEFAULT_CACHE = timedelta(minutes=5)
+
+_tls_verify: ssl.SSLContext | bool = True
+
+
+def use_tls_verify(verify: ssl.SSLContext | bool) -> None:
+    """Test hook: trust a test certificate authority when fetching documents."""
+    global _tls_verify
+    _tls_verify = verify
+
+
+class DocumentError(ValueError):
+    """The document cannot identify a client; the message says why."""
+
+
+def is_document_client_id(client_id: str | None) -> bool:
+    return bool(client_id) and client_id.startswith("https://")
+
+
+def ensure_fresh(client_id: str) -> str | None:
+    """Fetch and cache the document unless a fresh copy is cached. Returns why the client cannot
+    be used, or None. Runs outside the caller's transaction: the fetch may take seconds."""
+    with transaction() as session:
+        row = session.exec(select(OAuthClient).where(OAuthClient.client_id == client_id)).first()
+        if row is not None and row.document_expires_at and row.document_expires_at > now():
+            return None
+    try:
+        metadata, lifetime = fetch(client_id)
+    except DocumentError as exc:
+        return f"The client metadata document at {client_id[:200]} is not usable: {exc}"
+    _store(client_id, metadata, now() + lifetime)
+    return None
+
+
+def fetch(client_id: str) -> tuple[dict, timedelta]:
+    _check_client_id_url(client_id)
+    try:
+        response, body = netguard.safe_get(
+            client_id, headers={"Accept": "application/json"}, timeout=FETCH_TIMEOUT_SECONDS,
+            max_bytes=MAX_BYTES, allow_hosts=get_settings().allow_hosts, verify=_tls_verify,
+        )
+    except netguard.UnsafeAddress as exc:
+        raise DocumentError(str(exc)) from None
+    except netguard.ResponseTooLarge:
+        raise DocumentError(f"it is larger than {MAX_BYTES} bytes") from None
+    except (httpx.HTTPError, ssl.SSLError, OSError) as exc:
+        raise DocumentError(f"it could not be fetched ({type(exc).__name__})") from None
+    if response.status_code != 200:
+        raise DocumentError(f"fetching it returned HTTP {response.status_code}")
+    try:
+        metadata = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        raise DocumentError("it is not JSON") from None
+    validate(client_id, metadata)
+    return metadata, cache_lifetime(response.headers)
+
+
+def _check_client_id_url(url: str) -> None:
+    if len(url) > 2048:
+        raise DocumentError("the client_id URL is longer than 2048 characters")
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        raise DocumentError("the client_id is not a valid URL") from None
+    if parts.scheme != "https" or not parts.hostname:
+        raise DocumentError("the client_id URL must use https")
+    if parts.fragment or "#" in url:
+        raise DocumentError("the client_id URL must not contain a fragment")
+    if parts.username or parts.password:
+        raise DocumentError("the client_id URL must not contain a user name or password")
+    if not parts.path or parts.path == "/":
+        raise DocumentError("the client_id URL must have a path")
+    if any(segment in (".", "..") for segment in parts.path.split("/")):
+        raise DocumentError("the client_id URL must not contain . or .. segments")
+
+
+def validate(client_id: str, metadata: object) -> None:
+    if not isinstance(metadata, dict):
+        raise DocumentError("it is not a JSON object")
+    if metadata.get("client_id") != client_id:
+        raise DocumentError("its client_id does not equal the URL it was fetched from")
+    uris = metadata.get("redirect_uris")
+    if not isinstance(uris, list) or not uris:
+        raise DocumentError("it lists no redirect_uris")
+    for uri in uris:
+        if reason := redirect_uris.problem(uri):
+            raise DocumentError(f"redirect URI {str(uri)[:200]!r} {reason}")
+    method = metadata.get("token_endpoint_auth_method", "none")
+    if method != "none":
+        raise DocumentError("token_endpoint_auth_method must be none (a public client)")
+    if "client_secret" in metadata:
+        raise DocumentError("it must not contain a client_secret")
+    if not set(metadata.get("grant_types") or ["authorization_code"]) <= set(SUPPORTED_GRANT_TYPES):
+        raise DocumentError(f"grant_types may only list {', '.join(SUPPORTED_GRANT_TYPES)}")
+    if not set(metadata.get("response_types") or ["code"]) <= set(SUPPORTED_RESPONSE_TYPES):
+        raise DocumentError("response_types may only list code")
+    name = metadata.get("client_name")
+    if name is not None and (not isinstance(name, str) or len(name) > 256):
+        raise DocumentError("client_name must be a string of at most 256 characters")
+
+
+_MAX_AGE = re.compile(r"(?:^|,)\s*(?:s-maxage|max-age)\s*=\s*\"?(\d+)\"?", re.IGNORECASE)
+
+
+def cache_lifetime(headers: httpx.Headers) -> timedelta:
+    """How long the response may be reused (RFC 9111), capped at 24 hours."""
+    cache_control = headers.get("cache-control", "").lower()
+    if "no-store" in cache_control or "no-cache" in cache_control:
+        return timedelta(0)
+    if match := _MAX_AGE.search(cache_control):
+        return min(timedelta(seconds=int(match.group(1))), MAX_CACHE)
+    if expires := headers.get("expires"):
+        lifetime = _parse_http_date(expires) - _parse_http_date(headers.get("date")) if headers.get("date") \
+            else _parse_http_date(expires) - now()
+        return max(timedelta(0), min(lifetime, MAX_CACHE))
+    return DEFAULT_CACHE
+
+
+def _parse_http_date(value: str | None) -> datetime:
+    try:
+        parsed = email.utils.parsedate_to_datetime(value or "")
+    except (TypeError, ValueError):
+        parsed = None
+    # An unparsable Expires means "already expired" (RFC 9111 §5.3).
+    return parsed if parsed is not None and parsed.tzinfo else now() - MAX_CACHE
+
+
+def _short_text(value: object, limit: int) -> str | None:
+    return value if isinstance(value, str) and len(value) <= limit else None
+
+
+def _store(client_id: str, metadata: dict, expires_at: datetime) -> None:
+    fields = dict(
+        secret_hash=None, token_endpoint_auth_method="none",
+        redirect_uris=list(metadata["redirect_uris"]),
+        grant_types=list(metadata.get("grant_types") or SUPPORTED_GRANT_TYPES),
+        response_types=list(metadata.get("response_types") or SUPPORTED_RESPONSE_TYPES),
+        client_name=metadata.get("client_name"),
+        client_uri=_short_text(metadata.get("client_uri"), 2048),
+        scope=None, metadata_document=True, document_expires_at=expires_at, updated_at=now(),
+    )
+    try:
+        with transaction() as session:
+            row = session.exec(select(OAuthClient).where(OAuthClient.client_id == client_id)).first()
+            row = row or OAuthClient(client_id=client_id, **fields)
+            for name, value in fields.items():
+                setattr(row, name, value)
+            session.add(row)
+    except IntegrityError:
+        pass  # another request stored the same document at the same moment

@@ -1,0 +1,191 @@
+"""Authorization codes and tokens at rest: issued, looked up by hash, used once, revoked.
+
+Codes live 60 seconds and work once; presenting a used code again revokes the grant it produced.
+Access tokens `inv_oat_…` live an hour, refresh tokens `inv_ort_…` 30 days and are rotated on
+every use; presenting a rotated refresh token again revokes the whole grant (every token of that
+sign-in), since either the client or an attacker holds a stolen copy.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+
+from sqlalchemy import update
+from sqlmodel import Session, select
+
+from authz.models import OAuthAuthorizationCode, OAuthGrant, OAuthToken
+from core import secrets as secret_tools
+from core.clock import now
+
+ACCESS_TOKEN_PREFIX = "inv_oat_"
+REFRESH_TOKEN_PREFIX = "inv_ort_"
+ACCESS_TOKEN_LIFETIME = timedelta(hours=1)
+REFRESH_TOKEN_LIFETIME = timedelta(days=30)
+CODE_LIFETIME = timedelta(seconds=60)
+
+
+def new_access_token(**_: object) -> str:
+    return ACCESS_TOKEN_PREFIX + secret_tools.token(32)
+
+
+def new_refresh_token(**_: object) -> str:
+    return REFRESH_TOKEN_PREFIX + secret_tools.token(32)
+
+
+def _hash(value: str) -> str:
+    return secret_tools.sha256_hex(value)
+
+
+# --- authorization codes ----------------------------------------------------------------------
+
+
+@dataclass
+class IssuedCode:
+    """Authlib's view of a redeemed code (AuthorizationCodeMixin)."""
+
+    row: OAuthAuthorizationCode
+
+    def get_redirect_uri(self) -> str | None:
+        return self.row.redirect_uri
+
+    def get_scope(self) -> str:
+        return " ".join(self.row.scopes)
+
+    @property
+    def code_challenge(self) -> str:
+        return self.row.code_challenge
+
+    @property
+    def code_challenge_method(self) -> str:
+        return self.row.code_challenge_method
+
+
+def save_code(session: Session, code: str, *, client_id: str, user_id: uuid.UUID, account_id: uuid.UUID,
+              redirect_uri: str | None, scopes: list[str], resource: str, code_challenge: str,
+              code_challenge_method: str) -> None:
+    issued = now()
+    session.add(OAuthAuthorizationCode(
+        code_hash=_hash(code), client_id=client_id, user_id=user_id, account_id=account_id,
+        redirect_uri=redirect_uri, scopes=scopes, resource=resource, code_challenge=code_challenge,
+        code_challenge_method=code_challenge_method, created_at=issued, expires_at=issued + CODE_LIFETIME,
+    ))
+
+
+def redeem_code(session: Session, code: str, client_id: str) -> IssuedCode | None:
+    """The code if it is valid for this client; it is used up by being presented."""
+    row = session.exec(
+        select(OAuthAuthorizationCode).where(OAuthAuthorizationCode.code_hash == _hash(code)).with_for_update()
+    ).first()
+    if row is None:
+        return None
+    if row.used_at is not None:
+        if row.grant_id is not None:
+            revoke_grant(session, row.grant_id)
+        return None
+    row.used_at = now()
+    session.add(row)
+    if row.client_id != client_id or row.expires_at <= now():
+        return None
+    return IssuedCode(row)
+
+
+# --- grants and tokens --------------------------------------------------------------------------
+
+
+@dataclass
+class StoredToken:
+    """Authlib's view of a stored token (TokenMixin)."""
+
+    row: OAuthToken
+    grant: OAuthGrant
+
+    def check_client(self, client) -> bool:
+        return self.grant.client_id == client.get_client_id()
+
+    def get_scope(self) -> str:
+        return " ".join(self.row.scopes)
+
+    def get_expires_in(self) -> int:
+        return int((self.row.expires_at - self.row.created_at).total_seconds())
+
+    def is_expired(self) -> bool:
+        return self.row.expires_at <= now()
+
+    def is_revoked(self) -> bool:
+        return self.row.revoked_at is not None or self.grant.revoked_at is not None
+
+    @property
+    def is_refresh_token(self) -> bool:
+        return self.row.kind == "refresh"
+
+
+def start_grant(session: Session, code: IssuedCode) -> OAuthGrant:
+    """The sign-in a code was issued for; every token of it will point here."""
+    row = code.row
+    grant = OAuthGrant(client_id=row.client_id, user_id=row.user_id, account_id=row.account_id,
+                       resource=row.resource, scopes=list(row.scopes))
+    session.add(grant)
+    session.flush()
+    row.grant_id = grant.id
+    session.add(row)
+    return grant
+
+
+def store_pair(session: Session, grant: OAuthGrant, token: dict) -> None:
+    """Store the access token (and refresh token) of a token response, hashed."""
+    scopes = token.get("scope", "").split()
+    issued = now()
+    session.add(OAuthToken(grant_id=grant.id, kind="access", token_hash=_hash(token["access_token"]),
+                           scopes=scopes, created_at=issued, expires_at=issued + ACCESS_TOKEN_LIFETIME))
+    if token.get("refresh_token"):
+        session.add(OAuthToken(grant_id=grant.id, kind="refresh", token_hash=_hash(token["refresh_token"]),
+                               scopes=scopes, created_at=issued, expires_at=issued + REFRESH_TOKEN_LIFETIME))
+
+
+def find(session: Session, value: str, *, kind: str | None = None, lock: bool = False) -> StoredToken | None:
+    if not value or len(value) > 200:
+        return None
+    query = select(OAuthToken).where(OAuthToken.token_hash == _hash(value))
+    if kind:
+        query = query.where(OAuthToken.kind == kind)
+    row = session.exec(query.with_for_update() if lock else query).first()
+    if row is None:
+        return None
+    return StoredToken(row, session.get(OAuthGrant, row.grant_id))
+
+
+def refresh_token_for_use(session: Session, value: str) -> StoredToken | None:
+    """A refresh token that may be exchanged now; a rotated one revokes its whole grant."""
+    token = find(session, value, kind="refresh", lock=True)
+    if token is None:
+        return None
+    if token.row.used_at is not None:
+        revoke_grant(session, token.grant.id)
+        return None
+    if token.is_revoked() or token.is_expired():
+        return None
+    return token
+
+
+def mark_rotated(session: Session, token: StoredToken) -> None:
+    token.row.used_at = now()
+    session.add(token.row)
+
+
+def revoke_token(session: Session, token: StoredToken) -> None:
+    """RFC 7009: revoking a refresh token ends the grant; an access token ends alone."""
+    if token.is_refresh_token:
+        revoke_grant(session, token.grant.id)
+    elif token.row.revoked_at is None:
+        token.row.revoked_at = now()
+        session.add(token.row)
+
+
+def revoke_grant(session: Session, grant_id: uuid.UUID) -> None:
+    moment = now()
+    session.execute(update(OAuthGrant).where(OAuthGrant.id == grant_id, OAuthGrant.revoked_at.is_(None))
+                    .values(revoked_at=moment))
+    session.execute(update(OAuthToken).where(OAuthToken.grant_id == grant_id, OAuthToken.revoked_at.is_(None))
+                    .values(revoked_at=moment))

@@ -1,0 +1,48 @@
+"""The resource-server side: turn an `inv_oat_…` access token into a Principal.
+
+Registered with `core.credentials` when `authz.app` is imported, so REST (and MCP) accept OAuth
+access tokens exactly like API keys. Checked on every request: the token's hash, expiry,
+revocation, its grant (disconnect, refresh-token reuse) and the audience (RFC 8707).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from sqlmodel import Session
+
+from authz import tokens
+from core.clock import now
+from core.errors import Unauthorized
+from core.principal import Principal
+
+LAST_USED_PRECISION = timedelta(seconds=60)
+
+
+def verify_access_token(session: Session, token: str, *, resource: str) -> Principal:
+    stored = tokens.find(session, token, kind="access")
+    if stored is None:
+        raise Unauthorized("The access token is unknown.")
+    if stored.grant.revoked_at is not None:
+        raise Unauthorized("The access token has been revoked: the app was disconnected or its sign-in ended.")
+    if stored.row.revoked_at is not None:
+        raise Unauthorized("The access token has been revoked.")
+    if stored.is_expired():
+        raise Unauthorized("The access token has expired: use the refresh token to get a new one.")
+    if stored.grant.resource != resource.rstrip("/"):
+        raise Unauthorized(
+            f"The access token was issued for another resource ({stored.grant.resource}), not {resource}.")
+    _note_use(session, stored)
+    return Principal(
+        account_id=stored.grant.account_id, granted_scopes=frozenset(stored.row.scopes), actor="oauth_app",
+        client_id=stored.grant.client_id, user_id=stored.grant.user_id,
+        credential_id=f"grant:{stored.grant.id}",
+    )
+
+
+def _note_use(session: Session, stored: tokens.StoredToken) -> None:
+    moment = now()
+    grant = stored.grant
+    if grant.last_used_at is None or moment - grant.last_used_at >= LAST_USED_PRECISION:
+        grant.last_used_at = moment
+        session.add(grant)

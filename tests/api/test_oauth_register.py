@@ -1,0 +1,98 @@
+"""Dynamic client registration (RFC 7591) with the redirect URI rules of the specification."""
+
+import pytest
+from sqlmodel import select
+
+from authz.models import OAuthClient
+from core import db
+
+from tests.oauth_flow import REDIRECT_URI
+
+
+def post(client, body):
+    return client.post("/oauth/register", json=body)
+
+
+def test_default_auth_method_is_client_secret_basic_with_a_secret(client):
+    response = post(client, {"redirect_uris": [REDIRECT_URI], "client_name": "Reporter"})
+    assert response.status_code == 201
+    assert response.headers["cache-control"] == "no-store"
+    body = response.json()
+    assert body["token_endpoint_auth_method"] == "client_secret_basic"
+    assert body["client_id"] and body["client_secret"]
+    assert body["client_secret_expires_at"] == 0
+    assert body["redirect_uris"] == [REDIRECT_URI]
+    assert body["client_name"] == "Reporter"
+    assert body["grant_types"] == ["authorization_code", "refresh_token"]
+    assert body["response_types"] == ["code"]
+
+
+def test_public_client_gets_no_secret(client):
+    body = post(client, {"redirect_uris": [REDIRECT_URI], "token_endpoint_auth_method": "none"}).json()
+    assert body["token_endpoint_auth_method"] == "none"
+    assert "client_secret" not in body
+
+
+def test_client_secret_post_is_accepted(client):
+    body = post(client, {"redirect_uris": [REDIRECT_URI], "token_endpoint_auth_method": "client_secret_post"}).json()
+    assert body["token_endpoint_auth_method"] == "client_secret_post"
+    assert body["client_secret"]
+
+
+def test_secret_is_stored_hashed(client):
+    body = post(client, {"redirect_uris": [REDIRECT_URI]}).json()
+    with db.transaction() as session:
+        row = session.exec(select(OAuthClient).where(OAuthClient.client_id == body["client_id"])).one()
+    assert row.secret_hash and body["client_secret"] not in row.secret_hash
+    assert not row.metadata_document
+
+
+@pytest.mark.parametrize("uris", [
+    ["http://app.example.com/callback"],
+    ["javascript:alert(1)"],
+    ["https://app.example.com/cb#fragment"],
+    [REDIRECT_URI, "http://192.168.1.10/cb"],
+    [],
+    "https://app.example.com/cb",
+])
+def test_bad_redirect_uris_are_refused(client, uris):
+    response = post(client, {"redirect_uris": uris})
+    assert response.status_code == 400
+    assert response.json()["error"] == "invalid_redirect_uri"
+
+
+def test_missing_redirect_uris_are_refused(client):
+    assert post(client, {"client_name": "x"}).json()["error"] == "invalid_redirect_uri"
+
+
+def test_redirect_uri_with_quotes_gets_a_clean_error(client):
+    response = post(client, {"redirect_uris": ['http://evil.example/"\\é']})
+    assert response.status_code == 400
+    assert response.json()["error"] == "invalid_redirect_uri"
+
+
+@pytest.mark.parametrize("field,value", [
+    ("token_endpoint_auth_method", "private_key_jwt"),
+    ("grant_types", ["client_credentials"]),
+    ("response_types", ["token"]),
+    ("scope", "clients:read admin"),
+    ("client_name", "x" * 257),
+    ("client_uri", "not a url"),
+])
+def test_unsupported_metadata_is_refused(client, field, value):
+    response = post(client, {"redirect_uris": [REDIRECT_URI], field: value})
+    assert response.status_code == 400
+    assert response.json()["error"] == "invalid_client_metadata"
+
+
+@pytest.mark.parametrize("body", [b"not json", b"[1, 2]", b"{" + b" " * 20000 + b"}"])
+def test_body_must_be_a_json_object(client, body):
+    response = client.post("/oauth/register", content=body, headers={"content-type": "application/json"})
+    assert response.status_code == 400
+    assert response.json()["error"] == "invalid_client_metadata"
+
+
+def test_preflight_allows_browser_clients(client):
+    response = client.options("/oauth/register")
+    assert response.status_code == 204
+    assert response.headers["access-control-allow-origin"] == "*"

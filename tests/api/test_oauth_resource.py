@@ -1,0 +1,210 @@
+"""The resource-server side: OAuth access tokens on the REST API (audience, scopes, implied
+scopes, expiry, revocation, disconnect) and the connected-apps data of the settings page."""
+
+from datetime import timedelta
+
+import pytest
+from sqlmodel import select
+
+from authz import grants, verifier
+from authz.models import OAuthGrant, OAuthToken
+from core import accounts, db
+from core.clock import now
+from core.errors import Unauthorized
+
+from tests.oauth_flow import authorize_query, pkce_pair, redirect_params, register, sign_in, submit_consent
+
+API = "http://testserver/api/v1"
+MCP = "http://testserver/mcp"
+
+
+@pytest.fixture
+def browser(client, tenant):
+    sign_in(client, tenant.user_email)
+    return client
+
+
+@pytest.fixture
+def app_client(client):
+    return register(client, token_endpoint_auth_method="none", client_name="Books Sync")
+
+
+def obtain(client, app_client, *, resource=None, scopes=None, scope=None):
+    verifier_, challenge = pkce_pair()
+    extra = {"resource": resource, "scope": scope}
+    response = submit_consent(client, authorize_query(app_client["client_id"], challenge, **extra), scopes=scopes)
+    code = redirect_params(response)["code"][0]
+    data = {"grant_type": "authorization_code", "code": code, "code_verifier": verifier_,
+            "redirect_uri": "http://127.0.0.1:8765/callback", "client_id": app_client["client_id"]}
+    if resource:
+        data["resource"] = resource
+    token = client.post("/oauth/token", data=data)
+    assert token.status_code == 200, token.text
+    return token.json()
+
+
+def get(client, token, path="/customers"):
+    return client.get("/api/v1" + path, headers={"Authorization": f"Bearer {token}"})
+
+
+def user_id_of(tenant):
+    with db.transaction() as session:
+        return accounts.user_by_email(session, tenant.user_email).id
+
+
+# --- REST API --------------------------------------------------------------------------------------
+
+
+def test_rest_api_accepts_a_token_for_base_url(client, browser, app_client, tenant):
+    token = obtain(client, app_client, resource=API)["access_token"]
+    response = get(client, token)
+    assert response.status_code == 200
+    assert response.headers["ratelimit-limit"]
+
+
+def test_token_acts_on_the_users_account(client, browser, app_client, tenant):
+    tenant.post("/customers", json={"name": "Ada"})
+    token = obtain(client, app_client, resource=API)["access_token"]
+    assert [c["name"] for c in get(client, token).json()["data"]] == ["Ada"]
+
+
+def test_mcp_token_is_refused_by_the_rest_api(client, browser, app_client):
+    token = obtain(client, app_client)["access_token"]
+    response = get(client, token)
+    assert response.status_code == 401
+    assert "another resource" in response.json()["detail"]
+    assert 'error="invalid_token"' in response.headers["www-authenticate"]
+
+
+def test_rest_token_is_refused_for_mcp(client, browser, app_client):
+    token = obtain(client, app_client, resource=API)["access_token"]
+    with db.transaction() as session:
+        with pytest.raises(Unauthorized, match="another resource"):
+            verifier.verify_access_token(session, token, resource=MCP)
+
+
+def test_mcp_token_is_accepted_for_mcp(client, browser, app_client, tenant):
+    token = obtain(client, app_client)["access_token"]
+    with db.transaction() as session:
+        principal = verifier.verify_access_token(session, token, resource=MCP)
+    assert principal.actor == "oauth_app"
+    assert principal.account_id == tenant.account_id
+    assert principal.client_id == app_client["client_id"]
+    assert principal.user_id == user_id_of(tenant)
+    assert principal.credential_id.startswith("grant:")
+
+
+def test_missing_scope_is_403_naming_it(client, browser, app_client):
+    token = obtain(client, app_client, resource=API, scopes=["business:read"])["access_token"]
+    response = get(client, token)
+    assert response.status_code == 403
+    assert "clients:read" in response.json()["detail"]
+
+
+def test_implied_scopes_apply_as_for_api_keys(client, browser, app_client):
+    token = obtain(client, app_client, resource=API, scopes=["invoices:write"])["access_token"]
+    assert get(client, token).status_code == 200  # invoices:write implies clients:read
+    assert get(client, token, "/invoices").status_code == 200  # and invoices:read
+    assert get(client, token, "/products").status_code == 403
+
+
+def test_all_eleven_scopes_for_the_rest_api(client, browser, app_client):
+    body = obtain(client, app_client, resource=API, scopes=["webhooks:manage", "products:write"])
+    assert body["scope"] == "products:write webhooks:manage"
+    assert get(client, body["access_token"], "/webhook-endpoints").status_code == 200
+
+
+def test_expired_access_token_is_401(client, browser, app_client):
+    token = obtain(client, app_client, resource=API)["access_token"]
+    with db.transaction() as session:
+        row = session.exec(select(OAuthToken).where(OAuthToken.kind == "access")).one()
+        row.expires_at = now() - timedelta(seconds=1)
+        session.add(row)
+    response = get(client, token)
+    assert response.status_code == 401
+    assert "expired" in response.json()["detail"]
+
+
+def test_unknown_access_token_is_401(client):
+    response = get(client, "inv_oat_unknown")
+    assert response.status_code == 401
+    assert "unknown" in response.json()["detail"]
+
+
+def test_use_is_recorded_on_the_grant(client, browser, app_client):
+    token = obtain(client, app_client, resource=API)["access_token"]
+    get(client, token)
+    with db.transaction() as session:
+        assert session.exec(select(OAuthGrant)).one().last_used_at is not None
+
+
+def test_events_record_actor_oauth_app(client, browser, app_client, tenant):
+    customer = tenant.post("/customers", json={"name": "Ada"}).json()["data"]
+    token = obtain(client, app_client, resource=API, scopes=["invoices:write"])["access_token"]
+    headers = {"Authorization": f"Bearer {token}", "Idempotency-Key": "k1"}
+    created = client.post("/api/v1/invoices", json={"customer": customer["id"]}, headers=headers)
+    assert created.status_code == 201, created.text
+    events = get(client, token, f"/invoices/{created.json()['data']['id']}/events").json()["data"]
+    meta = events[0]["meta"]
+    assert meta["actor"] == "oauth_app"
+    assert meta["client_id"] == app_client["client_id"]
+    assert meta["user_id"] == str(user_id_of(tenant))
+
+
+# --- connected apps and disconnect -----------------------------------------------------------------
+
+
+def test_connected_apps_lists_the_app_with_its_scopes(client, browser, app_client, tenant):
+    obtain(client, app_client, resource=API, scopes=["clients:read", "invoices:read"])
+    with db.transaction() as session:
+        apps = grants.connected_apps(session, user_id_of(tenant))
+    assert len(apps) == 1
+    app = apps[0]
+    assert app.client_id == app_client["client_id"]
+    assert app.name == "Books Sync"
+    assert app.verified is False
+    assert app.scopes == ["clients:read", "invoices:read"]
+    assert app.resources == ["REST API"]
+    assert app.last_used_at is None
+
+
+def test_connected_apps_groups_sign_ins_of_one_app(client, browser, app_client, tenant):
+    obtain(client, app_client, resource=API, scopes=["clients:read"])
+    obtain(client, app_client, scopes=["invoices:read"])
+    with db.transaction() as session:
+        (app,) = grants.connected_apps(session, user_id_of(tenant))
+    assert app.scopes == ["clients:read", "invoices:read"]
+    assert app.resources == ["MCP", "REST API"]
+
+
+def test_connected_apps_of_another_user_are_not_listed(client, browser, app_client, other_tenant):
+    obtain(client, app_client, resource=API)
+    with db.transaction() as session:
+        assert grants.connected_apps(session, user_id_of(other_tenant)) == []
+
+
+def test_disconnect_stops_tokens_on_the_next_request(client, browser, app_client, tenant):
+    body = obtain(client, app_client, resource=API)
+    assert get(client, body["access_token"]).status_code == 200
+    with db.transaction() as session:
+        assert grants.disconnect(session, user_id_of(tenant), app_client["client_id"]) == 1
+    response = get(client, body["access_token"])
+    assert response.status_code == 401
+    assert "revoked" in response.json()["detail"]
+    refreshed = client.post("/oauth/token", data={"grant_type": "refresh_token", "refresh_token": body["refresh_token"],
+                                                  "client_id": app_client["client_id"]})
+    assert refreshed.json()["error"] == "invalid_grant"
+    with db.transaction() as session:
+        assert grants.connected_apps(session, user_id_of(tenant)) == []
+
+
+def test_disconnect_leaves_other_users_connected(client, browser, app_client, tenant, other_tenant):
+    mine = obtain(client, app_client, resource=API)["access_token"]
+    with db.transaction() as session:
+        assert grants.disconnect(session, user_id_of(other_tenant), app_client["client_id"]) == 0
+    assert get(client, mine).status_code == 200
+
+
+def test_disconnect_of_unknown_app_is_zero(tenant):
+    with db.transaction() as session:
+        assert grants.disconnect(session, user_id_of(tenant), "cl_nothing") == 0

@@ -1,0 +1,81 @@
+"""Driving the OAuth flow in tests: sign a user in, register a client, pass the consent page.
+
+Works with any httpx.Client: Starlette's TestClient (in-process) or a client of a live server.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import secrets
+from html import unescape
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+import httpx
+from authlib.oauth2.rfc7636 import create_s256_code_challenge
+
+from core import accounts, db
+from web.sessions import SESSION_COOKIE, start_session
+
+REDIRECT_URI = "http://127.0.0.1:8765/callback"
+
+
+def pkce_pair() -> tuple[str, str]:
+    verifier = secrets.token_urlsafe(48)
+    return verifier, create_s256_code_challenge(verifier)
+
+
+def sign_in(browser: httpx.Client, email: str) -> None:
+    """Give the browser a session cookie of the user with this e-mail."""
+    with db.transaction() as session:
+        cookie = start_session(session, accounts.user_by_email(session, email))
+    browser.cookies.set(SESSION_COOKIE, cookie)
+
+
+def register(http: httpx.Client, **metadata) -> dict:
+    body = {"client_name": "Test app", "redirect_uris": [REDIRECT_URI], **metadata}
+    response = http.post("/oauth/register", json=body)
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+def authorize_query(client_id: str, challenge: str, **extra) -> str:
+    params = {"response_type": "code", "client_id": client_id, "redirect_uri": REDIRECT_URI,
+              "state": "st-" + secrets.token_hex(4), "code_challenge": challenge,
+              "code_challenge_method": "S256", **extra}
+    return "/oauth/authorize?" + urlencode({k: v for k, v in params.items() if v is not None})
+
+
+def csrf_token(html: str) -> str:
+    return re.search(r'name="csrf_token" value="([^"]+)"', html.split('<form id="consent"')[-1]).group(1)
+
+
+def offered_scopes(html: str) -> list[str]:
+    return re.findall(r'name="scope" value="([^"]+)"', html)
+
+
+def ticked_scopes(html: str) -> list[str]:
+    return re.findall(r'name="scope" value="([^"]+)" checked', html)
+
+
+def form_action(html: str) -> str:
+    return unescape(re.search(r'<form id="consent" method="post" action="([^"]+)"', html).group(1))
+
+
+def submit_consent(browser: httpx.Client, authorize_url: str, *, decision: str = "allow",
+                   scopes: list[str] | None = None) -> httpx.Response:
+    """Open the consent page and answer it; `scopes` None keeps the pre-ticked boxes."""
+    page = browser.get(authorize_url, follow_redirects=False)
+    assert page.status_code == 200, page.text
+    chosen = ticked_scopes(page.text) if scopes is None else scopes
+    data = {"csrf_token": csrf_token(page.text), "decision": decision, "scope": chosen}
+    return browser.post(form_action(page.text), data=data, follow_redirects=False)
+
+
+def redirect_params(response: httpx.Response) -> dict[str, list[str]]:
+    assert response.status_code in (302, 303), response.text
+    return parse_qs(urlsplit(response.headers["location"]).query)
+
+
+def basic(client_id: str, secret: str) -> dict[str, str]:
+    return {"Authorization": "Basic " + base64.b64encode(f"{client_id}:{secret}".encode()).decode()}

@@ -41,10 +41,13 @@ class ItemFields(Input):
 
 
 def _active_price(session: Session, invoice: Invoice, price_text: str, path: str) -> Price:
-    """The price a new line bills; a price of another account or none at all is 404."""
+    """The price a new line bills: active, of an active product, in the invoice currency.
+    A price of another account, or none at all, is 404 (as every body reference)."""
     price = catalog.get_price(session, invoice.account_id, price_text)
     if not price.active:
         raise ValidationFailed.at(path, "is archived: restore it or choose another price")
+    if not session.get(Product, price.product_id).active:
+        raise ValidationFailed.at(path, "belongs to an archived product: restore the product first")
     if price.currency != invoice.currency:
         raise ValidationFailed.at(path, f"is in {price.currency} but the invoice is in {invoice.currency}")
     return price

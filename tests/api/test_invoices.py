@@ -221,6 +221,22 @@ def test_archived_price_cannot_start_a_line(tenant):
     assert response.json()["errors"][0]["path"] == "items.0.price"
 
 
+def test_price_of_an_archived_product_cannot_start_a_line(tenant):
+    p = price(tenant)
+    tenant.delete(f"/products/{p['product']}")
+    response = create(tenant, items=[{"price": p["id"]}])
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["path"] == "items.0.price"
+
+
+def test_archived_product_keeps_billing_its_existing_lines(tenant):
+    p = price(tenant, 1000)
+    invoice = draft(tenant, items=[{"price": p["id"]}])
+    tenant.delete(f"/products/{p['product']}")
+    response = tenant.patch(f"/invoices/{invoice['id']}", json={"footer": "x"})
+    assert response.status_code == 200 and response.json()["data"]["total"] == 1000
+
+
 def test_another_accounts_price_is_404(tenant, other_tenant):
     p = price(other_tenant)
     assert create(tenant, items=[{"price": p["id"]}]).status_code == 404

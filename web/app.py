@@ -2,6 +2,12 @@
 
 from starlette.routing import BaseRoute
 
+from web import auth_pages, onboarding, settings_pages
+
 
 def routes() -> list[BaseRoute]:
-    return []
+    return [
+        *auth_pages.routes(),
+        *onboarding.routes(),
+        *settings_pages.routes(),
+    ]

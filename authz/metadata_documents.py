@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import email.utils
 import json
+import os
 import re
 import ssl
 from datetime import datetime, timedelta
@@ -35,13 +36,24 @@ MAX_CACHE = timedelta(hours=24)
 # Freshness when the response says nothing (RFC 9111 heuristic freshness, kept short).
 DEFAULT_CACHE = timedelta(minutes=5)
 
-_tls_verify: ssl.SSLContext | bool = True
+# Test only: a CA file (such as a `trustme` authority) trusted instead of the system's when
+# fetching documents, so a test can serve one over https from loopback. Never set in production.
+TEST_CA_FILE_VARIABLE = "INVOICING_UNSAFE_TEST_CA_FILE"
+_tls_verify: ssl.SSLContext | bool | None = None
 
 
-def use_tls_verify(verify: ssl.SSLContext | bool) -> None:
-    """Test hook: trust a test certificate authority when fetching documents."""
+def use_tls_verify(verify: ssl.SSLContext | bool | None) -> None:
+    """Test hook (in-process): trust a test certificate authority; None restores the default."""
     global _tls_verify
     _tls_verify = verify
+
+
+def _verify() -> ssl.SSLContext | bool:
+    if _tls_verify is not None:
+        return _tls_verify
+    if ca_file := os.environ.get(TEST_CA_FILE_VARIABLE):
+        return ssl.create_default_context(cafile=ca_file)
+    return True
 
 
 class DocumentError(ValueError):
@@ -72,7 +84,7 @@ def fetch(client_id: str) -> tuple[dict, timedelta]:
     try:
         response, body = netguard.safe_get(
             client_id, headers={"Accept": "application/json"}, timeout=FETCH_TIMEOUT_SECONDS,
-            max_bytes=MAX_BYTES, allow_hosts=get_settings().allow_hosts, verify=_tls_verify,
+            max_bytes=MAX_BYTES, allow_hosts=get_settings().allow_hosts, verify=_verify(),
         )
     except netguard.UnsafeAddress as exc:
         raise DocumentError(str(exc)) from None

@@ -6,6 +6,7 @@ Works with any httpx.Client: Starlette's TestClient (in-process) or a client of 
 from __future__ import annotations
 
 import base64
+import json
 import re
 import secrets
 from html import unescape
@@ -79,3 +80,71 @@ def redirect_params(response: httpx.Response) -> dict[str, list[str]]:
 
 def basic(client_id: str, secret: str) -> dict[str, str]:
     return {"Authorization": "Basic " + base64.b64encode(f"{client_id}:{secret}".encode()).decode()}
+
+
+class DocumentServer:
+    """An https server on 127.0.0.1 (certificate from a `trustme` authority) serving client
+    metadata documents: `documents[path] = (json_body_or_bytes, headers)`. Counts fetches."""
+
+    def __init__(self) -> None:
+        import ssl
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        import trustme
+
+        self.authority = trustme.CA()
+        certificate = self.authority.issue_cert("127.0.0.1", "localhost")
+        self.documents: dict[str, tuple[object, dict[str, str]]] = {}
+        self.fetches: list[str] = []
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802
+                owner.fetches.append(self.path)
+                body, headers = owner.documents.get(self.path, (None, {}))
+                if body is None:
+                    self.send_response(404)
+                    self.end_headers()
+                    return
+                payload = body if isinstance(body, bytes) else json.dumps(body).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        certificate.configure_cert(context)
+        self.httpd.socket = context.wrap_socket(self.httpd.socket, server_side=True)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+        self.origin = f"https://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def client_ssl_context(self):
+        import ssl
+        context = ssl.create_default_context()
+        self.authority.configure_trust(context)
+        return context
+
+    def write_ca_file(self, path) -> str:
+        self.authority.cert_pem.write_to_path(str(path))
+        return str(path)
+
+    def publish(self, path: str, *, redirect_uris=(REDIRECT_URI,), headers=None, **fields) -> str:
+        """Serve a valid document at `path`; returns its URL, the client_id."""
+        client_id = self.origin + path
+        self.documents[path] = ({"client_id": client_id, "client_name": "Verified Assistant",
+                                 "redirect_uris": list(redirect_uris), "token_endpoint_auth_method": "none",
+                                 **fields}, headers or {})
+        return client_id
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()

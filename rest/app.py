@@ -12,11 +12,12 @@ from rest import business, customers, openapi
 from rest import prices, products
 from rest import webhook_endpoints
 from rest import invoice_items, invoices
+from rest import invoice_documents
 from rest.framework import Operation
 from rest.problems import problem_response
 
 # Endpoint modules, each with its own `api`. New resources add themselves here.
-MODULES = [business, customers, products, prices, webhook_endpoints, invoices, invoice_items]
+MODULES = [business, customers, products, prices, webhook_endpoints, invoices, invoice_items, invoice_documents]
 
 
 def operations() -> list[Operation]:

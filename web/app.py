@@ -2,11 +2,12 @@
 
 from starlette.routing import BaseRoute
 
-from web import auth_pages, onboarding, settings_pages
+from web import auth_pages, onboarding, settings_pages, public
 
 
 def routes() -> list[BaseRoute]:
     return [
+        *public.routes(),
         *auth_pages.routes(),
         *onboarding.routes(),
         *settings_pages.routes(),

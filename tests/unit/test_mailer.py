@@ -1,0 +1,105 @@
+"""core.mailer: SMTP delivery to a loopback server, the .eml outbox, refusals as MailRejected."""
+
+from __future__ import annotations
+
+import email
+import logging
+from email.policy import default as default_policy
+
+import pytest
+
+from core import mailer
+from core.mailer import Attachment, MailRejected, compose, parse_smtp_url
+from tests.smtp import Handler, free_port, mail_settings, smtp_server
+
+
+def message(**overrides):
+    fields = dict(to="customer@example.com", subject="Invoice INV-0001", body="Hello",
+                  attachments=[Attachment("INV-0001.pdf", b"%PDF-1.4 test")])
+    return compose(**{**fields, **overrides})
+
+
+def test_compose_sets_headers_body_and_attachment():
+    composed = message(cc=["a@example.com", "b@example.com"], reply_to="billing@acme.test", sender="Acme <x@y.test>")
+    assert composed["To"] == "customer@example.com"
+    assert composed["Cc"] == "a@example.com, b@example.com"
+    assert composed["Reply-To"] == "billing@acme.test"
+    assert composed["From"] == "Acme <x@y.test>"
+    assert composed.get_body(("plain",)).get_content().strip() == "Hello"
+    [attachment] = list(composed.iter_attachments())
+    assert attachment.get_filename() == "INV-0001.pdf"
+    assert attachment.get_content_type() == "application/pdf"
+    assert attachment.get_content() == b"%PDF-1.4 test"
+
+
+def test_compose_uses_the_configured_sender_by_default():
+    with mail_settings(mail_from="billing@service.test"):
+        assert message()["From"] == "billing@service.test"
+
+
+def test_without_smtp_url_writes_an_eml_file_to_the_outbox(tmp_path):
+    with mail_settings(smtp_url=None, data_dir=tmp_path):
+        mailer.send(message())
+    [written] = list((tmp_path / "outbox").iterdir())
+    assert written.suffix == ".eml"
+    stamp, _, ident = written.stem.partition("-")
+    assert stamp[:8].isdigit() and len(ident) == 12
+    parsed = email.message_from_bytes(written.read_bytes(), policy=default_policy)
+    assert parsed["Subject"] == "Invoice INV-0001"
+    assert parsed["Message-ID"] and parsed["Date"]
+    assert [a.get_filename() for a in parsed.iter_attachments()] == ["INV-0001.pdf"]
+
+
+def test_smtp_server_receives_the_message_for_to_and_cc():
+    with smtp_server() as (handler, url), mail_settings(smtp_url=url, mail_from="invoices@service.test"):
+        mailer.send(message(cc=["copy@example.com"]))
+    [received] = handler.received
+    assert received.mail_from == "invoices@service.test"
+    assert received.rcpt_tos == ["customer@example.com", "copy@example.com"]
+    assert received.message["Subject"] == "Invoice INV-0001"
+    assert received.attachments()[0].get_content() == b"%PDF-1.4 test"
+
+
+def test_refusing_server_raises_mail_rejected_with_its_reply():
+    with smtp_server(Handler(refuse="550 Mailbox unavailable")) as (_, url), mail_settings(smtp_url=url):
+        with pytest.raises(MailRejected) as caught:
+            mailer.send(message())
+    assert "550 Mailbox unavailable" in caught.value.detail
+
+
+def test_unreachable_server_raises_mail_rejected():
+    with mail_settings(smtp_url=f"smtp://127.0.0.1:{free_port()}"):
+        with pytest.raises(MailRejected) as caught:
+            mailer.send(message())
+    assert "could not be reached" in caught.value.detail
+
+
+def test_credentials_never_appear_in_the_error_or_the_log(caplog):
+    def refuse_all(server, session, envelope, mechanism, auth_data):
+        return False
+
+    caplog.set_level(logging.DEBUG)
+    options = dict(authenticator=refuse_all, auth_require_tls=False)
+    with smtp_server(**options) as (_, url), \
+            mail_settings(smtp_url=url.replace("smtp://", "smtp://mailuser:s3cr3t-pw@")):
+        with pytest.raises(MailRejected) as caught:
+            mailer.send(message())
+    assert "535" in caught.value.detail
+    assert "s3cr3t-pw" not in caught.value.detail
+    assert "s3cr3t-pw" not in caplog.text
+
+
+def test_misconfigured_url_raises_mail_rejected():
+    with mail_settings(smtp_url="http://mail.example.com"):
+        with pytest.raises(MailRejected):
+            mailer.send(message())
+
+
+@pytest.mark.parametrize("url, expected", [
+    ("smtp://mail.example.com", (False, "mail.example.com", 25, None, None)),
+    ("smtps://mail.example.com", (True, "mail.example.com", 465, None, None)),
+    ("smtp://u%40x:p%3Aw@mail.example.com:587", (False, "mail.example.com", 587, "u@x", "p:w")),
+])
+def test_parse_smtp_url(url, expected):
+    target = parse_smtp_url(url)
+    assert (target.implicit_tls, target.host, target.port, target.username, target.password) == expected

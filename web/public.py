@@ -1,0 +1,117 @@
+"""The customer's public invoice page `/i/{token}` and its PDF `/i/{token}/pdf`.
+
+No sign-in: the token is the secret, so these responses are kept out of search engines
+(`X-Robots-Tag`) and never leak their address to other sites (`Referrer-Policy: no-referrer`).
+A GET records `invoice.viewed` / `invoice.downloaded` (throttled in core.public); HEAD does not.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from core import public
+from core.db import transaction
+from core.errors import NotFound
+from core.money import format_money
+from core.pdf import UNIT_NAMES, filename_for, render_invoice
+from web.render import SECURITY_HEADERS, environment
+
+PUBLIC_HEADERS = {**SECURITY_HEADERS, "Referrer-Policy": "no-referrer", "X-Robots-Tag": "noindex, nofollow"}
+STATUS_LABELS = {"open": "Open", "overdue": "Overdue", "paid": "Paid", "void": "Void", "draft": "Draft"}
+
+
+def _decimal_text(value) -> str:
+    return f"{Decimal(str(value)).normalize():f}"
+
+
+def _address(address: dict | None) -> list[str]:
+    address = address or {}
+    city = " ".join(filter(None, (address.get("postal_code"), address.get("city"))))
+    return [part for part in (address.get("line1"), address.get("line2"), city,
+                              address.get("region") or address.get("state"),
+                              address.get("country") or address.get("country_code")) if part]
+
+
+def page_context(view: dict, token: str) -> dict:
+    """What the template shows, formatted (money with its currency, quantities exact)."""
+    currency = view["currency"]
+    issuer = view.get("issuer") or {}
+    customer = view.get("customer_details") or {}
+    bank = issuer.get("bank") or {}
+    money = lambda amount: format_money(amount, currency)  # noqa: E731
+    return {
+        "invoice": view,
+        "status_label": STATUS_LABELS.get(view["status"], view["status"]),
+        "issuer_name": issuer.get("trade_name") or issuer.get("legal_name") or "",
+        "issuer": issuer, "issuer_address": _address(issuer.get("address")),
+        "customer": customer, "customer_address": _address(customer.get("address")),
+        "bank": [(label, bank.get(key)) for key, label in (
+            ("bank_name", "Bank"), ("account_name", "Account name"), ("account_number", "Account number"),
+            ("routing_number", "Routing / sort code")) if bank.get(key)],
+        "lines": [{
+            "description": line["description"], "quantity": _decimal_text(line["quantity"]),
+            "unit": UNIT_NAMES.get(line["unit"], line["unit"]), "unit_amount": money(line["unit_amount"]),
+            "discount": _decimal_text(line["discount_percent"]), "tax_rate": _decimal_text(line["tax_rate"]),
+            "amount": money(line["amount"]),
+        } for line in view["lines"]["data"]],
+        "totals": [("Subtotal", money(view["subtotal"])), ("Discount", money(-view["discount"])),
+                   ("Taxable amount", money(view["taxable"])), ("Tax", money(view["tax"]))],
+        "total": money(view["total"]), "amount_due": money(view["amount_due"]),
+        "pdf_url": f"/i/{token}/pdf",
+    }
+
+
+def _not_found() -> HTMLResponse:
+    html = environment.get_template("public_invoice.html").render(missing=True, user=None, csrf_token=lambda: "")
+    return HTMLResponse(html, status_code=404, headers=PUBLIC_HEADERS)
+
+
+def _show(method: str, token: str) -> Response:
+    with transaction() as session:
+        try:
+            invoice, view = public.open_invoice(session, token)
+        except NotFound:
+            return _not_found()
+        if method == "GET":
+            public.record_view(session, invoice)
+    html = environment.get_template("public_invoice.html").render(
+        missing=False, user=None, csrf_token=lambda: "", **page_context(view, token))
+    return HTMLResponse(html, headers=PUBLIC_HEADERS)
+
+
+def _download(method: str, token: str) -> Response:
+    with transaction() as session:
+        try:
+            invoice, view = public.open_invoice(session, token)
+        except NotFound:
+            return _not_found()
+        if method == "GET":
+            public.record_download(session, invoice)
+    headers = {**PUBLIC_HEADERS, "Content-Disposition": f'attachment; filename="{filename_for(view)}"'}
+    return Response(render_invoice(view), media_type="application/pdf", headers=headers)
+
+
+async def invoice_page(request: Request) -> Response:
+    return await run_in_threadpool(_show, request.method, request.path_params["token"])
+
+
+async def invoice_pdf(request: Request) -> Response:
+    return await run_in_threadpool(_download, request.method, request.path_params["token"])
+
+
+async def no_such_link(_: Request) -> Response:
+    return _not_found()
+
+
+def routes() -> list[BaseRoute]:
+    return [
+        Route("/i/{token}", invoice_page, methods=["GET", "HEAD"]),
+        Route("/i/{token}/pdf", invoice_pdf, methods=["GET", "HEAD"]),
+        # Anything else under /i/ (a mangled link) gets the same page as an unknown token.
+        Route("/i/{rest:path}", no_such_link, methods=["GET", "HEAD"]),
+    ]

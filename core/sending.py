@@ -47,7 +47,11 @@ class SendOut(BaseModel):
 def send_invoice(session: Session, principal: Principal, id_text: str,
                  data: SendInput | None = None) -> tuple[dict, str]:
     """E-mail the invoice; returns its API view (without lines) and the primary address.
-    Commits the session on the way (see the module docstring)."""
+
+    `session` must be one whose transactions the caller manages (`core.db.new_session()`, as REST
+    handlers get): this function commits it before and after talking to the mail server, so it
+    cannot run inside `core.db.transaction()`. The caller commits what follows the last commit
+    (the `invoice.emailed` event)."""
     data = data or SendInput()
     invoice = invoices.get_invoice(session, principal.account_id, id_text, lock=True)
     if invoice.status in ("paid", "void"):

@@ -164,6 +164,9 @@ def send(claim: Claim, options: DeliveryOptions) -> Outcome:
         return Outcome(False, error=f"no answer within {options.timeout:g} seconds")
     except (httpx.HTTPError, OSError) as exc:
         return Outcome(False, error=f"request failed: {exc.__class__.__name__}: {exc}")
+    except Exception as exc:  # a fault of ours must not stall the queue: count it, log it
+        log.exception("Webhook delivery %s: unexpected error while sending", claim.delivery_id)
+        return Outcome(False, error=f"internal error while sending: {exc.__class__.__name__}")
     if 200 <= response.status_code < 300:
         return Outcome(True, status_code=response.status_code)
     return Outcome(False, status_code=response.status_code, error=f"HTTP {response.status_code}")

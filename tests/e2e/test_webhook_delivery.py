@@ -488,3 +488,33 @@ def test_one_run_stops_at_its_attempt_bound(tenant, receiver):
         record_event(invoice_id, kind)
     assert deliver_due(options(), max_attempts=2) == 2
     assert deliver_due(options()) == 1
+
+
+def test_the_running_worker_delivers_within_seconds_in_immediate_mode(tenant, receiver):
+    register(tenant, receiver.url())
+    stop = threading.Event()
+    job = next(job for job in worker.default_jobs() if job.name == "webhook-delivery")
+    thread = threading.Thread(target=worker.run_forever, args=(stop, [job]), daemon=True)
+    thread.start()
+    try:
+        recorded_at = time.monotonic()
+        event_id = record_event(new_invoice(tenant), "invoice.created")
+        while not receiver.requests and time.monotonic() - recorded_at < 5:
+            time.sleep(0.05)
+        assert receiver.ids() == [event_id]
+        assert time.monotonic() - recorded_at < 3
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+
+
+def test_an_unexpected_error_while_sending_is_a_failed_attempt(tenant, receiver, monkeypatch):
+    register(tenant, receiver.url())
+    record_event(new_invoice(tenant), "invoice.created")
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("bug")
+    monkeypatch.setattr(netguard, "safe_post", broken)
+    assert deliver_due(options()) == 1
+    [row] = rows()
+    assert (row.status, row.attempts, row.last_error) == ("pending", 1, "internal error while sending: RuntimeError")

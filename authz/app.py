@@ -106,8 +106,19 @@ def _basic_auth_client_id(request: Request) -> str | None:
 
 def _in_transaction(handle, client_ids=()) -> Response:
     errors = _prefetch_documents(client_ids)
-    with transaction() as session, bound(session, errors):
-        return handle()
+    try:
+        with transaction() as session, bound(session, errors):
+            return handle()
+    except ValueError as exc:
+        if not _is_unprintable_description(exc):
+            raise
+        return _oauth_error("invalid_request", "The request contains characters not allowed in its parameters.")
+
+
+def _is_unprintable_description(exc: ValueError) -> bool:
+    """Authlib refuses to build an OAuth error whose description (which can echo a request
+    parameter) holds characters RFC 6749 forbids there: that is bad input, not a server fault."""
+    return str(exc).startswith("Error description contains forbidden characters")
 
 
 def _prefetch_documents(client_ids) -> dict[str, str]:
@@ -135,7 +146,13 @@ def _with_cors(response: Response) -> Response:
 
 async def authorize(request: Request) -> Response:
     form = await request.form(max_files=0, max_fields=MAX_FORM_FIELDS) if request.method == "POST" else None
-    return await run_in_threadpool(_authorize, request, form)
+    try:
+        return await run_in_threadpool(_authorize, request, form)
+    except ValueError as exc:
+        if not _is_unprintable_description(exc):
+            raise
+        return consent.render_authorization_error(
+            request, error="invalid_request", description="The request contains characters not allowed in its parameters.")
 
 
 def _authorize(request: Request, form) -> Response:

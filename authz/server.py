@@ -24,6 +24,7 @@ from authlib.oauth2.rfc6749 import (
     OAuth2Error,
     OAuth2Payload,
     OAuth2Request,
+    UnsupportedResponseTypeError,
     grants,
 )
 from authlib.oauth2.rfc6750 import BearerTokenGenerator
@@ -169,6 +170,19 @@ TOKEN_AUTH_METHODS = list(clients.SUPPORTED_AUTH_METHODS)
 class CodeGrant(grants.AuthorizationCodeGrant):
     TOKEN_ENDPOINT_AUTH_METHODS = TOKEN_AUTH_METHODS
 
+    @staticmethod
+    def validate_authorization_redirect_uri(request, client):
+        # Authlib's own version echoes the URI into the error description, which must be plain
+        # ASCII without quotes: a hostile URI would crash it.
+        requested = request.payload.redirect_uri
+        if requested:
+            if not client.check_redirect_uri(requested):
+                raise InvalidRequestError("The redirect_uri is not registered for this client.")
+            return requested
+        if default := client.get_default_redirect_uri():
+            return default
+        raise InvalidRequestError("Missing redirect_uri: this client registered several.")
+
     def validate_authorization_request(self):
         redirect_uri = super().validate_authorization_request()
         request: HttpOAuth2Request = self.request
@@ -227,6 +241,11 @@ class RefreshGrant(grants.RefreshTokenGrant):
 
 class Revocation(RevocationEndpoint):
     CLIENT_AUTH_METHODS = TOKEN_AUTH_METHODS
+
+    def check_params(self, request, client):
+        # token_type_hint is only a hint (RFC 7009 §2.1): every token is looked up by its hash.
+        if not request.form.get("token"):
+            raise InvalidRequestError("Missing token.")
 
     def query_token(self, token_string, token_type_hint):
         return tokens.find(db(), token_string)
@@ -318,6 +337,23 @@ class OAuthServer(AuthorizationServer):
         self.register_endpoint(Registration)
         self.issuer_parameter = Issuer()
         self.register_extension(self.issuer_parameter)
+
+    def get_authorization_grant(self, request):
+        if request.payload.response_type == "code":
+            return super().get_authorization_grant(request)
+        # Authlib's version echoes response_type into the error description (which must be plain
+        # ASCII); the redirect is trusted only for a known client and a registered redirect URI.
+        client = self.query_client(request.payload.client_id) if request.payload.client_id else None
+        redirect_uri = None
+        if client is not None:
+            requested = request.payload.redirect_uri
+            if requested is None:
+                redirect_uri = client.get_default_redirect_uri()
+            elif client.check_redirect_uri(requested):
+                redirect_uri = requested
+        raise UnsupportedResponseTypeError(safe_description(str(request.payload.response_type), 50),
+                                           description="Only response_type=code is supported.",
+                                           redirect_uri=redirect_uri)
 
     def query_client(self, client_id):
         if error := _document_errors.get().get(client_id):

@@ -22,7 +22,7 @@ from core.db import transaction
 log = logging.getLogger("invoicing.worker")
 
 # Modules that register jobs when imported. One that does not exist (yet) is skipped.
-JOB_MODULES: tuple[str, ...] = ("service.delivery",)
+JOB_MODULES: tuple[str, ...] = ("service.delivery", "authz.cleanup")
 
 CLEANUP_INTERVAL_SECONDS = 300.0
 # Upper bound of one sleep, so a job registered with a long interval never delays shutdown checks.

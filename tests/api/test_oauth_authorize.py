@@ -224,3 +224,18 @@ def test_repeated_parameters_are_refused(browser, app_client):
     assert response.status_code in (302, 400)
     if response.status_code == 302:
         assert redirect_params(response)["error"] == ["invalid_request"]
+
+
+def test_hostile_redirect_uri_is_an_error_page_not_a_crash(browser, app_client):
+    response = browser.get(query(app_client, redirect_uri='https://x.example/"\u00e9'), follow_redirects=False)
+    assert response.status_code == 400
+    assert "invalid_request" in response.text
+
+
+def test_hostile_response_type_is_redirected(browser, app_client):
+    response = browser.get(query(app_client, response_type='co"d\u00e9'), follow_redirects=False)
+    assert_error_redirect(response, "unsupported_response_type")
+
+
+def test_hostile_scope_is_redirected_as_invalid_scope(browser, app_client):
+    assert_error_redirect(browser.get(query(app_client, scope='a"\u00e9'), follow_redirects=False), "invalid_scope")

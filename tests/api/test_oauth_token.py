@@ -298,3 +298,27 @@ def test_revocation_needs_client_authentication(client, tokens):
     confidential = register(client)
     response = client.post("/oauth/revoke", data={"token": tokens["access_token"], "client_id": confidential["client_id"]})
     assert response.json()["error"] == "invalid_client"
+
+
+def test_revocation_ignores_an_unknown_hint(client, public_app, tokens):
+    response = client.post("/oauth/revoke", data={"token": tokens["access_token"], "token_type_hint": "weird",
+                                                   "client_id": public_app["client_id"]})
+    assert response.status_code == 200
+    assert api_get(client, tokens["access_token"]).status_code == 401
+
+
+def test_revocation_without_token_is_invalid_request(client, public_app):
+    response = client.post("/oauth/revoke", data={"client_id": public_app["client_id"]})
+    assert response.status_code == 400
+    assert response.json()["error"] == "invalid_request"
+
+
+@pytest.mark.parametrize("data", [
+    {"grant_type": 'x"\u00e9'},
+    {"grant_type": "authorization_code", "client_id": '\u00e9"', "code": "x"},
+    {"grant_type": "refresh_token", "refresh_token": '\u00e9"' * 300, "client_id": "x"},
+])
+def test_hostile_token_parameters_get_oauth_errors(client, data):
+    response = client.post("/oauth/token", data=data)
+    assert 400 <= response.status_code < 500
+    assert response.json()["error"]

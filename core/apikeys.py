@@ -45,6 +45,10 @@ def create_key(session: Session, account_id: uuid.UUID, *, name: str, scopes: li
     name = name.strip()
     if not name or len(name) > 256:
         raise ValidationFailed.at("name", "must be 1 to 256 characters")
+    if not scopes:
+        raise ValidationFailed.at("scopes", "choose a preset or at least one scope")
+    if bad := unknown_scopes(scopes):
+        raise ValidationFailed.at("scopes", f"unknown scope {bad[0]}")
     if not 0 <= expires_in_days <= MAX_EXPIRY_DAYS:
         raise ValidationFailed.at("expires_in_days", f"must be 0 (never) to {MAX_EXPIRY_DAYS}")
     lookup_id = secret_tools.random_string(8)

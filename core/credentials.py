@@ -47,4 +47,4 @@ def authenticate(session: Session, authorization: str | None, *, resource: str) 
         return _oauth_verifier(session, token, resource=resource)
     if apikeys.looks_like_api_key(token):
         return apikeys.authenticate(session, token)
-    raise Unauthorized("The credential is malformed: expected an API key (inv_live_…) or an access token (inv_oat_…).")
+    raise Unauthorized("The credential is malformed: expected an API key (inv_live_...) or an access token (inv_oat_...).")

@@ -19,7 +19,7 @@ from sqlmodel import Session, select
 
 from core.clock import now
 from core.db import transaction
-from core.errors import Conflict, IdempotencyMismatch, ValidationFailed
+from core.errors import Conflict, FieldError, IdempotencyMismatch, ValidationFailed
 from core.models import IdempotencyRecord
 
 KEY_MAX = 255
@@ -59,30 +59,40 @@ def _insert(session: Session):
 def begin(account_id: uuid.UUID, method: str, path: str, key: str, fingerprint: str) -> Claim | StoredResponse:
     """Claim the key for this request, or return the response stored by the first one."""
     with transaction() as session:
-        current = now()
-        claimed = session.execute(
-            _insert(session).values(
-                id=uuid.uuid4(), account_id=account_id, method=method, path=path, key=key,
-                request_hash=fingerprint, state="running", locked_until=current + CLAIM_TIMEOUT,
-                created_at=current,
-            ).on_conflict_do_nothing().returning(IdempotencyRecord.id)
-        ).scalar_one_or_none()
-        if claimed is not None:
-            return Claim(claimed)
-        record = session.exec(select(IdempotencyRecord).where(
-            IdempotencyRecord.account_id == account_id, IdempotencyRecord.method == method,
-            IdempotencyRecord.path == path, IdempotencyRecord.key == key,
-        ).with_for_update()).one()
-        if record.created_at + RETENTION <= current:
-            return _restart(session, record, fingerprint)
-        if record.request_hash != fingerprint:
-            raise IdempotencyMismatch(
-                "This Idempotency-Key was used with a different request; use a new key for a new request.")
-        if record.state == "done":
-            return StoredResponse(record.response_status, record.response_body, record.response_headers or {})
-        if record.locked_until > current:
-            raise Conflict("A request with this Idempotency-Key is still running; retry shortly.")
+        # A claim can be released (server fault) between our insert and our read: then insert again.
+        for _ in range(3):
+            current = now()
+            claimed = session.execute(
+                _insert(session).values(
+                    id=uuid.uuid4(), account_id=account_id, method=method, path=path, key=key,
+                    request_hash=fingerprint, state="running", locked_until=current + CLAIM_TIMEOUT,
+                    created_at=current,
+                ).on_conflict_do_nothing().returning(IdempotencyRecord.id)
+            ).scalar_one_or_none()
+            if claimed is not None:
+                return Claim(claimed)
+            record = session.exec(select(IdempotencyRecord).where(
+                IdempotencyRecord.account_id == account_id, IdempotencyRecord.method == method,
+                IdempotencyRecord.path == path, IdempotencyRecord.key == key,
+            ).with_for_update()).first()
+            if record is not None:
+                return _settle(session, record, fingerprint, current)
+    raise Conflict("A request with this Idempotency-Key is still running; retry shortly.")
+
+
+def _settle(session: Session, record: IdempotencyRecord, fingerprint: str, current) -> Claim | StoredResponse:
+    """What a request finds under a key that is already taken."""
+    if record.created_at + RETENTION <= current:
         return _restart(session, record, fingerprint)
+    if record.request_hash != fingerprint:
+        raise IdempotencyMismatch(
+            "This Idempotency-Key was used with a different request; use a new key for a new request.",
+            errors=[FieldError("Idempotency-Key", "was used with a different request body or query")])
+    if record.state == "done":
+        return StoredResponse(record.response_status, record.response_body, record.response_headers or {})
+    if record.locked_until > current:
+        raise Conflict("A request with this Idempotency-Key is still running; retry shortly.")
+    return _restart(session, record, fingerprint)
 
 
 def _restart(session: Session, record: IdempotencyRecord, fingerprint: str) -> Claim:

@@ -86,7 +86,7 @@ def load_json(raw: bytes) -> Any:
         return None
     try:
         return json.loads(raw, parse_float=Decimal)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         raise ValidationFailed.at("body", "is not valid JSON") from None
 
 

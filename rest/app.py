@@ -7,14 +7,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from core.errors import NotFound
 from rest import business, customers, openapi
 from rest import prices, products
 from rest import webhook_endpoints
 from rest import invoice_items, invoices
 from rest import invoice_documents
-from rest.framework import Operation
-from rest.problems import problem_response
+from rest.framework import Operation, unrouted
 
 # Endpoint modules, each with its own `api`. New resources add themselves here.
 MODULES = [business, customers, products, prices, webhook_endpoints, invoices, invoice_items, invoice_documents]
@@ -32,10 +30,7 @@ def create_rest_app() -> Starlette:
             document_cache["doc"] = openapi.build(operations())
         return JSONResponse(document_cache["doc"])
 
-    async def not_found(request: Request, _exc) -> Response:
-        return problem_response(NotFound(f"No endpoint {request.method} {request.url.path}."), "req_none")
-
     routes = [Route("/openapi.json", openapi_json, methods=["GET"])]
     for module in MODULES:
         routes += module.api.routes()
-    return Starlette(routes=routes, exception_handlers={404: not_found, 405: not_found})
+    return Starlette(routes=routes, exception_handlers={404: unrouted, 405: unrouted})

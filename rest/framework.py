@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import secrets
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -27,7 +26,7 @@ from starlette.routing import Route
 
 from core import credentials, idempotency, ratelimit
 from core.db import new_session, transaction
-from core.errors import (Conflict, DomainError, IdempotencyKeyRequired, InternalError, RateLimited,
+from core.errors import (Conflict, DomainError, IdempotencyKeyRequired, InternalError, NotFound, RateLimited,
                          UpstreamFailed, ValidationFailed)
 from core.jsonout import dumps
 from core.principal import Principal
@@ -118,17 +117,22 @@ def _request_id(request: Request) -> tuple[str, DomainError | None]:
 
 async def _dispatch(ops: dict[str, Operation], request: Request) -> Response:
     op = ops[request.method] if request.method in ops else ops.get("GET")
-    request_id, header_error = _request_id(request)
-    if header_error:
-        return problem_response(header_error, request_id)
     raw = await request.body()
-    return await anyio.to_thread.run_sync(partial(_process, op, request, raw, request_id))
+    return await anyio.to_thread.run_sync(partial(_process, op, request, raw))
 
 
-def _process(op: Operation, request: Request, raw: bytes, request_id: str) -> Response:
+def _process(op: Operation, request: Request, raw: bytes) -> Response:
+    request_id, header_error = _request_id(request)
     limit_headers: dict[str, str] = {}
     try:
-        principal, limit_headers = _authenticate(op, request)
+        principal, usage = _authenticate(op, request)
+        limit_headers = usage.headers()
+        if op.rate_limited and usage.exceeded:
+            raise RateLimited(
+                f"Rate limit exceeded: {usage.limit} requests per {usage.window_seconds} seconds. "
+                f"Retry after {usage.retry_after} seconds.", retry_after=usage.retry_after)
+        if header_error:
+            raise header_error
         principal = principal.with_request_id(request_id)
         principal.require(op.scope)
         query = parse(op.query, dict(request.query_params)) if op.query else None
@@ -148,18 +152,22 @@ def _process(op: Operation, request: Request, raw: bytes, request_id: str) -> Re
         return problem_response(error, request_id, headers=limit_headers)
 
 
-def _authenticate(op: Operation, request: Request) -> tuple[Principal, dict[str, str]]:
+def _authenticate(op: Operation, request: Request) -> tuple[Principal, ratelimit.Usage]:
+    """The caller, and its request count in this window (counted unless the operation has its own limit)."""
     with transaction() as session:
         principal = credentials.authenticate(session, request.headers.get("authorization"),
                                              resource=get_settings().base_url)
-        usage = ratelimit.hit(session, ratelimit.API_REQUESTS, principal.credential_id) if op.rate_limited \
-            else ratelimit.peek(session, ratelimit.API_REQUESTS, principal.credential_id)
-    headers = usage.headers()
-    if op.rate_limited and usage.exceeded:
-        raise RateLimited(
-            f"Rate limit exceeded: {usage.limit} requests per {ratelimit.API_REQUESTS.window_seconds} seconds. "
-            f"Retry after {usage.retry_after} seconds.", retry_after=usage.retry_after) from None
-    return principal, headers
+        # A verifier that names no credential still gets a bucket of its own, never a shared one.
+        subject = principal.credential_id or f"account:{principal.account_id}:{principal.actor}"
+        count = ratelimit.hit if op.rate_limited else ratelimit.peek
+        usage = count(session, ratelimit.API_REQUESTS, subject)
+    return principal, usage
+
+
+def unrouted(request: Request, _exc: Exception) -> Response:
+    """No operation at this path and method: a 404 problem like any other (Stripe does the same)."""
+    request_id, _ = _request_id(request)
+    return problem_response(NotFound(f"No endpoint {request.method} {request.url.path}."), request_id)
 
 
 def _claim(op: Operation, request: Request, principal: Principal, body_json: Any):

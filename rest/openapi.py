@@ -9,10 +9,17 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from core.errors import ALL_ERRORS
-from rest.framework import Operation
+from rest.framework import REQUEST_ID_MAX, Operation
 from service.settings import get_settings
 
 REF = "#/components/schemas/{model}"
+_RATE_HEADER = {"schema": {"type": "integer"}}
+RESPONSE_HEADERS = {
+    "X-Request-Id": {"description": "The request id (req_... or yours)", "schema": {"type": "string"}},
+    "RateLimit-Limit": {"description": "Requests allowed per window", **_RATE_HEADER},
+    "RateLimit-Remaining": {"description": "Requests left in this window", **_RATE_HEADER},
+    "RateLimit-Reset": {"description": "When the window ends (Unix seconds)", **_RATE_HEADER},
+}
 STATUS_TEXT = {
     200: "OK", 201: "Created", 401: "Unauthorized", 403: "Forbidden", 404: "Not found",
     409: "Invalid state or conflict", 422: "Validation failed", 428: "Idempotency key required",
@@ -40,28 +47,49 @@ def _problem_schema() -> dict:
     }
 
 
-def _models(operations: list[Operation]) -> list[type[BaseModel]]:
-    seen: dict[str, type[BaseModel]] = {}
+def _model_refs(operations: list[Operation]) -> tuple[dict, dict]:
+    """One schema per model, in the mode it is used (bodies validate, responses serialize)."""
+    wanted = {}
     for op in operations:
-        for model in (op.body, op.response):
+        for model, mode in ((op.body, "validation"), (op.query, "validation"), (op.response, "serialization")):
             if model is not None:
-                seen.setdefault(model.__name__, model)
-    return list(seen.values())
+                wanted[(model, mode)] = None
+    refs, definitions = models_json_schema(list(wanted), ref_template=REF)
+    return refs, definitions.get("$defs", {})
 
 
-def _query_parameters(model: type[BaseModel] | None) -> list[dict]:
+def _query_parameters(model: type[BaseModel] | None, refs: dict, schemas: dict) -> list[dict]:
     if model is None:
         return []
-    schema = model.model_json_schema()
-    return [{"name": name, "in": "query", "required": False, "schema": {k: v for k, v in prop.items() if k != "title"},
-             **({"description": prop["description"]} if "description" in prop else {})}
-            for name, prop in schema.get("properties", {}).items()]
+    schema = schemas[refs[(model, "validation")]["$ref"].rsplit("/", 1)[1]]
+    required = set(schema.get("required", ()))
+    parameters = []
+    for name, prop in schema.get("properties", {}).items():
+        parameter = {"name": name, "in": "query", "required": name in required,
+                     "schema": {k: v for k, v in prop.items() if k not in ("title", "description")}}
+        if "description" in prop:
+            parameter["description"] = prop["description"]
+        parameters.append(parameter)
+    return parameters
 
 
-def _success_schema(op: Operation) -> dict:
+def _drop_impossible_null_defaults(node: Any) -> None:
+    """`default: null` on a schema that refuses null only says "omitted means not sent"; drop it."""
+    if isinstance(node, dict):
+        if node.get("default", ...) is None and "type" in node and "null" not in (
+                node["type"] if isinstance(node["type"], list) else [node["type"]]):
+            del node["default"]
+        for value in node.values():
+            _drop_impossible_null_defaults(value)
+    elif isinstance(node, list):
+        for value in node:
+            _drop_impossible_null_defaults(value)
+
+
+def _success_schema(op: Operation, refs: dict) -> dict:
     if op.response is None:
         return {"type": "object"}
-    ref = {"$ref": REF.format(model=op.response.__name__)}
+    ref = refs[(op.response, "serialization")]
     if op.envelope == "list":
         return {"type": "object", "required": ["data", "next_cursor"],
                 "properties": {"data": {"type": "array", "items": ref},
@@ -73,23 +101,28 @@ def _success_schema(op: Operation) -> dict:
     return {"type": "object", "required": ["data"], "properties": {"data": ref}}
 
 
-def _operation(op: Operation) -> dict:
+def _operation(op: Operation, refs: dict, schemas: dict) -> dict:
     params = [{"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
               for name in re.findall(r"{(\w+)}", op.path)]
-    params += _query_parameters(op.query)
+    params += _query_parameters(op.query, refs, schemas)
+    params.append({"name": "X-Request-Id", "in": "header", "required": False,
+                   "description": "Your own request id, echoed back; otherwise one is generated (req_...)",
+                   "schema": {"type": "string", "maxLength": REQUEST_ID_MAX}})
     if op.idempotency != "none":
         params.append({"name": "Idempotency-Key", "in": "header", "required": op.idempotency == "required",
                        "schema": {"type": "string", "maxLength": 255}})
     problem = {"application/problem+json": {"schema": {"$ref": REF.format(model="Problem")}}}
     success_content = ({op.media_type: {"schema": {"type": "string", "format": "binary"}}}
                        if op.media_type != "application/json"
-                       else {"application/json": {"schema": _success_schema(op)}})
+                       else {"application/json": {"schema": _success_schema(op, refs)}})
     responses: dict[str, Any] = {str(op.status): {"description": STATUS_TEXT.get(op.status, "OK"),
-                                                  "content": success_content}}
+                                                  "headers": RESPONSE_HEADERS, "content": success_content}}
     statuses = {401, 403, 429, 404 if "{" in op.path else None, 422 if (op.body or op.query) else None,
                 428 if op.idempotency == "required" else None, *op.extra_responses}
     for status in sorted(s for s in statuses if s):
         responses[str(status)] = {"description": STATUS_TEXT.get(status, "Error"), "content": problem}
+    responses["default"] = {"description": "Server fault (500 internal_error, 502 upstream_failed)",
+                            "content": problem}
     result = {
         "operationId": op.operation_id, "summary": op.summary, "tags": [op.tag],
         "parameters": params, "responses": responses,
@@ -98,17 +131,18 @@ def _operation(op: Operation) -> dict:
     }
     if op.body is not None:
         result["requestBody"] = {"required": op.body_required,
-                                 "content": {"application/json": {"schema": {"$ref": REF.format(model=op.body.__name__)}}}}
+                                 "content": {"application/json": {"schema": refs[(op.body, "validation")]}}}
     return result
 
 
 def build(operations: list[Operation]) -> dict:
-    _, definitions = models_json_schema([(m, "validation") for m in _models(operations)], ref_template=REF)
-    schemas = definitions.get("$defs", {})
-    schemas["Problem"] = _problem_schema()
+    refs, schemas = _model_refs(operations)
     paths: dict[str, dict] = {}
     for op in operations:
-        paths.setdefault(op.path, {})[op.method.lower()] = _operation(op)
+        paths.setdefault(op.path, {})[op.method.lower()] = _operation(op, refs, schemas)
+    schemas["Problem"] = _problem_schema()
+    _drop_impossible_null_defaults(schemas)
+    _drop_impossible_null_defaults(paths)
     settings = get_settings()
     return {
         "openapi": "3.1.0",

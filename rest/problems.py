@@ -23,10 +23,16 @@ def problem_body(error: DomainError, request_id: str) -> dict:
     return body
 
 
+def _quotable(text: str) -> str:
+    """Text safe inside a quoted header parameter: printable ASCII without quotes or backslashes."""
+    text = text.replace("\u2026", "...").replace('"', "'").replace("\\", "/")
+    return "".join(c if " " <= c <= "~" else "?" for c in text)
+
+
 def www_authenticate(error: DomainError, resource_metadata: str) -> str | None:
     """The Bearer challenge (RFC 6750, RFC 9728) for 401 and 403 answers."""
     if isinstance(error, Unauthorized):
-        description = error.detail.replace('"', "'")
+        description = _quotable(error.detail)
         return (f'Bearer error="invalid_token", error_description="{description}", '
                 f'resource_metadata="{resource_metadata}"')
     if isinstance(error, Forbidden):

@@ -1,0 +1,132 @@
+"""Live servers: the real application under uvicorn, in its own process, on the test database.
+
+`live_server` is one running server (its origin, `http://127.0.0.1:<port>`). `live_server_factory`
+starts more on the same database: `live_server_factory()` gives one origin,
+`live_server_factory.start_many(2)` starts two in parallel. Every process is stopped after the test;
+if one dies early, its log is in the error. Starting takes seconds, so `live_server_pair` keeps two
+processes running for a whole test module (tables are still emptied after each test).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from service.settings import Settings
+
+STARTUP_TIMEOUT = 30.0
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _tail(log: Path, lines: int = 40) -> str:
+    return "\n".join(log.read_text(errors="replace").splitlines()[-lines:]) if log.exists() else ""
+
+
+class LiveServers:
+    """Starts uvicorn processes serving `service.app:create_app` on the test database."""
+
+    def __init__(self, settings: Settings, log_dir: Path):
+        self.settings = settings
+        self.log_dir = log_dir
+        self.processes: list[tuple[subprocess.Popen, Path]] = []
+
+    def __call__(self, **env: str) -> str:
+        return self.start_many(1, **env)[0]
+
+    def start_many(self, count: int, **env: str) -> list[str]:
+        """Start `count` processes at once and return their origins once every one answers."""
+        launched = [self._launch(env) for _ in range(count)]
+        for origin, process, log in launched:
+            self._wait_until_ready(origin, process, log)
+        return [origin for origin, _, _ in launched]
+
+    def _environment(self, origin: str, extra: dict[str, str]) -> dict[str, str]:
+        environment = {k: v for k, v in os.environ.items() if not k.startswith("INVOICING_")}
+        environment.update({
+            "INVOICING_DATABASE_URL": self.settings.database_url,
+            "INVOICING_ORIGIN": origin,
+            "INVOICING_SECRET_KEY": self.settings.secret_key or "test-secret-key",
+            "INVOICING_DATA_DIR": str(self.settings.data_dir),
+            "INVOICING_UNSAFE_WEBHOOK_ALLOW_HOSTS": self.settings.unsafe_webhook_allow_hosts,
+        })
+        environment.update({k if k.startswith("INVOICING_") else f"INVOICING_{k.upper()}": v
+                            for k, v in extra.items()})
+        return environment
+
+    def _launch(self, env: dict[str, str]) -> tuple[str, subprocess.Popen, Path]:
+        port = free_port()
+        origin = f"http://127.0.0.1:{port}"
+        log = self.log_dir / f"server-{port}.log"
+        with log.open("wb") as out:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "uvicorn", "--factory", "service.app:create_app",
+                 "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning", "--no-access-log"],
+                env=self._environment(origin, env), stdout=out, stderr=subprocess.STDOUT,
+                cwd=Path(__file__).resolve().parents[2],
+            )
+        self.processes.append((process, log))
+        return origin, process, log
+
+    @staticmethod
+    def _wait_until_ready(origin: str, process: subprocess.Popen, log: Path) -> None:
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise RuntimeError(f"server {origin} exited with {process.returncode}:\n{_tail(log)}")
+            try:
+                if httpx.get(f"{origin}/api/v1/openapi.json", timeout=1.0).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError(f"server {origin} did not answer within {STARTUP_TIMEOUT} s:\n{_tail(log)}")
+
+    def stop_all(self) -> None:
+        for process, _ in self.processes:
+            if process.poll() is None:
+                process.terminate()
+        for process, _ in self.processes:
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        self.processes.clear()
+
+
+@pytest.fixture
+def live_server_factory(test_settings, tmp_path) -> Iterator[LiveServers]:
+    servers = LiveServers(test_settings, tmp_path)
+    try:
+        yield servers
+    finally:
+        servers.stop_all()
+
+
+@pytest.fixture
+def live_server(live_server_factory) -> str:
+    """The origin of one running server, for example `http://127.0.0.1:54321`."""
+    return live_server_factory()
+
+
+@pytest.fixture(scope="module")
+def live_server_pair(test_settings, tmp_path_factory) -> Iterator[list[str]]:
+    """Two processes on the test database, shared by the tests of one module."""
+    servers = LiveServers(test_settings, tmp_path_factory.mktemp("live-servers"))
+    try:
+        yield servers.start_many(2)
+    finally:
+        servers.stop_all()

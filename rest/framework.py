@@ -37,6 +37,8 @@ from service.settings import get_settings
 log = logging.getLogger("invoicing.rest")
 
 REQUEST_ID_MAX = 200
+# Far above the largest valid request (250 invoice lines with 5000-character descriptions).
+MAX_BODY_BYTES = 8 * 1048576
 Idempotency = Literal["required", "optional", "none"]
 Envelope = Literal["object", "list", "items", "raw"]
 
@@ -115,13 +117,24 @@ def _request_id(request: Request) -> tuple[str, DomainError | None]:
     return supplied, None
 
 
+async def _read_body(request: Request) -> bytes | None:
+    """The body, or None when it exceeds MAX_BODY_BYTES (read no further: memory stays bounded)."""
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 async def _dispatch(ops: dict[str, Operation], request: Request) -> Response:
     op = ops[request.method] if request.method in ops else ops.get("GET")
-    raw = await request.body()
+    raw = await _read_body(request)
     return await anyio.to_thread.run_sync(partial(_process, op, request, raw))
 
 
-def _process(op: Operation, request: Request, raw: bytes) -> Response:
+def _process(op: Operation, request: Request, raw: bytes | None) -> Response:
     request_id, header_error = _request_id(request)
     limit_headers: dict[str, str] = {}
     try:
@@ -135,6 +148,8 @@ def _process(op: Operation, request: Request, raw: bytes) -> Response:
             raise header_error
         principal = principal.with_request_id(request_id)
         principal.require(op.scope)
+        if raw is None:
+            raise ValidationFailed.at("body", f"must be at most {MAX_BODY_BYTES // 1048576} MiB")
         query = parse(op.query, dict(request.query_params)) if op.query else None
         body_json = load_json(raw) if op.body else None
         if op.body_required and body_json is None:

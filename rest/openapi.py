@@ -110,7 +110,7 @@ def _operation(op: Operation, refs: dict, schemas: dict) -> dict:
                    "schema": {"type": "string", "maxLength": REQUEST_ID_MAX}})
     if op.idempotency != "none":
         params.append({"name": "Idempotency-Key", "in": "header", "required": op.idempotency == "required",
-                       "schema": {"type": "string", "maxLength": 255}})
+                       "schema": {"type": "string", "minLength": 1, "maxLength": 255}})
     problem = {"application/problem+json": {"schema": {"$ref": REF.format(model="Problem")}}}
     success_content = ({op.media_type: {"schema": {"type": "string", "format": "binary"}}}
                        if op.media_type != "application/json"

@@ -149,3 +149,28 @@ def test_secret_is_not_stored_in_the_database(tenant):
 
 def test_openapi_document_needs_no_credential(client):
     assert client.get("/api/v1/openapi.json").status_code == 200
+
+
+def test_oauth_access_tokens_plug_in_through_the_registered_verifier(tenant, monkeypatch):
+    from core import credentials
+    from core.principal import Principal
+    seen = {}
+
+    def verifier(session, token, *, resource):
+        seen.update(token=token, resource=resource)
+        if token != "inv_oat_good":
+            raise credentials.Unauthorized("The access token is unknown.")
+        return Principal(account_id=tenant.account_id, granted_scopes=frozenset({"clients:read"}),
+                         actor="oauth_app", client_id="https://app.example", credential_id="grant:1")
+
+    monkeypatch.setattr(credentials, "_oauth_verifier", verifier)
+    assert get(tenant.client, authorization="Bearer inv_oat_good").status_code == 200
+    assert seen == {"token": "inv_oat_good", "resource": "http://testserver/api/v1"}
+    assert get(tenant.client, "/api/v1/business", "Bearer inv_oat_good").status_code == 403
+    assert_401(get(tenant.client, authorization="Bearer inv_oat_bad"), "unknown")
+
+
+def test_oauth_token_without_a_verifier_is_401(client, monkeypatch):
+    from core import credentials
+    monkeypatch.setattr(credentials, "_oauth_verifier", None)
+    assert_401(get(client, authorization="Bearer inv_oat_anything"), "unknown")

@@ -110,6 +110,16 @@ def test_deeply_nested_body_is_422_not_500(tenant):
     assert response.status_code == 422
 
 
+def test_body_over_the_size_limit_is_422_at_body(tenant, monkeypatch):
+    from rest import framework
+    monkeypatch.setattr(framework, "MAX_BODY_BYTES", 1024)
+    response = tenant.post("/customers", content=b'{"name": "' + b"x" * 2000 + b'"}',
+                           headers={"Content-Type": "application/json"})
+    body = assert_problem(response, 422, "validation", "validation")
+    assert [e["path"] for e in body["errors"]] == ["body"]
+    assert tenant.post("/customers", json={"name": "A"}).status_code == 201
+
+
 def test_database_fault_is_502_with_generic_detail(tenant, monkeypatch):
     def broken(call):
         raise OperationalError("SELECT secret_stuff FROM x", {}, Exception("connection refused to db-host:5432"))

@@ -204,7 +204,7 @@ def _failed(session, delivery: WebhookDelivery, endpoint: WebhookEndpoint, claim
     if delay is None:
         delivery.status = "failed"
     else:
-        delivery.next_attempt_at = claim.attempted_at + delay
+        delivery.next_attempt_at = moment + delay  # counted from the end of the failed attempt
     if moment - endpoint.first_failure_at >= DISABLE_AFTER:
         _disable(session, endpoint, delivery, moment)
 
@@ -228,6 +228,7 @@ def deliver_due(options: DeliveryOptions | None = None, *, max_attempts: int = M
                 budget_seconds: float = RUN_BUDGET_SECONDS) -> int:
     """Attempt due rows one by one, oldest due first, until none is due or a bound is reached
     (`max_attempts`, or `budget_seconds` of wall time); returns how many attempts were made."""
+    _warn_once_if_unsafe()
     options = options or DeliveryOptions()
     stop_at = monotonic() + budget_seconds
     made = 0
@@ -238,6 +239,17 @@ def deliver_due(options: DeliveryOptions | None = None, *, max_attempts: int = M
         record(claim, send(claim, options), options)
         made += 1
     return made
+
+
+_warned = False
+
+
+def _warn_once_if_unsafe() -> None:
+    # `invoicing worker` runs without the web app, which otherwise gives this warning.
+    global _warned
+    if not _warned:
+        _warned = True
+        get_settings().warn_if_unsafe()
 
 
 worker.register("webhook-delivery", POLL_SECONDS, deliver_due)

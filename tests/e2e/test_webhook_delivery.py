@@ -267,6 +267,15 @@ def test_a_retry_that_succeeds_ends_the_retries(tenant, receiver):
     assert (row.status, row.attempts, row.last_status_code, row.last_error) == ("succeeded", 2, 204, None)
 
 
+def test_the_retry_delay_counts_from_the_end_of_a_slow_attempt(tenant, receiver):
+    register(tenant, receiver.url())
+    receiver.status, receiver.delay = 500, 0.5
+    record_event(new_invoice(tenant), "invoice.created")
+    deliver_due(DeliveryOptions(mode="immediate"))  # the real clock
+    [row] = rows()
+    assert row.next_attempt_at - row.last_attempt_at >= timedelta(seconds=5.4)
+
+
 @pytest.mark.parametrize("status", [301, 302, 400, 404, 410, 429, 500])
 def test_any_status_outside_2xx_is_a_failed_attempt(tenant, receiver, status):
     register(tenant, receiver.url())

@@ -171,6 +171,22 @@ def test_receiver_gets_the_lifecycle_in_order_with_valid_signatures(tenant, rece
     assert {row.status for row in rows()} == {"succeeded"}
 
 
+def test_an_invoice_lifecycle_through_the_api_arrives_in_order(tenant, receiver):
+    from tests.api import invoicing
+    endpoint = register(tenant, receiver.url())
+    invoice = invoicing.draft(tenant)
+    assert invoicing.finalize(tenant, invoice["id"]).status_code == 200
+    assert invoicing.pay(tenant, invoice["id"], {"reference": "wire 42"}).status_code == 200
+
+    deliver_due(options())
+
+    payloads = [verify(endpoint["secret"], request) for request in receiver.requests]
+    assert [p["type"] for p in payloads] == ["invoice.created", "invoice.finalized", "invoice.paid"]
+    assert [p["data"]["object"]["status"] for p in payloads] == ["draft", "open", "paid"]
+    listed = tenant.get("/invoices").json()["data"][0]
+    assert payloads[-1]["data"]["object"] == listed  # the list item shape, money in minor units
+
+
 def test_the_body_is_the_recorded_event_payload(tenant, receiver):
     register(tenant, receiver.url())
     event_id = record_event(new_invoice(tenant), "invoice.created")

@@ -6,7 +6,7 @@ import re
 from datetime import UTC, date, datetime, time
 from typing import Annotated, Literal
 
-from pydantic import BeforeValidator, Field, Strict, WithJsonSchema, field_validator
+from pydantic import BeforeValidator, ConfigDict, Field, Strict, WithJsonSchema, field_validator
 
 from core import money
 from core.invoice_lines import ItemFields
@@ -90,6 +90,8 @@ class InvoiceUpdate(InvoiceFields):
 
 
 class InvoiceListQuery(PageQuery):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)  # `from_=` works in code
+
     status: str | None = Field(default=None, description="draft, open, paid, overdue or void; other values "
                                                          "are ignored")
     customer: str | None = Field(default=None, description="cus_ id or UUID; a customer not in the account is 404")

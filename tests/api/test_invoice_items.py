@@ -9,6 +9,8 @@ from core import db
 from core.models import InvoiceLine
 from tests.api.invoicing import adhoc, draft, history, price
 
+UNKNOWN = "0123456789abcdef0123456789abcdef"  # a well-formed id of nothing (fixed: xdist collects alike)
+
 
 def add(tenant, invoice_id: str, **fields):
     return tenant.post("/invoice-items", json={"invoice": invoice_id, **fields}, idem=True)
@@ -76,7 +78,7 @@ def test_add_without_invoice_is_422(tenant):
     assert response.status_code == 422 and response.json()["errors"][0]["path"] == "invoice"
 
 
-@pytest.mark.parametrize("invoice_id", ["in_nope", f"in_{uuid.uuid4().hex}"])
+@pytest.mark.parametrize("invoice_id", ["in_nope", f"in_{UNKNOWN}"])
 def test_add_to_an_unknown_invoice_is_404(tenant, invoice_id):
     assert add(tenant, invoice_id, **adhoc()).status_code == 404
 
@@ -151,7 +153,7 @@ def test_retrieve_an_item(tenant):
     assert tenant.get(f"/invoice-items/{uuid.UUID(line['id'][3:])}").json() == {"data": line}
 
 
-@pytest.mark.parametrize("bad", ["ii_nope", f"ii_{uuid.uuid4().hex}"])
+@pytest.mark.parametrize("bad", ["ii_nope", f"ii_{UNKNOWN}"])
 def test_unknown_item_is_404(tenant, bad):
     assert tenant.get(f"/invoice-items/{bad}").status_code == 404
     assert tenant.delete(f"/invoice-items/{bad}").status_code == 404

@@ -7,6 +7,8 @@ import pytest
 
 from tests.api.invoicing import adhoc, create, customer, draft, open_invoice, price
 
+UNKNOWN = "0123456789abcdef0123456789abcdef"  # a well-formed id of nothing (fixed: xdist collects alike)
+
 INVOICE_FIELDS = {
     "id", "object", "number", "status", "customer", "customer_details", "issuer", "currency", "collection_method",
     "issue_date", "due_date", "description", "footer", "subtotal", "discount", "taxable", "tax", "total",
@@ -98,7 +100,7 @@ def test_create_for_an_archived_customer_is_422_at_customer(tenant):
     assert response.json()["errors"][0]["path"] == "customer"
 
 
-@pytest.mark.parametrize("customer_id", ["cus_nope", f"cus_{uuid.uuid4().hex}"])
+@pytest.mark.parametrize("customer_id", ["cus_nope", f"cus_{UNKNOWN}"])
 def test_create_for_an_unknown_customer_is_404(tenant, customer_id):
     assert create(tenant, customer_id=customer_id).status_code == 404
 
@@ -252,7 +254,7 @@ def test_retrieve_by_prefixed_id_and_uuid_includes_lines(tenant):
     assert tenant.get(f"/invoices/{raw}").json()["data"] == invoice
 
 
-@pytest.mark.parametrize("bad", ["in_nope", "nope", f"in_{uuid.uuid4().hex}", f"cus_{uuid.uuid4().hex}"])
+@pytest.mark.parametrize("bad", ["in_nope", "nope", f"in_{UNKNOWN}", f"cus_{UNKNOWN}"])
 def test_unknown_or_malformed_invoice_is_404(tenant, bad):
     response = tenant.get(f"/invoices/{bad}")
     assert response.status_code == 404 and response.json()["code"] == "not_found"

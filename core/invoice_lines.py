@@ -9,9 +9,9 @@ the price's current amount; finalized invoices keep what they were issued with.
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, WithJsonSchema
 from sqlmodel import Session
 
 from core import catalog, money
@@ -21,8 +21,9 @@ from core.validation import LINES_MAX, MAX_SAFE_INTEGER, TEXT_MAX, Input, MinorU
 
 UNIT_CODES = ("NOS", "PCS", "KGS", "GMS", "LTR", "MTR", "SQF", "SQM", "HRS", "DAY", "MON", "BOX", "SET", "OTH")
 Unit = Literal["NOS", "PCS", "KGS", "GMS", "LTR", "MTR", "SQF", "SQM", "HRS", "DAY", "MON", "BOX", "SET", "OTH"]
-Quantity = Field(default=Decimal(1), gt=0, max_digits=15, decimal_places=6,
-                 description="Above 0, at most 6 decimal places; default 1")
+Quantity = Annotated[Decimal, Field(gt=0, max_digits=15, decimal_places=6),
+                     WithJsonSchema({"type": "number", "exclusiveMinimum": 0, "default": 1,
+                                     "description": "Above 0, at most 6 decimal places; default 1"})]
 
 
 class ItemFields(Input):
@@ -31,7 +32,7 @@ class ItemFields(Input):
     price: str | None = Field(default=None, description="price_ id or UUID; omit for an ad-hoc line")
     description: str | None = Field(default=None, max_length=TEXT_MAX,
                                     description="Required for ad-hoc lines; defaults to the product name")
-    quantity: Decimal = Quantity
+    quantity: Quantity = 1  # an int default keeps the documented default a JSON number
     unit: Unit = Field(default="NOS", description="Unit code")
     unit_amount: MinorUnits | None = Field(default=None, description="Minor units; required for ad-hoc lines, "
                                                                      "omit to use the price amount")

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from datetime import date
 from decimal import Decimal
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, WithJsonSchema
 from sqlmodel import Session, select
 
 from core import ids
@@ -20,6 +20,9 @@ from core.customers import ADDRESS_KEYS, AddressOut
 from core.models import Customer, Invoice, InvoiceLine
 
 STATUSES = ("draft", "open", "paid", "overdue", "void")
+# Exact decimals are rendered as JSON numbers (core.jsonout), so document them as numbers.
+Quantity = Annotated[Decimal, WithJsonSchema({"type": "number", "exclusiveMinimum": 0})]
+PercentOut = Annotated[Decimal, WithJsonSchema({"type": "number", "minimum": 0, "maximum": 100})]
 
 
 def status_of(invoice: Invoice, today: date | None = None) -> str:
@@ -41,12 +44,12 @@ class InvoiceItemOut(BaseModel):
     price: str | None
     product: str | None
     description: str
-    quantity: Decimal
+    quantity: Quantity
     unit: str
     unit_amount: int
     amount: int
-    discount_percent: Decimal
-    tax_rate: Decimal
+    discount_percent: PercentOut
+    tax_rate: PercentOut
     tax_amount: int
 
 

@@ -223,6 +223,7 @@ def remove_item(session: Session, principal: Principal, item_id_text: str,
         raise NotFound(f"No such invoice item on invoice {invoice_id_text}: {item_id_text}")
     invoice = get_invoice(session, principal.account_id, str(line.invoice_id), lock=True)
     _require_draft(invoice, "stripped of lines")
+    line = get_item(session, principal.account_id, item_id_text)  # again, under the lock: a racing removal wins
     session.delete(line)
     session.flush()
     _save(session, invoice, lines_of(session, invoice))

@@ -470,7 +470,8 @@ def test_other_accounts_invoice_is_404_everywhere(tenant, other_tenant):
         ("GET", f"/invoices/{invoice['id']}", None), ("PATCH", f"/invoices/{other_draft['id']}", {}),
         ("DELETE", f"/invoices/{other_draft['id']}", None), ("POST", f"/invoices/{other_draft['id']}/finalize", None),
         ("POST", f"/invoices/{invoice['id']}/pay", {}), ("POST", f"/invoices/{invoice['id']}/void", {}),
-        ("GET", f"/invoices/{invoice['id']}/events", None), ("GET", f"/invoice-items?invoice={other_draft['id']}", None),
+        ("GET", f"/invoices/{invoice['id']}/events", None),
+        ("GET", f"/invoice-items?invoice={other_draft['id']}", None),
         ("GET", f"/invoice-items/{line_id}", None), ("DELETE", f"/invoice-items/{line_id}", None),
         ("POST", "/invoice-items", adhoc(invoice=other_draft["id"])),
     ]

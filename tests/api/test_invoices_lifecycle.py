@@ -11,7 +11,7 @@ from sqlmodel import select
 from core import db
 from core.clock import today
 from core.models import Invoice
-from tests.api.invoicing import (add_webhook_endpoint, adhoc, customer, draft, finalize, history,
+from tests.api.invoicing import (add_webhook_endpoint, adhoc, create, customer, draft, finalize, history,
                                  open_invoice, outbox_rows, pay, stored_events, void)
 
 def _set(invoice_id: str, **values) -> None:
@@ -96,7 +96,8 @@ def test_finalize_without_lines_is_422_at_lines(tenant):
     invoice = draft(tenant, items=[])
     response = finalize(tenant, invoice["id"])
     assert response.status_code == 422
-    assert response.json()["errors"] == [{"path": "lines", "message": "a draft needs at least one line to be finalized"}]
+    assert response.json()["errors"] == [
+        {"path": "lines", "message": "a draft needs at least one line to be finalized"}]
     assert tenant.get(f"/invoices/{invoice['id']}").json()["data"]["status"] == "draft"
 
 
@@ -396,3 +397,27 @@ def test_a_refused_operation_writes_no_event_and_no_outbox_row(tenant):
     finalize(tenant, invoice["id"])
     assert [e.type for e in stored_events(tenant.account_id)] == ["invoice.created"]
     assert len(outbox_rows(tenant.account_id)) == 1
+
+
+# --- accounts without a business profile, public tokens ------------------------------------
+
+
+def test_without_a_business_profile_currency_is_required_and_finalize_is_refused(tenant_factory):
+    tenant = tenant_factory(business=None)
+    response = create(tenant)
+    assert response.status_code == 422 and response.json()["errors"][0]["path"] == "currency"
+    invoice = draft(tenant, currency="EUR")
+    assert invoice["issuer"] is None
+    refused = finalize(tenant, invoice["id"])
+    assert refused.status_code == 409 and refused.json()["code"] == "invalid_state"
+
+
+def test_public_token_finds_finalized_invoices_only(tenant):
+    from core import invoices
+    from core.errors import NotFound
+    invoice = open_invoice(tenant)
+    with db.transaction() as session:
+        assert invoices.get_by_public_token(session, invoice["public_url_token"]).number == invoice["number"]
+        for token in ("", "x" * 65, "unknown-token"):
+            with pytest.raises(NotFound):
+                invoices.get_by_public_token(session, token)

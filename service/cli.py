@@ -62,7 +62,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         # An import string lets uvicorn start several processes; each builds its own app.
         uvicorn.run("service.app:create_app", factory=True, host=args.host, port=args.port,
-                    workers=args.workers, proxy_headers=True, log_level="info")
+                    workers=args.workers, log_level="info")
     finally:
         stop.set()
         if thread is not None:

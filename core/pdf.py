@@ -69,8 +69,7 @@ def _text(value: object) -> str:
 def _number(value: object) -> str:
     """1.50 -> '1.5', 10 -> '10' (quantities and percentages exactly as entered, never 1E+1)."""
     decimal = value if isinstance(value, Decimal) else Decimal(str(value))
-    text = f"{decimal.normalize():f}"
-    return text
+    return f"{decimal.normalize():f}"
 
 
 def _date(value: object) -> str:

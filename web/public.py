@@ -43,7 +43,10 @@ def page_context(view: dict, token: str) -> dict:
     issuer = view.get("issuer") or {}
     customer = view.get("customer_details") or {}
     bank = issuer.get("bank") or {}
-    money = lambda amount: format_money(amount, currency)  # noqa: E731
+
+    def money(amount: int) -> str:
+        return format_money(amount, currency)
+
     return {
         "invoice": view,
         "status_label": STATUS_LABELS.get(view["status"], view["status"]),

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import email
 import logging
+import ssl
 from email.policy import default as default_policy
 
 import pytest
+import trustme
+from aiosmtpd.smtp import AuthResult
 
 from core import mailer
 from core.mailer import Attachment, MailRejected, compose, parse_smtp_url
@@ -103,3 +106,33 @@ def test_misconfigured_url_raises_mail_rejected():
 def test_parse_smtp_url(url, expected):
     target = parse_smtp_url(url)
     assert (target.implicit_tls, target.host, target.port, target.username, target.password) == expected
+
+
+def test_smtp_url_upgrades_with_starttls_and_logs_in_over_tls(tmp_path, monkeypatch):
+    authority = trustme.CA()
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    authority.issue_cert("127.0.0.1").configure_cert(server_context)
+    authority.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "ca.pem"))  # the mailer's default context trusts it
+    logins = []
+
+    def authenticator(server, session, envelope, mechanism, auth_data):
+        logins.append((auth_data.login, auth_data.password, session.ssl is not None))
+        return AuthResult(success=True)
+
+    options = dict(tls_context=server_context, require_starttls=True, authenticator=authenticator)
+    with smtp_server(**options) as (handler, url), \
+            mail_settings(smtp_url=url.replace("smtp://", "smtp://mailuser:s3cr3t@")):
+        mailer.send(message())
+    assert logins == [(b"mailuser", b"s3cr3t", True)]
+    assert len(handler.received) == 1
+
+
+def test_untrusted_starttls_certificate_is_mail_rejected():
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    trustme.CA().issue_cert("127.0.0.1").configure_cert(server_context)
+    with smtp_server(tls_context=server_context, require_starttls=True) as (handler, url), \
+            mail_settings(smtp_url=url):
+        with pytest.raises(MailRejected):
+            mailer.send(message())
+    assert handler.received == []

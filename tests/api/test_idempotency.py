@@ -241,3 +241,16 @@ def test_concurrent_same_key_creates_exactly_one_customer(tenant):
     assert set(statuses) <= {201, 409}
     final = tenant.post("/customers", json={"name": "Same"}, idem="concurrent")
     assert final.status_code == 201 and final.headers["idempotent-replayed"] == "true"
+
+
+def test_purge_removes_only_records_past_retention(tenant):
+    old = idempotency.begin(tenant.account_id, "POST", "/x", "old", "f")
+    idempotency.begin(tenant.account_id, "POST", "/x", "new", "f")
+    with db.transaction() as session:
+        session.execute(IdempotencyRecord.__table__.update().where(IdempotencyRecord.id == old.record_id)
+                        .values(created_at=now() - idempotency.RETENTION - timedelta(seconds=1)))
+    with db.transaction() as session:
+        idempotency.purge_expired(session)
+    with db.transaction() as session:
+        keys = session.execute(select(IdempotencyRecord.key)).scalars().all()
+    assert keys == ["new"]

@@ -3,6 +3,7 @@
 import time
 
 import pytest
+from sqlmodel import select
 
 from core import db, ratelimit
 from core.models import RateLimitWindow
@@ -127,3 +128,15 @@ def test_usage_raise_if_exceeded_names_the_limit():
         usage.raise_if_exceeded("e-mails")
     assert caught.value.code == "rate_limited"
     assert "10 e-mails per hour" in caught.value.detail
+
+
+def test_purge_removes_old_windows_only():
+    current = time.time()
+    with db.transaction() as session:
+        ratelimit.hit(session, ratelimit.API_REQUESTS, "old", now=current - 3 * 3600)
+        ratelimit.hit(session, ratelimit.API_REQUESTS, "new", now=current)
+    with db.transaction() as session:
+        ratelimit.purge_old(session)
+    with db.transaction() as session:
+        buckets = list(session.exec(select(RateLimitWindow.bucket)))
+    assert buckets == ["api:new"]

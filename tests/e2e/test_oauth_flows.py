@@ -8,7 +8,9 @@ public-address rule through the test settings' INVOICING_UNSAFE_WEBHOOK_ALLOW_HO
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
+from html import unescape
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
@@ -252,3 +254,27 @@ def test_client_metadata_document_drives_a_full_flow(origin, browser, documents)
     refreshed = app.refresh_token(f"{origin}/oauth/token", refresh_token=token["refresh_token"])
     assert refreshed["refresh_token"] != token["refresh_token"]
     assert documents.fetches.count("/assistant/client.json") == 1  # cached for max-age
+
+
+# --- a signed-out user signs in on the way -------------------------------------------------------------
+
+
+def test_signed_out_user_signs_in_then_consents(origin, user_email):
+    app = app_for(origin, register(origin, token_endpoint_auth_method="none"))
+    verifier_ = generate_token(48)
+    url, _ = app.create_authorization_url(f"{origin}/oauth/authorize", code_verifier=verifier_)
+    with httpx.Client(base_url=origin) as browser:
+        to_login = browser.get(url)
+        assert to_login.status_code == 303
+        login_page = browser.get(to_login.headers["location"])
+        html = login_page.text
+        form = {"email": user_email, "password": "correct horse battery",
+                "csrf_token": re.search(r'name="csrf_token" value="([^"]+)"', html.split('action="/login"')[-1]).group(1),
+                "next": unescape(re.search(r'name="next" value="([^"]*)"', html).group(1))}
+        signed_in = browser.post("/login", data=form)
+        assert signed_in.status_code == 303, signed_in.text
+        assert signed_in.headers["location"] == url.removeprefix(origin)
+        response = submit_consent(browser, signed_in.headers["location"])
+    token = app.fetch_token(f"{origin}/oauth/token", authorization_response=response.headers["location"],
+                            code_verifier=verifier_)
+    assert token["access_token"].startswith("inv_oat_")

@@ -64,14 +64,12 @@ class LinesOut(BaseModel):
     data: list[InvoiceItemOut]
 
 
-class InvoiceOut(BaseModel):
+class _InvoiceFields(BaseModel):
     id: str
     object: Literal["invoice"] = "invoice"
     number: str | None
     status: Literal["draft", "open", "paid", "overdue", "void"]
     customer: str
-    customer_details: CustomerDetailsOut
-    issuer: BusinessOutModel | None
     currency: str
     collection_method: str
     issue_date: date
@@ -92,6 +90,11 @@ class InvoiceOut(BaseModel):
     void_reason: str | None
     created: str
     updated: str
+
+
+class InvoiceOut(_InvoiceFields):
+    customer_details: CustomerDetailsOut
+    issuer: BusinessOutModel | None
 
 
 class InvoiceWithLinesOut(InvoiceOut):
@@ -138,9 +141,9 @@ def _live_or_frozen(session: Session, invoice: Invoice) -> tuple[dict, dict | No
 def invoice_to_api(session: Session, invoice: Invoice, *, with_lines: bool) -> dict:
     status = status_of(invoice)
     customer, issuer = _live_or_frozen(session, invoice)
-    fields = dict(
+    fields = _InvoiceFields(
         id=ids.public_id("invoice", invoice.id), number=invoice.number, status=status,
-        customer=ids.public_id("customer", invoice.customer_id), customer_details=customer, issuer=issuer,
+        customer=ids.public_id("customer", invoice.customer_id),
         currency=invoice.currency, collection_method=invoice.collection_method,
         issue_date=invoice.issue_date, due_date=invoice.due_date, description=invoice.description,
         footer=invoice.footer, subtotal=invoice.subtotal, discount=invoice.discount, taxable=invoice.taxable,
@@ -149,8 +152,13 @@ def invoice_to_api(session: Session, invoice: Invoice, *, with_lines: bool) -> d
         amount_in_words=invoice.amount_in_words, public_url_token=invoice.public_url_token,
         finalized_at=iso(invoice.finalized_at), paid_at=iso(invoice.paid_at), voided_at=iso(invoice.voided_at),
         void_reason=invoice.void_reason, created=iso(invoice.created), updated=iso(invoice.updated),
-    )
-    if not with_lines:
-        return InvoiceOut(**fields).model_dump()
-    lines = {"data": [line_to_api(line) for line in lines_of(session, invoice)]}
-    return InvoiceWithLinesOut(**fields, lines=lines).model_dump()
+    ).model_dump()
+    # Snapshots are shown exactly as they were frozen (not re-validated against today's models).
+    data: dict = {}
+    for key, value in fields.items():
+        data[key] = value
+        if key == "customer":
+            data["customer_details"], data["issuer"] = customer, issuer
+    if with_lines:
+        data["lines"] = {"data": [line_to_api(line) for line in lines_of(session, invoice)]}
+    return data

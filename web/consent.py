@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
-from core.scopes import SCOPE_DESCRIPTIONS
+from core.scopes import IMPLIED, SCOPE_DESCRIPTIONS, ordered
 from web.render import render
 
 
@@ -17,6 +17,7 @@ class ScopeChoice:
     scope: str
     description: str
     ticked: bool
+    implies: list[str]  # what this scope grants too, even when those boxes are unticked
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,7 @@ class ConsentPage:
 
 
 def choices(groups: list[tuple[str, list[str]]], ticked) -> list[tuple[str, list[ScopeChoice]]]:
-    return [(title, [ScopeChoice(s, SCOPE_DESCRIPTIONS[s], ticked(s)) for s in members])
+    return [(title, [ScopeChoice(s, SCOPE_DESCRIPTIONS[s], ticked(s), ordered(IMPLIED.get(s, ()))) for s in members])
             for title, members in groups]
 
 

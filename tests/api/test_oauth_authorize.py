@@ -239,3 +239,8 @@ def test_hostile_response_type_is_redirected(browser, app_client):
 
 def test_hostile_scope_is_redirected_as_invalid_scope(browser, app_client):
     assert_error_redirect(browser.get(query(app_client, scope='a"\u00e9'), follow_redirects=False), "invalid_scope")
+
+
+def test_consent_page_says_what_a_scope_implies(browser, app_client):
+    page = browser.get(query(app_client, scope="invoices:write")).text
+    assert "(includes business:read, clients:read, invoices:read)" in page

@@ -20,6 +20,7 @@ from authz import metadata_documents, redirect_uris, scoping
 from authz.errors import safe_description
 from authz.server import HttpInput, HttpOAuth2Request, bound, server
 from authz.verifier import verify_access_token
+from core import ratelimit
 from core.credentials import register_oauth_verifier
 from core.db import transaction
 from service.settings import get_settings
@@ -31,6 +32,8 @@ register_oauth_verifier(verify_access_token)
 
 MAX_FORM_FIELDS = 100
 MAX_REGISTRATION_BYTES = 16 * 1024
+# Registration is open; this keeps one address from filling the clients table.
+REGISTRATIONS_PER_ADDRESS = ratelimit.Limit("oauth-register", 30, 3600)
 # Browser-based clients (such as MCP Inspector) call these from another origin, without cookies.
 CORS_HEADERS = {
     "Access-Control-Allow-Origin": "*",
@@ -73,9 +76,20 @@ async def register(request: Request) -> Response:
     if not isinstance(document, dict):
         return _with_cors(_oauth_error(
             "invalid_client_metadata", f"The body must be a JSON object of at most {MAX_REGISTRATION_BYTES} bytes."))
+    usage = await run_in_threadpool(_count_registration, request.client.host if request.client else "unknown")
+    if usage.exceeded:
+        response = _oauth_error("invalid_request", f"Too many registrations from this address: "
+                                f"{usage.limit} per hour. Retry after {usage.retry_after} seconds.", 429)
+        response.headers["Retry-After"] = str(usage.retry_after)
+        return _with_cors(response)
     http = HttpInput(request.method, str(request.url), request.headers, json=document)
     response = await run_in_threadpool(_in_transaction, lambda: server.create_endpoint_response("client_registration", http))
     return _with_cors(response)
+
+
+def _count_registration(address: str) -> ratelimit.Usage:
+    with transaction() as session:
+        return ratelimit.hit(session, REGISTRATIONS_PER_ADDRESS, address)
 
 
 async def _machine_endpoint(request: Request, handle) -> Response:

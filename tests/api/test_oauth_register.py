@@ -96,3 +96,15 @@ def test_preflight_allows_browser_clients(client):
     response = client.options("/oauth/register")
     assert response.status_code == 204
     assert response.headers["access-control-allow-origin"] == "*"
+
+
+def test_registrations_per_address_are_limited(client, monkeypatch):
+    from authz import app as authz_app
+    from core.ratelimit import Limit
+    monkeypatch.setattr(authz_app, "REGISTRATIONS_PER_ADDRESS", Limit("oauth-register", 2, 3600))
+    assert post(client, {"redirect_uris": [REDIRECT_URI]}).status_code == 201
+    assert post(client, {"redirect_uris": [REDIRECT_URI]}).status_code == 201
+    response = post(client, {"redirect_uris": [REDIRECT_URI]})
+    assert response.status_code == 429
+    assert response.json()["error"] == "invalid_request"
+    assert int(response.headers["retry-after"]) > 0

@@ -1,5 +1,7 @@
 """GET /api/v1/openapi.json: public, valid OpenAPI 3.1, generated from the operations themselves."""
 
+import os
+
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
@@ -115,23 +117,45 @@ def test_every_internal_reference_resolves(document):
 
 # --- property-based: no operation answers 5xx to any input, valid or not -----------------------
 
+# Examples per operation and mode; raise it for a deeper (slower) hunt: INVOICING_TEST_FUZZ_EXAMPLES=200.
+FUZZ_EXAMPLES = int(os.environ.get("INVOICING_TEST_FUZZ_EXAMPLES", "10"))
+
+
 @pytest.fixture(scope="module")
 def api_schema(app):
     return schemathesis.openapi.from_asgi("/api/v1/openapi.json", app)
+
+
+def seed_ids(tenant) -> dict[str, str]:
+    """Real ids of the tenant's resources, so id paths are fuzzed against records, not only 404s."""
+    def data(response):
+        assert response.status_code in (200, 201), response.text
+        return response.json()["data"]
+
+    customer = data(tenant.post("/customers", json={"name": "Fuzz Customer", "email": "fuzz@example.com"}))
+    product = data(tenant.post("/products", json={"name": "Fuzz Product"}))
+    price = data(tenant.post("/prices", json={"product": product["id"], "unit_amount": 1000, "currency": "USD"}))
+    invoice = data(tenant.post("/invoices", json={"customer": customer["id"], "items": [{"price": price["id"]}]},
+                               idem=True))
+    return {"/customers/": customer["id"], "/products/": product["id"], "/prices/": price["id"],
+            "/invoices/": invoice["id"], "/invoice-items/": invoice["lines"]["data"][0]["id"]}
 
 
 @pytest.mark.parametrize("method, path", sorted({(op.method, op.path) for op in operations()}))
 def test_no_operation_answers_a_server_error(api_schema, client, method, path):
     operation = api_schema[path][method]
     tenant = make_tenant(client)
+    real_id = next((value for prefix, value in seed_ids(tenant).items() if path.startswith(prefix + "{id}")), None)
     cases = st.one_of(operation.as_strategy(GenerationMode.POSITIVE), operation.as_strategy(GenerationMode.NEGATIVE))
 
     @given(case=cases)
-    @settings(max_examples=10, derandomize=True, deadline=None, database=None, phases=[Phase.generate],
+    @settings(max_examples=FUZZ_EXAMPLES, derandomize=True, deadline=None, database=None, phases=[Phase.generate],
               suppress_health_check=list(HealthCheck))
     def fuzz(case):
         generated = {k: v for k, v in (case.headers or {}).items() if k.lower() != "authorization"}
         case.headers = None
+        if real_id and isinstance(case.path_parameters, dict) and "id" in case.path_parameters:
+            case.path_parameters = {**case.path_parameters, "id": real_id}
         response = case.call(headers={**generated, **tenant.headers})
         assert response.status_code < 500, f"{case.method} {case.formatted_path} -> {response.status_code}: " \
                                            f"{response.text[:300]}\n{case.as_curl_command()}"

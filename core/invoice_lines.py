@@ -19,8 +19,8 @@ from core.errors import FieldError, ValidationFailed
 from core.models import Invoice, InvoiceLine, Price, Product
 from core.validation import LINES_MAX, MAX_SAFE_INTEGER, TEXT_MAX, Input, MinorUnits, Percent, failed
 
-UNIT_CODES = ("NOS", "PCS", "KGS", "GMS", "LTR", "MTR", "SQF", "SQM", "HRS", "DAY", "MON", "BOX", "SET", "OTH")
 Unit = Literal["NOS", "PCS", "KGS", "GMS", "LTR", "MTR", "SQF", "SQM", "HRS", "DAY", "MON", "BOX", "SET", "OTH"]
+UNIT_CODES: tuple[str, ...] = Unit.__args__
 Quantity = Annotated[Decimal, Field(gt=0, max_digits=15, decimal_places=6),
                      WithJsonSchema({"type": "number", "exclusiveMinimum": 0, "default": 1,
                                      "description": "Above 0, at most 6 decimal places; default 1"})]

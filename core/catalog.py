@@ -15,9 +15,10 @@ from pydantic.json_schema import SkipJsonSchema
 from sqlalchemy import func
 from sqlmodel import Session, select
 
+from core.lookup import owned
 from core import ids, money
 from core.clock import iso, now
-from core.errors import NotFound, ValidationFailed
+from core.errors import ValidationFailed
 from core.models import Price, Product
 from core.pagination import Page, paginate
 from core.validation import NAME_MAX, TEXT_MAX, Input, MinorUnits, PageQuery, Percent
@@ -104,12 +105,7 @@ def product_to_api(row: Product) -> dict:
 
 
 def get_product(session: Session, account_id: uuid.UUID, id_text: str, *, lock: bool = False) -> Product:
-    row_id = ids.parse("product", id_text)
-    query = select(Product).where(Product.id == row_id, Product.account_id == account_id)
-    row = session.exec(query.with_for_update() if lock else query).first()
-    if row is None:
-        raise NotFound(f"No such product: {id_text}")
-    return row
+    return owned(session, Product, "product", account_id, id_text, noun="product", lock=lock)
 
 
 def list_products(session: Session, account_id: uuid.UUID, q: ProductListQuery) -> Page:
@@ -262,12 +258,7 @@ def price_to_api(row: Price) -> dict:
 
 
 def get_price(session: Session, account_id: uuid.UUID, id_text: str, *, lock: bool = False) -> Price:
-    row_id = ids.parse("price", id_text)
-    query = select(Price).where(Price.id == row_id, Price.account_id == account_id)
-    row = session.exec(query.with_for_update() if lock else query).first()
-    if row is None:
-        raise NotFound(f"No such price: {id_text}")
-    return row
+    return owned(session, Price, "price", account_id, id_text, noun="price", lock=lock)
 
 
 def list_prices(session: Session, account_id: uuid.UUID, q: PriceListQuery) -> Page:

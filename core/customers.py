@@ -9,9 +9,9 @@ from pydantic import BaseModel, BeforeValidator, Field, field_validator
 from sqlalchemy import func
 from sqlmodel import Session, select
 
+from core.lookup import owned
 from core import ids
 from core.clock import iso, now
-from core.errors import NotFound
 from core.models import Customer
 from core.pagination import Page, paginate
 from core.validation import (EMAIL_MAX, NAME_MAX, PHONE_MAX, TAX_ID_MAX, Input, PageQuery,
@@ -97,12 +97,7 @@ def customer_to_api(row: Customer) -> dict:
 
 
 def get_customer(session: Session, account_id: uuid.UUID, customer_id: str, *, lock: bool = False) -> Customer:
-    row_id = ids.parse("customer", customer_id)
-    query = select(Customer).where(Customer.id == row_id, Customer.account_id == account_id)
-    row = session.exec(query.with_for_update() if lock else query).first()
-    if row is None:
-        raise NotFound(f"No such customer: {customer_id}")
-    return row
+    return owned(session, Customer, "customer", account_id, customer_id, noun="customer", lock=lock)
 
 
 def list_customers(session: Session, account_id: uuid.UUID, q: CustomerListQuery) -> Page:

@@ -14,6 +14,7 @@ from datetime import timedelta
 from sqlalchemy import or_
 from sqlmodel import Session, select
 
+from core.lookup import owned
 from core import events, ids, numbering
 from core.business import business_to_api, find_profile
 from core.clock import now, today
@@ -40,12 +41,7 @@ __all__ = [
 
 
 def get_invoice(session: Session, account_id: uuid.UUID, id_text: str, *, lock: bool = False) -> Invoice:
-    row_id = ids.parse("invoice", id_text)
-    query = select(Invoice).where(Invoice.id == row_id, Invoice.account_id == account_id)
-    row = session.exec(query.with_for_update() if lock else query).first()
-    if row is None:
-        raise NotFound(f"No such invoice: {id_text}")
-    return row
+    return owned(session, Invoice, "invoice", account_id, id_text, noun="invoice", lock=lock)
 
 
 def get_by_public_token(session: Session, token: str) -> Invoice:
@@ -79,12 +75,7 @@ def list_invoices(session: Session, account_id: uuid.UUID, q: InvoiceListQuery) 
 
 
 def get_item(session: Session, account_id: uuid.UUID, id_text: str) -> InvoiceLine:
-    row_id = ids.parse("invoiceitem", id_text)
-    row = session.exec(select(InvoiceLine).where(InvoiceLine.id == row_id,
-                                                 InvoiceLine.account_id == account_id)).first()
-    if row is None:
-        raise NotFound(f"No such invoice item: {id_text}")
-    return row
+    return owned(session, InvoiceLine, "invoiceitem", account_id, id_text, noun="invoice item")
 
 
 def list_items(session: Session, account_id: uuid.UUID, invoice_id_text: str) -> list[InvoiceLine]:

@@ -306,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         print(f"invoicing: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except ArgumentError as exc:
+    except ArgumentError:
         # The message would repeat the URL, password included.
         print("invoicing: INVOICING_DATABASE_URL is not a usable database URL.", file=sys.stderr)
         return EXIT_USAGE

@@ -16,12 +16,13 @@ from sqlalchemy import func
 from sqlmodel import Session, select
 
 from core.lookup import owned
-from core import ids, money
+from core import ids
 from core.clock import iso, now
 from core.errors import ValidationFailed
 from core.models import Price, Product
 from core.pagination import Page, paginate
-from core.validation import NAME_MAX, TEXT_MAX, Input, MinorUnits, PageQuery, Percent
+from core.validation import (NAME_MAX, TEXT_MAX, Input, MinorUnits, PageQuery, Percent, empty_is_null,
+                             known_currency, not_null)
 
 PriceType = Literal["one_time", "recurring"]
 Interval = Literal["day", "week", "month", "year"]
@@ -43,21 +44,6 @@ def _true_or_false(value: object) -> object:
 ActiveFilter = Annotated[bool | None, BeforeValidator(_true_or_false)]
 
 
-def _currency_or_error(value: str) -> str:
-    try:
-        return money.normalize_currency(value)
-    except ValueError:
-        raise ValueError("must be a known ISO 4217 currency code") from None
-
-
-def _not_null(value: object) -> object:
-    if value is None:
-        raise ValueError("cannot be null")
-    return value
-
-
-def _empty_is_null(value: str | None) -> str | None:
-    return value or None
 
 
 # --- products ------------------------------------------------------------------------------
@@ -69,7 +55,7 @@ class ProductCreate(Input):
                                     description="Free text; null or the empty string clears it")
     active: StrictBool = True
 
-    _description = field_validator("description")(_empty_is_null)
+    _description = field_validator("description")(empty_is_null)
 
 
 class ProductUpdate(Input):
@@ -78,8 +64,8 @@ class ProductUpdate(Input):
                                     description="Free text; null or the empty string clears it")
     active: StrictBool | None = Field(default=None, description="false archives, true restores")
 
-    _description = field_validator("description")(_empty_is_null)
-    _required = field_validator("name", "active")(_not_null)
+    _description = field_validator("description")(empty_is_null)
+    _required = field_validator("name", "active")(not_null)
 
 
 class ProductListQuery(PageQuery):
@@ -169,14 +155,14 @@ class RecurringUpdate(Input):
     interval: Interval | None = None
     interval_count: IntervalCount | None = None
 
-    _required = field_validator("interval", "interval_count")(_not_null)
+    _required = field_validator("interval", "interval_count")(not_null)
 
 
 class PriceFields(Input):
     nickname: str | None = Field(default=None, max_length=NAME_MAX,
                                  description="Internal label; null or the empty string clears it")
 
-    _nickname = field_validator("nickname")(_empty_is_null)
+    _nickname = field_validator("nickname")(empty_is_null)
 
 
 class PriceCreate(PriceFields):
@@ -188,7 +174,7 @@ class PriceCreate(PriceFields):
         default=None, description="Required when type is recurring; must be omitted for one_time")
     tax_rate: Percent = Field(default=Decimal(0), description="Default tax percent, 0 to 100")
 
-    _currency = field_validator("currency")(_currency_or_error)
+    _currency = field_validator("currency")(known_currency)
 
 
 class PriceUpdate(PriceFields):
@@ -202,7 +188,7 @@ class PriceUpdate(PriceFields):
     tax_rate: Percent | None = None
     active: StrictBool | None = Field(default=None, description="false archives, true restores")
 
-    _required = field_validator("unit_amount", "currency", "type", "tax_rate", "active")(_not_null)
+    _required = field_validator("unit_amount", "currency", "type", "tax_rate", "active")(not_null)
 
     @field_validator("product", mode="before")
     @classmethod
@@ -212,7 +198,7 @@ class PriceUpdate(PriceFields):
     @field_validator("currency")
     @classmethod
     def _currency(cls, value: str) -> str:
-        return _currency_or_error(value)
+        return known_currency(value)
 
 
 class PriceListQuery(PageQuery):
@@ -224,7 +210,7 @@ class PriceListQuery(PageQuery):
     @field_validator("currency")
     @classmethod
     def _currency(cls, value: str | None) -> str | None:
-        return None if value is None else _currency_or_error(value)
+        return None if value is None else known_currency(value)
 
 
 class RecurringOut(BaseModel):

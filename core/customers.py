@@ -15,7 +15,7 @@ from core.clock import iso, now
 from core.models import Customer
 from core.pagination import Page, paginate
 from core.validation import (EMAIL_MAX, NAME_MAX, PHONE_MAX, TAX_ID_MAX, Input, PageQuery,
-                             email_or_error, literal_true)
+                             email_or_error, literal_true, not_null)
 
 ADDRESS_KEYS = ("line1", "line2", "city", "state", "postal_code", "country")
 
@@ -53,12 +53,7 @@ class CustomerCreate(CustomerFields):
 class CustomerUpdate(CustomerFields):
     name: str | None = Field(default=None, min_length=1, max_length=NAME_MAX)
 
-    @field_validator("name")
-    @classmethod
-    def _name_not_null(cls, value: str | None) -> str:
-        if value is None:
-            raise ValueError("cannot be null")
-        return value
+    _name_not_null = field_validator("name")(not_null)
 
 
 class CustomerListQuery(PageQuery):

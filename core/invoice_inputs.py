@@ -8,9 +8,9 @@ from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, ConfigDict, Field, Strict, WithJsonSchema, field_validator
 
-from core import money
 from core.invoice_lines import ItemFields
-from core.validation import LINES_MAX, TEXT_MAX, Input, PageQuery, QueryInput
+from core.validation import (LINES_MAX, TEXT_MAX, Input, PageQuery, QueryInput, empty_is_null, known_currency,
+                             not_null)
 
 CollectionMethod = Literal["send_invoice", "charge_automatically"]
 DEFAULT_DAYS_UNTIL_DUE = 30
@@ -40,23 +40,6 @@ DueDate = Annotated[date | None, BeforeValidator(_due_date),
 DaysUntilDue = Annotated[int, Strict(), Field(ge=0, le=365)]
 
 
-def _not_null(value: object) -> object:
-    if value is None:
-        raise ValueError("cannot be null")
-    return value
-
-
-def _empty_is_null(value: str | None) -> str | None:
-    return value or None
-
-
-def _currency(value: str | None) -> str | None:
-    if value is None:
-        return None
-    try:
-        return money.normalize_currency(value)
-    except ValueError:
-        raise ValueError("must be a known ISO 4217 currency code") from None
 
 
 class InvoiceFields(Input):
@@ -69,9 +52,9 @@ class InvoiceFields(Input):
     description: str | None = Field(default=None, max_length=TEXT_MAX, description="Notes; null clears")
     footer: str | None = Field(default=None, max_length=TEXT_MAX, description="Payment terms; null clears")
 
-    _required = field_validator("currency", "collection_method", "issue_date", "days_until_due")(_not_null)
-    _normalized_currency = field_validator("currency")(_currency)
-    _texts = field_validator("description", "footer")(_empty_is_null)
+    _required = field_validator("currency", "collection_method", "issue_date", "days_until_due")(not_null)
+    _normalized_currency = field_validator("currency")(known_currency)
+    _texts = field_validator("description", "footer")(empty_is_null)
 
 
 class InvoiceCreate(InvoiceFields):
@@ -86,7 +69,7 @@ class InvoiceUpdate(InvoiceFields):
         default=None, min_length=1, max_length=LINES_MAX,
         description="Replaces all lines; at least one element; omit to keep the lines")
 
-    _required_too = field_validator("customer", "items")(_not_null)
+    _required_too = field_validator("customer", "items")(not_null)
 
 
 class InvoiceListQuery(PageQuery):

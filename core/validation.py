@@ -125,3 +125,29 @@ class PageQuery(QueryInput):
 def literal_true(value: object) -> bool:
     """Query flags that only the literal `true` enables."""
     return value == "true" or value is True
+
+
+# Reusable pydantic field validators: `field_validator("name")(not_null)`.
+
+
+def not_null(value: object) -> object:
+    """PATCH fields that may be omitted but never sent as null."""
+    if value is None:
+        raise ValueError("cannot be null")
+    return value
+
+
+def empty_is_null(value: str | None) -> str | None:
+    """Optional text where the empty string clears the value."""
+    return value or None
+
+
+def known_currency(value: str | None) -> str | None:
+    """An ISO 4217 code, uppercased; None stays None."""
+    from core import money
+    if value is None:
+        return None
+    try:
+        return money.normalize_currency(value)
+    except ValueError:
+        raise ValueError("must be a known ISO 4217 currency code") from None

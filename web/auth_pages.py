@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sqlalchemy.exc import IntegrityError
 from starlette.responses import Response
 from starlette.routing import Route
 
@@ -49,7 +50,7 @@ def signup(visit: Visit) -> Response:
                                                      name=values["name"] or None)
     except ValidationFailed as exc:
         return _signup_again(visit, values, errors_by_field(exc.errors))
-    except Conflict:
+    except (Conflict, IntegrityError):  # IntegrityError: the same address signed up at the same moment
         return _signup_again(visit, values, {
             "email": "an account with this e-mail already exists. Sign in instead, or use another address."})
     sent = verification.send_verification(user)

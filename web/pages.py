@@ -7,7 +7,6 @@ token has been checked; a page that needs a signed-in user sends anyone else to 
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -17,8 +16,6 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from core.accounts import account_of
-from core.db import transaction
 from core.errors import FieldError
 from core.models import User
 from web.csrf import CsrfFailed, require_csrf
@@ -49,10 +46,6 @@ class Visit:
         if self.form is None:
             return []
         return [v.strip() for v in self.form.getlist(name) if isinstance(v, str)]
-
-    def account_id(self) -> uuid.UUID:
-        with transaction() as session:
-            return account_of(session, self.user).id
 
     def client_ip(self) -> str:
         return self.request.client.host if self.request.client else "unknown"
@@ -86,7 +79,10 @@ def _path_with_query(request: Request) -> str:
 def _run(handlers: dict[str, Handler], signed_in: bool, request: Request, form: FormData | None) -> Response:
     user = current_user(request)
     if signed_in and user is None:
-        return redirect(login_url(_path_with_query(request) if request.method == "GET" else request.url.path))
+        # After signing in the browser GETs `next`: a POST-only path would answer 405.
+        back = _path_with_query(request) if request.method == "GET" else (
+            request.url.path if "GET" in handlers else "/")
+        return redirect(login_url(back))
     if form is not None:
         try:
             require_csrf(request, form)

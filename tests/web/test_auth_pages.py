@@ -258,3 +258,21 @@ def test_forged_csrf_token_is_refused(browser):
     response = browser.client.post("/login", data={"email": "a@example.com", "password": PASSWORD,
                                                    "csrf_token": "x.y.z"})
     assert response.status_code == 403
+
+
+def test_logout_page_offers_a_sign_out_button(signed_in):
+    html = signed_in.get("/logout").text
+    assert 'action="/logout"' in html and "Sign out" in html
+
+
+def test_logout_page_when_signed_out_goes_to_login(browser):
+    assert browser.get("/logout").headers["location"] == "/login"
+
+
+def test_resending_verification_is_limited_per_hour(signed_in):
+    from web.auth_pages import RESENDS_PER_USER
+    for _ in range(RESENDS_PER_USER.requests):
+        assert signed_in.submit("/verify-email/resend", page="/").status_code == 303
+    response = signed_in.submit("/verify-email/resend", page="/")
+    assert response.status_code == 429
+    assert "retry-after" in response.headers

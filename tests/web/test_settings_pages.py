@@ -26,11 +26,13 @@ def test_settings_pages_render(onboarded, path):
 
 
 def test_settings_post_while_signed_out_goes_to_login(browser):
-    token_page = browser.client.get("/login").text
-    from tests.web.conftest import csrf_of
-    response = browser.client.post("/settings/api-keys", data={"csrf_token": csrf_of(token_page), "name": "x"},
-                                   follow_redirects=False)
-    assert response.headers["location"].startswith("/login?next=")
+    response = browser.submit("/settings/api-keys", {"name": "x"}, page="/login")
+    assert response.headers["location"] == "/login?next=%2Fsettings%2Fapi-keys"
+
+
+def test_post_only_path_while_signed_out_returns_to_the_start_page_after_login(browser):
+    response = browser.submit("/settings/api-keys/abc/revoke", page="/login")
+    assert response.headers["location"] == "/login?next=%2F"
 
 
 # --- API keys ---------------------------------------------------------------------------------

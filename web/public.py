@@ -74,27 +74,31 @@ def _not_found() -> HTMLResponse:
     return HTMLResponse(html, status_code=404, headers=PUBLIC_HEADERS)
 
 
-def _show(method: str, token: str) -> Response:
+def _open(method: str, token: str, record) -> dict | None:
+    """The invoice view behind a token (None if unknown); a GET records the visit (HEAD does not)."""
     with transaction() as session:
         try:
             invoice, view = public.open_invoice(session, token)
         except NotFound:
-            return _not_found()
+            return None
         if method == "GET":
-            public.record_view(session, invoice)
+            record(session, invoice)
+    return view
+
+
+def _show(method: str, token: str) -> Response:
+    view = _open(method, token, public.record_view)
+    if view is None:
+        return _not_found()
     html = environment.get_template("public_invoice.html").render(
         missing=False, user=None, csrf_token=lambda: "", **page_context(view, token))
     return HTMLResponse(html, headers=PUBLIC_HEADERS)
 
 
 def _download(method: str, token: str) -> Response:
-    with transaction() as session:
-        try:
-            invoice, view = public.open_invoice(session, token)
-        except NotFound:
-            return _not_found()
-        if method == "GET":
-            public.record_download(session, invoice)
+    view = _open(method, token, public.record_download)
+    if view is None:
+        return _not_found()
     headers = {**PUBLIC_HEADERS, "Content-Disposition": f'attachment; filename="{filename_for(view)}"'}
     return Response(render_invoice(view), media_type="application/pdf", headers=headers)
 

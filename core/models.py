@@ -12,7 +12,7 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Index, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, Index, UniqueConstraint, event
 from sqlmodel import Field, SQLModel
 
 from core.clock import now
@@ -33,6 +33,14 @@ def _ts_null(**kw: Any) -> Any:
 
 def _money(**kw: Any) -> Any:
     return Field(default=0, sa_type=BigInteger, **kw)
+
+
+@event.listens_for(SQLModel, "before_insert", propagate=True)
+def _updated_equals_created_on_insert(_mapper, _connection, row) -> None:
+    """A new row was last updated when it was created (the two defaults are taken apart)."""
+    for created, updated in (("created", "updated"), ("created_at", "updated_at")):
+        if hasattr(row, created) and hasattr(row, updated):
+            setattr(row, updated, getattr(row, created))
 
 
 # --- people and accounts -------------------------------------------------------------------

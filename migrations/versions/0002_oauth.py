@@ -1,7 +1,7 @@
 """oauth: clients (registered and metadata documents), grants, authorization codes, tokens
 
-Revision ID: 0004
-Revises: 0003
+Revision ID: 0002
+Revises: 0001
 """
 from alembic import op
 import sqlalchemy as sa
@@ -9,8 +9,8 @@ import sqlmodel
 
 import core.db
 
-revision = "0004"
-down_revision = "0003"
+revision = "0002"
+down_revision = "0001"
 branch_labels = None
 depends_on = None
 

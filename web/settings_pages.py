@@ -7,6 +7,7 @@ from datetime import datetime
 from starlette.responses import Response
 from starlette.routing import Route
 
+from authz import grants
 from core import apikeys, webhooks
 from core.accounts import account_of
 from core.clock import now
@@ -16,7 +17,6 @@ from core.events import EVENT_TYPES
 from core.models import ApiKey
 from core.scopes import ALL_SCOPES, PRESETS, SCOPE_DESCRIPTIONS
 from core.validation import NAME_MAX, parse
-from web import connected_apps
 from web.pages import Visit, errors_by_field, page, redirect
 from web.render import render
 
@@ -113,7 +113,7 @@ def revoke_api_key(visit: Visit) -> Response:
 
 def apps(visit: Visit) -> Response:
     with transaction() as session:
-        connected = connected_apps.list_apps(session, visit.user.id)
+        connected = list(grants.connected_apps(session, visit.user.id))
     return render(visit.request, "apps.html", apps=connected, scope_descriptions=SCOPE_DESCRIPTIONS,
                   notice=_notice(visit))
 
@@ -121,7 +121,7 @@ def apps(visit: Visit) -> Response:
 def disconnect_app(visit: Visit) -> Response:
     client_id = visit.text("client_id", 2100)
     with transaction() as session:
-        found = bool(client_id) and connected_apps.disconnect(session, visit.user.id, client_id)
+        found = bool(client_id) and bool(grants.disconnect(session, visit.user.id, client_id))
     if not found:
         return _not_found(visit, "connected app", "/settings/apps")
     return redirect("/settings/apps?notice=app_disconnected")

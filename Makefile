@@ -8,7 +8,7 @@ PORT ?= 8000
 # -n: parallel processes; loadfile keeps a module's tests (and their servers) in one process.
 PYTEST := $(PY) -m pytest -q -n 2 --dist loadfile
 
-.PHONY: run test test-sqlite test-postgres install migrate demo clean
+.PHONY: run test lint test-sqlite test-postgres install migrate demo clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -34,9 +34,15 @@ demo: install
 # pytest's own exit codes pass through, so "no tests collected" (5) fails too.
 test: install
 	scripts/test-prerequisites
+	$(MAKE) --no-print-directory lint
 	$(MAKE) --no-print-directory test-sqlite
 	@if [ -n "$$INVOICING_TEST_POSTGRES_URL" ]; then $(MAKE) --no-print-directory test-postgres; \
 	else echo "INVOICING_TEST_POSTGRES_URL not set: PostgreSQL pass skipped"; fi
+
+# ruff (style, import order, unused code) and the import contracts of the layering.
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
 
 test-sqlite: install
 	env -u INVOICING_TEST_DATABASE_URL $(PYTEST)

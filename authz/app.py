@@ -1,6 +1,7 @@
 """Routes of `authz`: /oauth/authorize (consent), /oauth/token, /oauth/register, /oauth/revoke.
 
-Importing this module registers the access-token verifier with `core.credentials`.
+The token, registration and revocation endpoints answer browser-based clients (such as MCP
+Inspector) from any origin, without cookies, through Starlette's `CORSMiddleware`.
 """
 
 from __future__ import annotations
@@ -12,43 +13,39 @@ from urllib.parse import unquote
 
 from authlib.oauth2.rfc6749 import OAuth2Error
 from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
-from starlette.routing import BaseRoute, Route
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Mount, Route
 
-from authz import metadata_documents, redirect_uris, scoping
+from authz import consent, metadata_documents, redirect_uris, scoping
+from authz.adapter import HttpInput, HttpOAuth2Request, bound
 from authz.errors import safe_description
-from authz.server import HttpInput, HttpOAuth2Request, bound, server
-from authz.verifier import verify_access_token
-from core import ratelimit
-from core.credentials import register_oauth_verifier
-from core.db import transaction
-from service.settings import get_settings
-from web import consent
-from web.csrf import CsrfFailed, require_csrf
-from web.sessions import current_user, login_url
-
-register_oauth_verifier(verify_access_token)
+from authz.server import server
+from core.access import resources
+from core.base.db import transaction
+from core.mechanisms import ratelimit
+from pages.csrf import CsrfFailed, require_csrf
+from pages.routing import path_with_query, sign_in_first
+from pages.sessions import current_user
 
 MAX_FORM_FIELDS = 100
 MAX_REGISTRATION_BYTES = 16 * 1024
 # Registration is open; this keeps one address from filling the clients table.
 REGISTRATIONS_PER_ADDRESS = ratelimit.Limit("oauth-register", 30, 3600)
-# Browser-based clients (such as MCP Inspector) call these from another origin, without cookies.
-CORS_HEADERS = {
-    "Access-Control-Allow-Origin": "*",
-    "Access-Control-Allow-Methods": "POST, OPTIONS",
-    "Access-Control-Allow-Headers": "Authorization, Content-Type",
-    "Access-Control-Max-Age": "86400",
-}
+CROSS_ORIGIN = Middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["POST"],
+                          allow_headers=["Authorization", "Content-Type"], max_age=86400)
 
 
 def routes() -> list[BaseRoute]:
     return [
         Route("/oauth/authorize", authorize, methods=["GET", "POST"]),
-        Route("/oauth/token", token, methods=["POST", "OPTIONS"]),
-        Route("/oauth/register", register, methods=["POST", "OPTIONS"]),
-        Route("/oauth/revoke", revoke, methods=["POST", "OPTIONS"]),
+        Mount("/oauth", routes=[
+            Route("/token", token, methods=["POST"]),
+            Route("/register", register, methods=["POST"]),
+            Route("/revoke", revoke, methods=["POST"]),
+        ], middleware=[CROSS_ORIGIN]),
     ]
 
 
@@ -64,8 +61,6 @@ async def revoke(request: Request) -> Response:
 
 
 async def register(request: Request) -> Response:
-    if request.method == "OPTIONS":
-        return Response(status_code=204, headers=CORS_HEADERS)
     body = await request.body()
     try:
         if len(body) > MAX_REGISTRATION_BYTES:
@@ -74,17 +69,16 @@ async def register(request: Request) -> Response:
     except ValueError:
         document = None
     if not isinstance(document, dict):
-        return _with_cors(_oauth_error(
-            "invalid_client_metadata", f"The body must be a JSON object of at most {MAX_REGISTRATION_BYTES} bytes."))
+        return _oauth_error(
+            "invalid_client_metadata", f"The body must be a JSON object of at most {MAX_REGISTRATION_BYTES} bytes.")
     usage = await run_in_threadpool(_count_registration, request.client.host if request.client else "unknown")
     if usage.exceeded:
         response = _oauth_error("invalid_request", f"Too many registrations from this address: "
                                 f"{usage.limit} per hour. Retry after {usage.retry_after} seconds.", 429)
         response.headers["Retry-After"] = str(usage.retry_after)
-        return _with_cors(response)
+        return response
     http = HttpInput(request.method, str(request.url), request.headers, json=document)
-    response = await run_in_threadpool(_in_transaction, lambda: server.create_endpoint_response("client_registration", http))
-    return _with_cors(response)
+    return await run_in_threadpool(_in_transaction, lambda: server.create_endpoint_response("client_registration", http))
 
 
 def _count_registration(address: str) -> ratelimit.Usage:
@@ -93,12 +87,9 @@ def _count_registration(address: str) -> ratelimit.Usage:
 
 
 async def _machine_endpoint(request: Request, handle) -> Response:
-    if request.method == "OPTIONS":
-        return Response(status_code=204, headers=CORS_HEADERS)
     http = HttpInput(request.method, str(request.url), request.headers, await _form_params(request))
     client_ids = [dict(http.params).get("client_id"), _basic_auth_client_id(request)]
-    response = await run_in_threadpool(_in_transaction, lambda: handle(http), client_ids)
-    return _with_cors(response)
+    return await run_in_threadpool(_in_transaction, lambda: handle(http), client_ids)
 
 
 async def _form_params(request: Request) -> list[tuple[str, str]]:
@@ -150,11 +141,6 @@ def _oauth_error(error: str, description: str, status_code: int = 400) -> Respon
     return Response(body, status_code=status_code, media_type="application/json", headers={"Cache-Control": "no-store"})
 
 
-def _with_cors(response: Response) -> Response:
-    response.headers["Access-Control-Allow-Origin"] = "*"
-    return response
-
-
 # --- authorization endpoint and consent ---------------------------------------------------------
 
 
@@ -183,7 +169,7 @@ def _authorize(request: Request, form) -> Response:
             return consent.render_authorization_error(
                 request, error=error.error, description=error.description or _default_description(error))
         if user is None:
-            return RedirectResponse(login_url(_path_and_query(request)), status_code=303)
+            return sign_in_first(path_with_query(request))
         page = _consent_page(request, grant, oauth_request)
         if request.method == "GET":
             return consent.render_consent(request, page)
@@ -219,15 +205,10 @@ def _consent_page(request: Request, grant, oauth_request: HttpOAuth2Request, tic
         app_name=client.name, verified=client.verified, app_host=client.host,
         redirect_host=redirect_uris.display_host(grant.redirect_uri),
         redirect_is_local=redirect_uris.is_loopback(grant.redirect_uri),
-        resource_label="MCP server (AI assistants)" if oauth_request.resource == get_settings().mcp_resource
-        else "REST API",
+        resource_label="MCP server (AI assistants)" if oauth_request.resource == resources.mcp() else "REST API",
         groups=consent.choices(scoping.grouped(oauth_request.requested_scopes), is_ticked),
-        action=_path_and_query(request),
+        action=path_with_query(request),
     )
-
-
-def _path_and_query(request: Request) -> str:
-    return request.url.path + (f"?{request.url.query}" if request.url.query else "")
 
 
 def _default_description(error: OAuth2Error) -> str:

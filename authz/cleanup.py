@@ -13,9 +13,8 @@ from sqlalchemy import delete, exists, select
 from sqlmodel import Session
 
 from authz.models import OAuthAuthorizationCode, OAuthGrant, OAuthToken
-from core.clock import now
-from core.db import transaction
-from service import worker
+from core.base.clock import now
+from core.base.db import transaction
 
 KEEP_AFTER_EXPIRY = timedelta(days=1)
 INTERVAL_SECONDS = 3600.0
@@ -34,5 +33,3 @@ def cleanup() -> None:
     with transaction() as session:
         purge_expired(session)
 
-
-worker.register("oauth-cleanup", INTERVAL_SECONDS, cleanup)

@@ -9,7 +9,7 @@ from sqlmodel import Session, select
 
 from authz import redirect_uris
 from authz.models import OAuthClient
-from core import secrets as secret_tools
+from core.base import crypto
 
 SUPPORTED_AUTH_METHODS = ("none", "client_secret_basic", "client_secret_post")
 SUPPORTED_GRANT_TYPES = ("authorization_code", "refresh_token")
@@ -56,7 +56,7 @@ class Client(ClientMixin):
     def check_client_secret(self, client_secret: str) -> bool:
         if not self.row.secret_hash:
             return False
-        return secret_tools.same(secret_tools.sha256_hex(client_secret), self.row.secret_hash)
+        return crypto.same(crypto.sha256_hex(client_secret), self.row.secret_hash)
 
     def check_endpoint_auth_method(self, method: str, endpoint: str) -> bool:
         return method == self.row.token_endpoint_auth_method
@@ -78,7 +78,7 @@ def find(session: Session, client_id: str) -> Client | None:
 def register(session: Session, *, client_id: str, client_secret: str | None, metadata: dict) -> Client:
     row = OAuthClient(
         client_id=client_id,
-        secret_hash=secret_tools.sha256_hex(client_secret) if client_secret else None,
+        secret_hash=crypto.sha256_hex(client_secret) if client_secret else None,
         token_endpoint_auth_method=metadata["token_endpoint_auth_method"],
         redirect_uris=list(metadata["redirect_uris"]),
         grant_types=list(metadata.get("grant_types") or SUPPORTED_GRANT_TYPES),

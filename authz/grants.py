@@ -1,75 +1,102 @@
-"""The apps a user has connected (Settings → Connected apps), and disconnecting one."""
+"""The grants of this server on Authlib's RFC classes: authorization code with PKCE S256 only
+(OAuth 2.1), and refresh tokens rotated on every use. Both bind tokens to one resource (RFC 8707)."""
 
 from __future__ import annotations
 
-import uuid
-from dataclasses import dataclass
-from datetime import datetime
+from authlib.oauth2.rfc6749 import InvalidRequestError, OAuth2Error, grants
+from authlib.oauth2.rfc7636 import CodeChallenge
 
-from sqlmodel import Session, select
-
-from authz import clients, tokens
-from authz.models import OAuthGrant, OAuthToken
-from core.clock import now
-from core.scopes import ordered
-from service.settings import get_settings
+from authz import clients, scoping, tokens
+from authz.adapter import HttpOAuth2Request, db
+from core.access import accounts
+from core.models import User
 
 
-@dataclass(frozen=True)
-class AppSummary:
-    client_id: str
-    name: str
-    verified: bool  # identified by a client metadata document (its host is `host`)
-    host: str
-    scopes: list[str]  # granted scopes, across its live sign-ins
-    resources: list[str]  # "MCP" and/or "REST API"
-    connected_at: datetime
-    last_used_at: datetime | None
+class PkceS256(CodeChallenge):
+    """PKCE is required on every authorization request, with S256 only (OAuth 2.1)."""
+
+    SUPPORTED_CODE_CHALLENGE_METHOD = ["S256"]
+    DEFAULT_CODE_CHALLENGE_METHOD = "S256"
+
+    def validate_code_challenge(self, grant, redirect_uri):
+        data = grant.request.payload.data
+        if not data.get("code_challenge"):
+            raise InvalidRequestError("PKCE is required: send code_challenge with code_challenge_method=S256.")
+        if data.get("code_challenge_method") != "S256":
+            raise InvalidRequestError("code_challenge_method must be S256.")
+        super().validate_code_challenge(grant, redirect_uri)
 
 
-def _live_grants(session: Session, user_id: uuid.UUID) -> list[OAuthGrant]:
-    """Grants not revoked that still hold a usable token."""
-    moment = now()
-    usable = select(OAuthToken.grant_id).where(
-        OAuthToken.revoked_at.is_(None), OAuthToken.expires_at > moment, OAuthToken.used_at.is_(None))
-    query = select(OAuthGrant).where(
-        OAuthGrant.user_id == user_id, OAuthGrant.revoked_at.is_(None), OAuthGrant.id.in_(usable))
-    return list(session.exec(query.order_by(OAuthGrant.created_at)))
+TOKEN_AUTH_METHODS = list(clients.SUPPORTED_AUTH_METHODS)
 
 
-def connected_apps(session: Session, user_id: uuid.UUID) -> list[AppSummary]:
-    """One summary per app with a live sign-in, most recently used first."""
-    by_client: dict[str, list[OAuthGrant]] = {}
-    for grant in _live_grants(session, user_id):
-        by_client.setdefault(grant.client_id, []).append(grant)
-    summaries = []
-    for client_id, grants in by_client.items():
-        client = clients.find(session, client_id)
-        used = [g.last_used_at for g in grants if g.last_used_at]
-        summaries.append(AppSummary(
-            client_id=client_id,
-            name=client.name if client else "Unknown app",
-            verified=bool(client and client.verified),
-            host=client.host if client else "",
-            scopes=ordered({s for g in grants for s in g.scopes}),
-            resources=sorted({_resource_label(g.resource) for g in grants}),
-            connected_at=min(g.created_at for g in grants),
-            last_used_at=max(used) if used else None,
-        ))
-    return sorted(summaries, key=lambda s: (s.last_used_at or s.connected_at), reverse=True)
+class CodeGrant(grants.AuthorizationCodeGrant):
+    TOKEN_ENDPOINT_AUTH_METHODS = TOKEN_AUTH_METHODS
+
+    @staticmethod
+    def validate_authorization_redirect_uri(request, client):
+        # Authlib's own version echoes the URI into the error description, which must be plain
+        # ASCII without quotes: a hostile URI would crash it.
+        requested = request.payload.redirect_uri
+        if requested:
+            if not client.check_redirect_uri(requested):
+                raise InvalidRequestError("The redirect_uri is not registered for this client.")
+            return requested
+        if default := client.get_default_redirect_uri():
+            return default
+        raise InvalidRequestError("Missing redirect_uri: this client registered several.")
+
+    def validate_authorization_request(self):
+        redirect_uri = super().validate_authorization_request()
+        request: HttpOAuth2Request = self.request
+        try:
+            request.resource = scoping.resolve_resource(request.payload.datalist.get("resource", []))
+            request.requested_scopes = scoping.requested_scopes(request.resource, request.payload.scope)
+        except OAuth2Error as error:
+            error.redirect_uri = redirect_uri
+            raise
+        request.scope = " ".join(request.requested_scopes)
+        return redirect_uri
+
+    def save_authorization_code(self, code, request: HttpOAuth2Request):
+        user: User = request.user
+        data = request.payload.data
+        tokens.save_code(
+            db(), code, client_id=request.client.get_client_id(), user_id=user.id,
+            account_id=accounts.account_of(db(), user).id, redirect_uri=request.payload.redirect_uri,
+            scopes=request.granted_scopes, resource=request.resource,
+            code_challenge=data["code_challenge"], code_challenge_method=data["code_challenge_method"],
+        )
+
+    def query_authorization_code(self, code, client):
+        return tokens.redeem_code(db(), code, client.get_client_id())
+
+    def delete_authorization_code(self, authorization_code):
+        pass  # used up when it was redeemed
+
+    def authenticate_user(self, authorization_code):
+        return db().get(User, authorization_code.row.user_id)
+
+    def validate_token_request(self):
+        super().validate_token_request()
+        scoping.check_same_resource(self.request.payload.datalist.get("resource", []),
+                                    self.request.authorization_code.row.resource)
 
 
-def _resource_label(resource: str) -> str:
-    return "MCP" if resource == get_settings().mcp_resource else "REST API"
+class RefreshGrant(grants.RefreshTokenGrant):
+    TOKEN_ENDPOINT_AUTH_METHODS = TOKEN_AUTH_METHODS
+    INCLUDE_NEW_REFRESH_TOKEN = True
 
+    def authenticate_refresh_token(self, refresh_token):
+        return tokens.refresh_token_for_use(db(), refresh_token)
 
-def disconnect(session: Session, user_id: uuid.UUID, client_id: str) -> int:
-    """Revoke every sign-in of this app for this user; its tokens stop on the next request.
-    Returns how many sign-ins were revoked (0 when the app was not connected)."""
-    grants = session.exec(select(OAuthGrant).where(
-        OAuthGrant.user_id == user_id, OAuthGrant.client_id == client_id, OAuthGrant.revoked_at.is_(None)))
-    count = 0
-    for grant in grants:
-        tokens.revoke_grant(session, grant.id)
-        count += 1
-    return count
+    def authenticate_user(self, refresh_token):
+        return db().get(User, refresh_token.grant.user_id)
+
+    def revoke_old_credential(self, refresh_token):
+        tokens.mark_rotated(db(), refresh_token)
+
+    def validate_token_request(self):
+        super().validate_token_request()
+        scoping.check_same_resource(self.request.payload.datalist.get("resource", []),
+                                    self.request.refresh_token.grant.resource)

@@ -1,11 +1,10 @@
-"""The discovery documents: RFC 8414 authorization server metadata and RFC 9728 protected
-resource metadata for `/mcp` and `/api/v1`."""
+"""RFC 8414 authorization server metadata (served by `well_known`, used by registration)."""
 
 from __future__ import annotations
 
 from authz.clients import SUPPORTED_AUTH_METHODS, SUPPORTED_GRANT_TYPES, SUPPORTED_RESPONSE_TYPES
-from core.scopes import ALL_SCOPES, MCP_SCOPES
-from service.settings import get_settings
+from config.settings import get_settings
+from core.access.scopes import ALL_SCOPES
 
 
 def issuer() -> str:
@@ -31,14 +30,3 @@ def authorization_server_metadata() -> dict:
         "client_id_metadata_document_supported": True,
     }
 
-
-def protected_resource_metadata(resource: str) -> dict:
-    settings = get_settings()
-    scopes = MCP_SCOPES if resource == settings.mcp_resource else ALL_SCOPES
-    return {
-        "resource": resource,
-        "authorization_servers": [issuer()],
-        "scopes_supported": list(scopes),
-        "bearer_methods_supported": ["header"],
-        "resource_name": "Invoicing MCP server" if resource == settings.mcp_resource else "Invoicing REST API",
-    }

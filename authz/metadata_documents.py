@@ -25,10 +25,10 @@ from sqlmodel import select
 from authz import redirect_uris
 from authz.clients import SUPPORTED_GRANT_TYPES, SUPPORTED_RESPONSE_TYPES
 from authz.models import OAuthClient
-from core import netguard
-from core.clock import now
-from core.db import transaction
-from service.settings import get_settings
+from config.settings import get_settings
+from core.base.clock import now
+from core.base.db import transaction
+from core.outbound import netguard
 
 MAX_BYTES = 5 * 1024
 FETCH_TIMEOUT_SECONDS = 5.0
@@ -61,7 +61,21 @@ class DocumentError(ValueError):
 
 
 def is_document_client_id(client_id: str | None) -> bool:
-    return bool(client_id) and client_id.startswith("https://")
+    """An https URL; or, for a host of INVOICING_UNSAFE_WEBHOOK_ALLOW_HOSTS (development only), an
+    http URL too, so a developer can try their own client against a local document."""
+    if not client_id:
+        return False
+    if client_id.startswith("https://"):
+        return True
+    return client_id.startswith("http://") and _allowed_plain_host(client_id)
+
+
+def _allowed_plain_host(url: str) -> bool:
+    try:
+        host = urlsplit(url).hostname
+    except ValueError:
+        return False
+    return bool(host) and host.lower() in get_settings().allow_hosts
 
 
 def ensure_fresh(client_id: str) -> str | None:
@@ -109,7 +123,7 @@ def _check_client_id_url(url: str) -> None:
         parts = urlsplit(url)
     except ValueError:
         raise DocumentError("the client_id is not a valid URL") from None
-    if parts.scheme != "https" or not parts.hostname:
+    if not parts.hostname or not (parts.scheme == "https" or (parts.scheme == "http" and _allowed_plain_host(url))):
         raise DocumentError("the client_id URL must use https")
     if parts.fragment or "#" in url:
         raise DocumentError("the client_id URL must not contain a fragment")
@@ -156,20 +170,21 @@ def cache_lifetime(headers: httpx.Headers) -> timedelta:
         return timedelta(0)
     if match := _MAX_AGE.search(cache_control):
         return min(timedelta(seconds=int(match.group(1))), MAX_CACHE)
-    if expires := headers.get("expires"):
-        lifetime = _parse_http_date(expires) - _parse_http_date(headers.get("date")) if headers.get("date") \
-            else _parse_http_date(expires) - now()
+    if "expires" in headers:
+        expires = _parse_http_date(headers["expires"])
+        if expires is None:
+            return timedelta(0)  # an unparsable Expires means "already expired" (RFC 9111 §5.3)
+        lifetime = expires - (_parse_http_date(headers.get("date")) or now())
         return max(timedelta(0), min(lifetime, MAX_CACHE))
     return DEFAULT_CACHE
 
 
-def _parse_http_date(value: str | None) -> datetime:
+def _parse_http_date(value: str | None) -> datetime | None:
     try:
         parsed = email.utils.parsedate_to_datetime(value or "")
     except (TypeError, ValueError):
-        parsed = None
-    # An unparsable Expires means "already expired" (RFC 9111 §5.3).
-    return parsed if parsed is not None and parsed.tzinfo else now() - MAX_CACHE
+        return None
+    return parsed if parsed is not None and parsed.tzinfo else None
 
 
 def _short_text(value: object, limit: int) -> str | None:

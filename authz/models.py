@@ -14,8 +14,8 @@ from datetime import datetime
 from sqlalchemy import JSON
 from sqlmodel import Field, SQLModel
 
-from core.clock import now
-from core.db import UTCDateTime
+from core.base.clock import now
+from core.base.db import UTCDateTime
 
 
 def _id() -> uuid.UUID:

@@ -11,30 +11,22 @@ from __future__ import annotations
 from authlib.oauth2.rfc6749 import InvalidScopeError
 
 from authz.errors import InvalidTargetError, safe_description
-from core.scopes import ALL_SCOPES, DRAFT_WRITING, LOOKUPS, MCP_SCOPES, ordered
-from service.settings import get_settings
+from core.access import resources
+from core.access.scopes import ALL_SCOPES, DRAFT_WRITING, LOOKUPS, ordered
 
 IGNORED_SCOPES = frozenset({"offline_access"})
-
-
-def mcp_resource() -> str:
-    return get_settings().mcp_resource
-
-
-def api_resource() -> str:
-    return get_settings().base_url
 
 
 def resolve_resource(values: list[str]) -> str:
     """The resource of an authorization request: its one `resource` value, or MCP."""
     if not values:
-        return mcp_resource()
+        return resources.mcp()
     if len(values) > 1:
         raise InvalidTargetError("Request one resource at a time.")
     value = values[0].rstrip("/")
-    if value in (mcp_resource(), api_resource()):
+    if value in (resources.mcp(), resources.rest_api()):
         return value
-    raise InvalidTargetError(f"Unknown resource: use {mcp_resource()} or {api_resource()}.")
+    raise InvalidTargetError(f"Unknown resource: use {resources.mcp()} or {resources.rest_api()}.")
 
 
 def check_same_resource(values: list[str], granted: str) -> None:
@@ -45,13 +37,9 @@ def check_same_resource(values: list[str], granted: str) -> None:
         raise InvalidTargetError(f"This grant is for the resource {granted}.")
 
 
-def offered_scopes(resource: str) -> tuple[str, ...]:
-    return MCP_SCOPES if resource == mcp_resource() else ALL_SCOPES
-
-
 def requested_scopes(resource: str, scope: str | None) -> list[str]:
     """The scopes to show on the consent page for this request, in the canonical order."""
-    offered = offered_scopes(resource)
+    offered = resources.offered_scopes(resource)
     if scope is None or not scope.strip():
         return list(offered)
     items = [s for s in scope.split() if s not in IGNORED_SCOPES]

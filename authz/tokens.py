@@ -16,8 +16,8 @@ from sqlalchemy import update
 from sqlmodel import Session, select
 
 from authz.models import OAuthAuthorizationCode, OAuthGrant, OAuthToken
-from core import secrets as secret_tools
-from core.clock import now
+from core.base import crypto
+from core.base.clock import now
 
 ACCESS_TOKEN_PREFIX = "inv_oat_"
 REFRESH_TOKEN_PREFIX = "inv_ort_"
@@ -27,15 +27,15 @@ CODE_LIFETIME = timedelta(seconds=60)
 
 
 def new_access_token(**_: object) -> str:
-    return ACCESS_TOKEN_PREFIX + secret_tools.token(32)
+    return ACCESS_TOKEN_PREFIX + crypto.token(32)
 
 
 def new_refresh_token(**_: object) -> str:
-    return REFRESH_TOKEN_PREFIX + secret_tools.token(32)
+    return REFRESH_TOKEN_PREFIX + crypto.token(32)
 
 
 def _hash(value: str) -> str:
-    return secret_tools.sha256_hex(value)
+    return crypto.sha256_hex(value)
 
 
 # --- authorization codes ----------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """The resource-server side: turn an `inv_oat_…` access token into a Principal.
 
-Registered with `core.credentials` when `authz.app` is imported, so REST (and MCP) accept OAuth
-access tokens exactly like API keys. Checked on every request: the token's hash, expiry,
+Registered with `core.access.credentials` by `service/app.py`, so REST and MCP accept OAuth access
+tokens exactly like API keys. Checked on every request: the token's hash, expiry,
 revocation, its grant (disconnect, refresh-token reuse) and the audience (RFC 8707).
 """
 
@@ -11,10 +11,10 @@ from datetime import timedelta
 
 from sqlmodel import Session
 
-from authz import tokens
-from core.clock import now
-from core.errors import Unauthorized
-from core.principal import Principal
+from authz import clients, tokens
+from core.access.principal import Principal
+from core.base.clock import now
+from core.base.errors import Unauthorized
 
 LAST_USED_PRECISION = timedelta(seconds=60)
 
@@ -33,9 +33,10 @@ def verify_access_token(session: Session, token: str, *, resource: str) -> Princ
         raise Unauthorized(
             f"The access token was issued for another resource ({stored.grant.resource}), not {resource}.")
     _note_use(session, stored)
+    client = clients.find(session, stored.grant.client_id)
     return Principal(
         account_id=stored.grant.account_id, granted_scopes=frozenset(stored.row.scopes), actor="oauth_app",
-        client_id=stored.grant.client_id, user_id=stored.grant.user_id,
+        client_id=stored.grant.client_id, client_name=client.name if client else None, user_id=stored.grant.user_id,
         credential_id=f"grant:{stored.grant.id}",
     )
 

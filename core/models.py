@@ -10,13 +10,13 @@ from __future__ import annotations
 import uuid
 from datetime import date, datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy import JSON, BigInteger, Index, UniqueConstraint, event
 from sqlmodel import Field, SQLModel
 
-from core.clock import now
-from core.db import DecimalText, UTCDateTime
+from core.base.clock import now
+from core.base.db import DecimalText, UTCDateTime
 
 
 def _id() -> uuid.UUID:
@@ -216,6 +216,14 @@ class InvoiceLine(SQLModel, table=True):
     amount: int = _money()
     tax_amount: int = _money()
     created: datetime = _ts()
+
+
+EventType = Literal[
+    "invoice.created", "invoice.updated", "invoice.finalized", "invoice.emailed", "invoice.email_failed",
+    "invoice.viewed", "invoice.downloaded", "invoice.paid", "invoice.voided",
+]
+# The kinds of invoice history, which are also the webhook event kinds.
+EVENT_TYPES: tuple[str, ...] = EventType.__args__
 
 
 class InvoiceEvent(SQLModel, table=True):

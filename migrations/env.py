@@ -1,12 +1,11 @@
 """Alembic environment: the URL comes from INVOICING_DATABASE_URL (or the caller's connection)."""
 
 from alembic import context
-from sqlalchemy import engine_from_config, pool
+from sqlmodel import SQLModel
 
 import core.models  # noqa: F401  (registers the tables)
-from core.db import make_engine
-from service.settings import get_settings
-from sqlmodel import SQLModel
+from config.settings import get_settings
+from core.base.db import make_engine
 
 try:  # OAuth tables live with the authorization server.
     import authz.models  # noqa: F401

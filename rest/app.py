@@ -7,18 +7,24 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from rest import business, customers, openapi
-from rest import prices, products
-from rest import webhook_endpoints
-from rest import invoice_items, invoices
-from rest import invoice_documents
-from rest.framework import Operation, unrouted
+from rest import (
+    business,
+    customers,
+    invoice_documents,
+    invoice_items,
+    invoices,
+    openapi,
+    prices,
+    products,
+    webhook_endpoints,
+)
+from rest.framework import Endpoint, unrouted
 
 # Endpoint modules, each with its own `api`. New resources add themselves here.
 MODULES = [business, customers, products, prices, webhook_endpoints, invoices, invoice_items, invoice_documents]
 
 
-def operations() -> list[Operation]:
+def operations() -> list[Endpoint]:
     return [op for module in MODULES for op in module.api.operations]
 
 

@@ -1,11 +1,8 @@
-from core.business import BusinessOutModel, business_to_api, get_profile
-from rest.envelopes import one
-from rest.framework import Api, Call
+"""The business profile (read-only)."""
 
-api = Api()
+from operations import business
+from rest.framework import Api
 
-
-@api.operation("GET", "/business", scope="business:read", tag="Business", response=BusinessOutModel,
-               summary="Retrieve the business profile (the issuer on every invoice)", extra_responses=(404,))
-def get_business(call: Call) -> dict:
-    return one(business_to_api(get_profile(call.session, call.principal.account_id)))
+api = Api(tag="Business")
+api.endpoint("GET", "/business", business.get_business, extra_responses=(404,),
+             summary="Retrieve the business profile (the issuer on every invoice)")

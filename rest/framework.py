@@ -1,119 +1,97 @@
-"""The REST platform every endpoint shares.
+"""The REST binding of the operation pipeline: parse HTTP → `operations.pipeline` → render.
 
-An endpoint is declared once with `api.operation(...)`: method, path, scope, idempotency rule and
-the pydantic models of its query, body and response. From that one declaration the platform
-authenticates, counts the rate limit, checks the scope, validates input, applies idempotency,
-runs the handler in a transaction, renders `{data: …}` or a problem, and builds the OpenAPI
-document. Handlers are plain synchronous functions over `core`.
+An endpoint is an operation of `operations` (scope, idempotency rule, the pydantic models of its
+query, body and response, its handler) bound to a method and path with `api.endpoint(...)`; the
+pipeline runs it exactly as it runs the MCP tool of the same operation. The OpenAPI document is
+built from the same declarations. `api.operation(...)` declares an endpoint only REST has (the
+PDF download).
 """
 
 from __future__ import annotations
 
-import logging
-import secrets
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, fields
 from functools import partial
-from typing import Any, Literal
+from typing import Any
 
 import anyio
-from pydantic import BaseModel
-from sqlalchemy.exc import DBAPIError, IntegrityError
-from sqlmodel import Session
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from core import credentials, idempotency, ratelimit
-from core.db import new_session, transaction
-from core.errors import (Conflict, DomainError, IdempotencyKeyRequired, InternalError, NotFound, RateLimited,
-                         UpstreamFailed, ValidationFailed)
-from core.jsonout import dumps
-from core.principal import Principal
-from core.validation import load_json, parse
-from rest.problems import problem_response
-from service.settings import get_settings
-
-log = logging.getLogger("invoicing.rest")
+from core.access import resources
+from core.base.errors import DomainError, NotFound, ValidationFailed
+from core.base.jsonout import dumps
+from core.mechanisms.ratelimit import Usage
+from operations.pipeline import Call, Invocation, Operation, Reply, execute, new_request_id
+from rest.problems import problem_body, problem_response
 
 REQUEST_ID_MAX = 200
 # Far above the largest valid request (250 invoice lines with 5000-character descriptions).
 MAX_BODY_BYTES = 8 * 1048576
-Idempotency = Literal["required", "optional", "none"]
-Envelope = Literal["object", "list", "items", "raw"]
+
+__all__ = ["Api", "Call", "Endpoint", "unrouted"]
 
 
 @dataclass
-class Call:
-    """What a handler gets: the open session, the caller, and validated input."""
+class Endpoint(Operation):
+    """An operation as the REST API serves it: a single object is sent as `{data: …}`."""
 
-    session: Session
-    principal: Principal
-    path: dict[str, str]
-    query: Any
-    body: Any
-    request_id: str
-    headers: dict[str, str]
-    # Extra headers the handler wants on the response (for example a second rate limit).
-    response_headers: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Result:
-    body: dict
-    status: int | None = None
-
-
-@dataclass
-class Operation:
-    method: str
-    path: str
-    handler: Callable[[Call], Any]
-    scope: str
-    summary: str
-    tag: str
-    idempotency: Idempotency = "none"
-    query: type[BaseModel] | None = None
-    body: type[BaseModel] | None = None
-    body_required: bool = False
-    response: type[BaseModel] | None = None
-    envelope: Envelope = "object"
+    method: str = "GET"
+    path: str = "/"
+    summary: str = ""
+    tag: str = ""
     status: int = 200
-    rate_limited: bool = True
     media_type: str = "application/json"
-    operation_id: str = ""
     extra_responses: tuple[int, ...] = ()
+
+    @property
+    def operation_id(self) -> str:
+        return self.name
 
 
 class Api:
-    def __init__(self) -> None:
-        self.operations: list[Operation] = []
+    def __init__(self, tag: str = "") -> None:
+        self.tag = tag
+        self.operations: list[Endpoint] = []
+
+    def endpoint(self, method: str, path: str, operation: Operation, *, summary: str, **binding: Any) -> None:
+        """Serve a shared operation (from `operations`) at `method path`."""
+        shared = {f.name: getattr(operation, f.name) for f in fields(Operation)}
+        self.operations.append(Endpoint(**shared, method=method, path=path, summary=summary,
+                                        tag=binding.pop("tag", self.tag), **binding))
 
     def operation(self, method: str, path: str, **options: Any) -> Callable:
+        """Declare an operation only the REST API has (a document download), handler below."""
         def register(handler: Callable[[Call], Any]) -> Callable[[Call], Any]:
-            self.operations.append(Operation(method=method, path=path, handler=handler,
-                                             operation_id=handler.__name__, **options))
+            options.setdefault("tag", self.tag)
+            self.operations.append(Endpoint(name=handler.__name__, handler=handler, method=method, path=path,
+                                            **options))
             return handler
         return register
 
     def routes(self) -> list[Route]:
-        by_path: dict[str, dict[str, Operation]] = {}
-        for op in self.operations:
-            by_path.setdefault(op.path, {})[op.method] = op
-        return [Route(path, partial(_dispatch, ops), methods=list(ops)) for path, ops in by_path.items()]
+        by_path: dict[str, dict[str, Endpoint]] = {}
+        for endpoint in self.operations:
+            by_path.setdefault(endpoint.path, {})[endpoint.method] = endpoint
+        return [Route(path, partial(_dispatch, endpoints), methods=list(endpoints))
+                for path, endpoints in by_path.items()]
 
 
-def resource_metadata_url() -> str:
-    return f"{get_settings().origin.rstrip('/')}/.well-known/oauth-protected-resource/api/v1"
+def rate_limit_headers(usage: Usage | None) -> dict[str, str]:
+    if usage is None:
+        return {}
+    return {"RateLimit-Limit": str(usage.limit), "RateLimit-Remaining": str(usage.remaining),
+            "RateLimit-Reset": str(usage.reset)}
 
 
 def _request_id(request: Request) -> tuple[str, DomainError | None]:
     supplied = request.headers.get("x-request-id")
     if supplied is None or supplied == "":
-        return f"req_{secrets.token_hex(12)}", None
+        return new_request_id(), None
     if len(supplied) > REQUEST_ID_MAX or not supplied.isprintable():
         error = ValidationFailed.at("X-Request-Id", f"must be at most {REQUEST_ID_MAX} printable characters")
-        return f"req_{secrets.token_hex(12)}", error
+        return new_request_id(), error
     return supplied, None
 
 
@@ -128,150 +106,60 @@ async def _read_body(request: Request) -> bytes | None:
     return b"".join(chunks)
 
 
-async def _dispatch(ops: dict[str, Operation], request: Request) -> Response:
-    op = ops[request.method] if request.method in ops else ops.get("GET")
+async def _dispatch(endpoints: dict[str, Endpoint], request: Request) -> Response:
+    endpoint = endpoints[request.method] if request.method in endpoints else endpoints.get("GET")
     raw = await _read_body(request)
-    return await anyio.to_thread.run_sync(partial(_process, op, request, raw))
+    return await anyio.to_thread.run_sync(partial(_process, endpoint, request, raw))
 
 
-def _process(op: Operation, request: Request, raw: bytes | None) -> Response:
+def _process(endpoint: Endpoint, request: Request, raw: bytes | None) -> Response:
     request_id, header_error = _request_id(request)
-    limit_headers: dict[str, str] = {}
-    try:
-        principal, usage = _authenticate(op, request)
-        limit_headers = usage.headers()
-        if op.rate_limited and usage.exceeded:
-            raise RateLimited(
-                f"Rate limit exceeded: {usage.limit} requests per {usage.window_seconds} seconds. "
-                f"Retry after {usage.retry_after} seconds.", retry_after=usage.retry_after)
-        if header_error:
-            raise header_error
-        principal = principal.with_request_id(request_id)
-        principal.require(op.scope)
-        if raw is None:
-            raise ValidationFailed.at("body", f"must be at most {MAX_BODY_BYTES // 1048576} MiB")
-        query = parse(op.query, dict(request.query_params)) if op.query else None
-        body_json = load_json(raw) if op.body else None
-        if op.body_required and body_json is None:
-            raise ValidationFailed.at("body", "a JSON body is required")
-        body = parse(op.body, body_json) if op.body else None
-        claim = _claim(op, request, principal, body_json)
-        if isinstance(claim, idempotency.StoredResponse):
-            return _replay(claim, request_id, limit_headers)
-        return _run(op, request, principal, query, body, claim, request_id, limit_headers)
-    except DomainError as error:
-        return problem_response(error, request_id, headers=limit_headers,
-                                resource_metadata=resource_metadata_url())
-    except Exception as exc:  # a fault of ours: never leak it, always log it
-        error = _unexpected(exc, request_id)
-        return problem_response(error, request_id, headers=limit_headers)
+    invocation = Invocation(
+        credential=request.headers.get("authorization"), resource=resources.rest_api(), request_id=request_id,
+        params=dict(request.path_params), query=dict(request.query_params),
+        query_items=request.query_params.multi_items(), body=raw or b"",
+        idempotency_key=request.headers.get("idempotency-key"),
+        idempotency_scope=(endpoint.method, request.url.path),
+        header_error=header_error,
+        body_error=None if raw is not None else ValidationFailed.at(
+            "body", f"must be at most {MAX_BODY_BYTES // 1048576} MiB"),
+    )
+    outcome = execute(endpoint, invocation, _Presenter(endpoint, request_id))
+    limit_headers = rate_limit_headers(outcome.usage)
+    if outcome.error is not None:
+        return problem_response(outcome.error, request_id, headers=limit_headers,
+                                resource_metadata=resources.metadata_url(resources.rest_api()))
+    if isinstance(outcome.result, Response):  # a document (the PDF) rather than JSON
+        outcome.result.headers.update({**limit_headers, "X-Request-Id": request_id})
+        return outcome.result
+    reply = outcome.reply
+    headers = {**reply.headers, **limit_headers, "X-Request-Id": request_id}
+    if outcome.replayed:
+        headers["Idempotent-Replayed"] = "true"
+    return Response(reply.body, status_code=reply.status, headers=headers,
+                    media_type=headers.pop("content-type", "application/json"))
 
 
-def _authenticate(op: Operation, request: Request) -> tuple[Principal, ratelimit.Usage]:
-    """The caller, and its request count in this window (counted unless the operation has its own limit)."""
-    with transaction() as session:
-        principal = credentials.authenticate(session, request.headers.get("authorization"),
-                                             resource=get_settings().base_url)
-        # A verifier that names no credential still gets a bucket of its own, never a shared one.
-        subject = principal.credential_id or f"account:{principal.account_id}:{principal.actor}"
-        count = ratelimit.hit if op.rate_limited else ratelimit.peek
-        usage = count(session, ratelimit.API_REQUESTS, subject)
-    return principal, usage
+@dataclass(frozen=True)
+class _Presenter:
+    """How a REST result or error is kept under an idempotency key (request id and rate-limit
+    headers are added per response, never stored)."""
+
+    endpoint: Endpoint
+    request_id: str
+
+    def success(self, result: Any) -> Reply:
+        if isinstance(result, Response):
+            return Reply(result.status_code, "", {})  # documents are never idempotent operations
+        body = {"data": result} if self.endpoint.shape == "object" else result
+        return Reply(self.endpoint.status, dumps(body), {"content-type": "application/json"})
+
+    def failure(self, error: DomainError) -> Reply:
+        return Reply(error.status, dumps(problem_body(error, self.request_id)),
+                     {"content-type": "application/problem+json"})
 
 
 def unrouted(request: Request, _exc: Exception) -> Response:
     """No operation at this path and method: a 404 problem like any other (Stripe does the same)."""
     request_id, _ = _request_id(request)
     return problem_response(NotFound(f"No endpoint {request.method} {request.url.path}."), request_id)
-
-
-def _claim(op: Operation, request: Request, principal: Principal, body_json: Any):
-    key = request.headers.get("idempotency-key")
-    if op.idempotency == "none" or key is None:
-        if op.idempotency == "required":
-            raise IdempotencyKeyRequired(
-                f"{op.method} {op.path} needs an Idempotency-Key header (any unique string up to 255 characters).")
-        return None
-    idempotency.check_key(key)
-    fingerprint = idempotency.request_fingerprint({"body": body_json, "query": sorted(request.query_params.multi_items())})
-    return idempotency.begin(principal.account_id, op.method, request.url.path, key, fingerprint)
-
-
-def _replay(stored: idempotency.StoredResponse, request_id: str, limit_headers: dict[str, str]) -> Response:
-    headers = {**stored.headers, **limit_headers, "X-Request-Id": request_id, "Idempotent-Replayed": "true"}
-    return Response(stored.body, status_code=stored.status, headers=headers,
-                    media_type=headers.pop("content-type", "application/json"))
-
-
-def _run(op: Operation, request: Request, principal: Principal, query: Any, body: Any,
-         claim: idempotency.Claim | None, request_id: str, limit_headers: dict[str, str]) -> Response:
-    session = new_session()
-    try:
-        call = Call(session=session, principal=principal, path=dict(request.path_params), query=query,
-                    body=body, request_id=request_id, headers=dict(request.headers))
-        try:
-            outcome = op.handler(call)
-        except DomainError:
-            session.rollback()
-            raise
-        headers = {**limit_headers, **call.response_headers}
-        response = _render(op, outcome, request_id, headers)
-        if claim is not None:
-            idempotency.finish(session, claim, _stored(response))
-        session.commit()
-        return response
-    except DomainError as error:
-        session.rollback()
-        headers = {**limit_headers, **getattr(error, "headers", {})}
-        response = problem_response(error, request_id, headers=headers, resource_metadata=resource_metadata_url())
-        _settle_claim_after_error(claim, error, response)
-        return response
-    except BaseException:
-        session.rollback()
-        if claim is not None:
-            idempotency.release(claim)
-        raise
-    finally:
-        session.close()
-
-
-def _settle_claim_after_error(claim, error: DomainError, response: Response) -> None:
-    """Keep a client error under its key (a retry gets the same answer); forget transient ones."""
-    if claim is None:
-        return
-    if error.status >= 500 or isinstance(error, (Conflict, RateLimited)):
-        idempotency.release(claim)
-        return
-    with transaction() as session:
-        idempotency.finish(session, claim, _stored(response))
-
-
-def _stored(response: Response) -> idempotency.StoredResponse:
-    kept = {k: v for k, v in response.headers.items()
-            if k.lower() not in ("x-request-id", "content-length") and not k.lower().startswith("ratelimit-")}
-    return idempotency.StoredResponse(response.status_code, response.body.decode(), kept)
-
-
-def _render(op: Operation, outcome: Any, request_id: str, headers: dict[str, str]) -> Response:
-    if isinstance(outcome, Response):
-        outcome.headers.update({**headers, "X-Request-Id": request_id})
-        return outcome
-    status = op.status
-    if isinstance(outcome, Result):
-        status = outcome.status or status
-        outcome = outcome.body
-    return Response(dumps(outcome), status_code=status, media_type="application/json",
-                    headers={**headers, "X-Request-Id": request_id})
-
-
-def _unexpected(exc: Exception, request_id: str) -> DomainError:
-    if isinstance(exc, IntegrityError):
-        log.warning("write conflict (request %s): %s", request_id, exc.__class__.__name__)
-        return Conflict("The write clashed with another one; retry the request.")
-    if isinstance(exc, DBAPIError):
-        log.error("database fault (request %s)", request_id, exc_info=exc)
-        return UpstreamFailed("The database is unavailable; retry the request.")
-    log.error("unexpected error (request %s)", request_id, exc_info=exc)
-    return InternalError("An unexpected error occurred; retry the request. Request id: " + request_id)
-
-

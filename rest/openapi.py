@@ -8,9 +8,9 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from core.errors import ALL_ERRORS
-from rest.framework import REQUEST_ID_MAX, Operation
-from service.settings import get_settings
+from config.settings import get_settings
+from core.base.errors import ALL_ERRORS
+from rest.framework import REQUEST_ID_MAX, Endpoint
 
 REF = "#/components/schemas/{model}"
 _RATE_HEADER = {"schema": {"type": "integer"}}
@@ -47,7 +47,7 @@ def _problem_schema() -> dict:
     }
 
 
-def _model_refs(operations: list[Operation]) -> tuple[dict, dict]:
+def _model_refs(operations: list[Endpoint]) -> tuple[dict, dict]:
     """One schema per model, in the mode it is used (bodies validate, responses serialize)."""
     wanted = {}
     for op in operations:
@@ -86,22 +86,22 @@ def _drop_impossible_null_defaults(node: Any) -> None:
             _drop_impossible_null_defaults(value)
 
 
-def _success_schema(op: Operation, refs: dict) -> dict:
+def _success_schema(op: Endpoint, refs: dict) -> dict:
     if op.response is None:
         return {"type": "object"}
     ref = refs[(op.response, "serialization")]
-    if op.envelope == "list":
+    if op.shape == "list":
         return {"type": "object", "required": ["data", "next_cursor"],
                 "properties": {"data": {"type": "array", "items": ref},
                                "next_cursor": {"type": ["string", "null"]}}}
-    if op.envelope == "items":
+    if op.shape == "items":
         return {"type": "object", "required": ["data"], "properties": {"data": {"type": "array", "items": ref}}}
-    if op.envelope == "raw":
+    if op.shape == "raw":
         return ref
     return {"type": "object", "required": ["data"], "properties": {"data": ref}}
 
 
-def _operation(op: Operation, refs: dict, schemas: dict) -> dict:
+def _operation(op: Endpoint, refs: dict, schemas: dict) -> dict:
     params = [{"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
               for name in re.findall(r"{(\w+)}", op.path)]
     params += _query_parameters(op.query, refs, schemas)
@@ -135,7 +135,7 @@ def _operation(op: Operation, refs: dict, schemas: dict) -> dict:
     return result
 
 
-def build(operations: list[Operation]) -> dict:
+def build(operations: list[Endpoint]) -> dict:
     refs, schemas = _model_refs(operations)
     paths: dict[str, dict] = {}
     for op in operations:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from starlette.responses import Response
 
-from core.errors import DomainError, Forbidden, RateLimited, Unauthorized
-from core.jsonout import dumps
-from service.settings import get_settings
+from config.settings import get_settings
+from core.base.errors import DomainError, Forbidden, RateLimited, Unauthorized
+from core.base.jsonout import dumps
+from operations.challenge import bearer_challenge
 
 
 def problem_body(error: DomainError, request_id: str) -> dict:
@@ -23,21 +24,12 @@ def problem_body(error: DomainError, request_id: str) -> dict:
     return body
 
 
-def _quotable(text: str) -> str:
-    """Text safe inside a quoted header parameter: printable ASCII without quotes or backslashes."""
-    text = text.replace("\u2026", "...").replace('"', "'").replace("\\", "/")
-    return "".join(c if " " <= c <= "~" else "?" for c in text)
-
-
 def www_authenticate(error: DomainError, resource_metadata: str) -> str | None:
     """The Bearer challenge (RFC 6750, RFC 9728) for 401 and 403 answers."""
     if isinstance(error, Unauthorized):
-        description = _quotable(error.detail)
-        return (f'Bearer error="invalid_token", error_description="{description}", '
-                f'resource_metadata="{resource_metadata}"')
+        return bearer_challenge("invalid_token", description=error.detail, resource_metadata=resource_metadata)
     if isinstance(error, Forbidden):
-        return (f'Bearer error="insufficient_scope", scope="{error.missing_scope}", '
-                f'resource_metadata="{resource_metadata}"')
+        return bearer_challenge("insufficient_scope", scope=error.missing_scope, resource_metadata=resource_metadata)
     return None
 
 

@@ -1,44 +1,15 @@
-from core import catalog
-from core.catalog import ProductCreate, ProductListQuery, ProductOut, ProductUpdate, product_to_api
-from rest.envelopes import one, page
-from rest.framework import Api, Call
+"""Products: list, create, retrieve, update, archive and restore."""
 
-api = Api()
-TAG = "Products"
+from operations import products
+from rest.framework import Api
 
-
-@api.operation("GET", "/products", scope="products:read", tag=TAG, query=ProductListQuery,
-               response=ProductOut, envelope="list", summary="List products, newest first")
-def list_products(call: Call) -> dict:
-    return page(catalog.list_products(call.session, call.principal.account_id, call.query), product_to_api)
-
-
-@api.operation("POST", "/products", scope="products:write", tag=TAG, body=ProductCreate, body_required=True,
-               idempotency="optional", response=ProductOut, status=201, summary="Create a product")
-def create_product(call: Call) -> dict:
-    return one(product_to_api(catalog.create_product(call.session, call.principal.account_id, call.body)))
-
-
-@api.operation("GET", "/products/{id}", scope="products:read", tag=TAG, response=ProductOut,
-               summary="Retrieve a product")
-def get_product(call: Call) -> dict:
-    return one(product_to_api(catalog.get_product(call.session, call.principal.account_id, call.path["id"])))
-
-
-@api.operation("PATCH", "/products/{id}", scope="products:write", tag=TAG, body=ProductUpdate,
-               response=ProductOut, summary="Update a product (only the fields sent change)")
-def update_product(call: Call) -> dict:
-    row = catalog.update_product(call.session, call.principal.account_id, call.path["id"], call.body)
-    return one(product_to_api(row))
-
-
-@api.operation("DELETE", "/products/{id}", scope="products:write", tag=TAG, response=ProductOut,
-               idempotency="optional", summary="Archive a product (active: false); repeating is harmless")
-def archive_product(call: Call) -> dict:
-    return one(product_to_api(catalog.archive_product(call.session, call.principal.account_id, call.path["id"])))
-
-
-@api.operation("POST", "/products/{id}/restore", scope="products:write", tag=TAG, response=ProductOut,
-               idempotency="optional", summary="Restore an archived product (active: true)")
-def restore_product(call: Call) -> dict:
-    return one(product_to_api(catalog.restore_product(call.session, call.principal.account_id, call.path["id"])))
+api = Api(tag="Products")
+api.endpoint("GET", "/products", products.list_products, summary="List products, newest first")
+api.endpoint("POST", "/products", products.create_product, status=201, summary="Create a product")
+api.endpoint("GET", "/products/{id}", products.get_product, summary="Retrieve a product")
+api.endpoint("PATCH", "/products/{id}", products.update_product,
+             summary="Update a product (only the fields sent change)")
+api.endpoint("DELETE", "/products/{id}", products.archive_product,
+             summary="Archive a product (active: false); repeating is harmless")
+api.endpoint("POST", "/products/{id}/restore", products.restore_product,
+             summary="Restore an archived product (active: true)")

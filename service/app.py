@@ -1,13 +1,24 @@
-"""Composition: REST, MCP, OAuth, well-known documents and web pages on one origin."""
+"""Composition: REST, MCP, OAuth, well-known documents and web pages on one origin.
+
+Everything a surface needs from another is handed over here, explicitly: the OAuth access-token
+verifier to `core.access.credentials`, the authorization server metadata to `well_known`, the
+connected-apps directory to `web`.
+"""
 
 from __future__ import annotations
+
+import contextlib
 
 from starlette.applications import Starlette
 from starlette.routing import Mount
 
+from authz import connected_apps, verifier
 from authz.app import routes as authz_routes
+from authz.metadata import authorization_server_metadata
+from config.settings import get_settings
+from core.access import credentials
+from mcp_server.app import McpEndpoint
 from rest.app import create_rest_app
-from service.settings import get_settings
 from web.app import routes as web_routes
 from well_known.app import routes as well_known_routes
 
@@ -15,10 +26,19 @@ from well_known.app import routes as well_known_routes
 def create_app() -> Starlette:
     settings = get_settings()
     settings.warn_if_unsafe()
+    credentials.register_oauth_verifier(verifier.verify_access_token)
+    mcp = McpEndpoint()
     routes = [
         Mount("/api/v1", app=create_rest_app()),
-        *well_known_routes(),
+        mcp.route(),
+        *well_known_routes(authorization_server_metadata),
         *authz_routes(),
-        *web_routes(),
+        *web_routes(connected_apps),
     ]
-    return Starlette(routes=routes)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: Starlette):
+        async with mcp.lifespan():  # Starlette runs no lifespan of a mounted app: the SDK's runs here
+            yield
+
+    return Starlette(routes=routes, lifespan=lifespan)

@@ -16,15 +16,15 @@ from pathlib import Path
 
 from sqlalchemy.exc import ArgumentError, OperationalError
 
-from core import accounts, apikeys
-from core.business import BusinessInput, find_profile, set_profile
-from core.clock import iso
-from core.db import transaction
-from core.errors import DomainError
-from core.scopes import PRESETS
-from core.validation import parse
+from config.settings import get_settings, set_settings
+from core.access import accounts, apikeys
+from core.access.scopes import PRESETS
+from core.base.clock import iso
+from core.base.db import transaction
+from core.base.errors import DomainError
+from core.base.validation import parse
+from core.billing.business import BusinessInput, find_profile, set_profile
 from service import migrate, worker
-from service.settings import get_settings, set_settings
 
 EXIT_USAGE = 2
 DEFAULT_HOST = "127.0.0.1"
@@ -55,14 +55,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     _derive_origin(args.host, args.port)
     migrate.upgrade()
-    get_settings().signing_key  # create var/secret.key once, before several processes race for it
+    _ = get_settings().signing_key  # create var/secret.key once, before several processes race for it
     stop = threading.Event()
     worker.stop_on_signals(stop)  # uvicorn re-raises the signal that stopped it: this sees it too
     thread = None if args.no_worker else worker.start_in_thread(stop)
     try:
         # An import string lets uvicorn start several processes; each builds its own app.
+        # Forwarded headers only from the proxies the operator names (uvicorn would trust 127.0.0.1).
+        proxies = get_settings().forwarded_allow_ips.strip()
         uvicorn.run("service.app:create_app", factory=True, host=args.host, port=args.port,
-                    workers=args.workers, log_level="info")
+                    workers=args.workers, log_level="info", proxy_headers=bool(proxies),
+                    forwarded_allow_ips=proxies or None)
     finally:
         stop.set()
         if thread is not None:
@@ -83,6 +86,7 @@ def _derive_origin(host: str, port: int) -> None:
 
 def cmd_worker(_args: argparse.Namespace) -> int:
     migrate.upgrade()
+    get_settings().warn_if_unsafe()  # `serve` warns when it builds the app; this runs without one
     stop = threading.Event()
     worker.stop_on_signals(stop)
     worker.run_forever(stop)

@@ -8,7 +8,7 @@ from alembic import command
 from alembic.config import Config
 
 import migrations
-from core.db import get_engine
+from core.base.db import get_engine
 
 
 def alembic_config() -> Config:

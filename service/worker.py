@@ -1,14 +1,12 @@
 """Background work: periodic jobs run by `invoicing worker` and by `invoicing serve` in-process.
 
-A job is a plain function that opens its own transactions. To add one, call `register(...)` at
-import time in your module and list the module in JOB_MODULES, which `default_jobs()` imports.
-Several processes may run the jobs at once (a worker per server, or a separate `invoicing worker`),
-so a job must be safe to run concurrently with itself.
+A job is a plain function that opens its own transactions. To add one, add it to `default_jobs()`
+with a real function reference. Several processes may run the jobs at once (a worker per server,
+or a separate `invoicing worker`), so a job must be safe to run concurrently with itself.
 """
 
 from __future__ import annotations
 
-import importlib
 import logging
 import signal
 import threading
@@ -16,13 +14,12 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from core import idempotency, ratelimit
-from core.db import transaction
+from authz import cleanup as oauth_cleanup
+from core.base.db import transaction
+from core.mechanisms import idempotency, ratelimit
+from core.webhooks import delivery
 
 log = logging.getLogger("invoicing.worker")
-
-# Modules that register jobs when imported. One that does not exist (yet) is skipped.
-JOB_MODULES: tuple[str, ...] = ("service.delivery", "authz.cleanup")
 
 CLEANUP_INTERVAL_SECONDS = 300.0
 # Upper bound of one sleep, so a job registered with a long interval never delays shutdown checks.
@@ -35,17 +32,9 @@ class Job:
     interval_seconds: float
     function: Callable[[], object]
 
-
-_jobs: dict[str, Job] = {}
-
-
-def register(name: str, interval_seconds: float, function: Callable[[], object]) -> Job:
-    """Add (or replace, by name) a job run every `interval_seconds` after its previous run ends."""
-    if interval_seconds <= 0:
-        raise ValueError("interval_seconds must be positive")
-    job = Job(name, float(interval_seconds), function)
-    _jobs[name] = job
-    return job
+    def __post_init__(self) -> None:
+        if self.interval_seconds <= 0:
+            raise ValueError("interval_seconds must be positive")
 
 
 def cleanup() -> None:
@@ -55,17 +44,13 @@ def cleanup() -> None:
         ratelimit.purge_old(session)
 
 
-register("cleanup", CLEANUP_INTERVAL_SECONDS, cleanup)
-
-
 def default_jobs() -> list[Job]:
-    for module in JOB_MODULES:
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:  # the module exists but is broken: say so
-                raise
-    return list(_jobs.values())
+    """Every background job of the service."""
+    return [
+        Job("cleanup", CLEANUP_INTERVAL_SECONDS, cleanup),
+        Job("webhook-delivery", delivery.POLL_SECONDS, delivery.deliver_due),
+        Job("oauth-cleanup", oauth_cleanup.INTERVAL_SECONDS, oauth_cleanup.cleanup),
+    ]
 
 
 def run_job(job: Job) -> bool:

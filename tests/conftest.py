@@ -17,8 +17,8 @@ from sqlalchemy import text
 from sqlmodel import SQLModel
 from starlette.testclient import TestClient
 
-from core import db
-from service.settings import Settings, set_settings
+from config.settings import Settings, set_settings
+from core.base import db
 
 TEST_ORIGIN = "http://testserver"
 
@@ -128,7 +128,7 @@ class Tenant:
         return self.request("DELETE", path, **kw)
 
     def key_with(self, scopes: list[str]) -> str:
-        from core import apikeys
+        from core.access import apikeys
         with db.transaction() as session:
             return apikeys.create_key(session, self.account_id, name="scoped", scopes=scopes).key
 
@@ -149,9 +149,9 @@ BUSINESS = {
 
 def make_tenant(client: TestClient, *, scopes=None, business: dict | None = BUSINESS,
                 verified: bool = True, email: str | None = None) -> Tenant:
-    from core import accounts, apikeys
-    from core.business import BusinessInput, set_profile
-    from core.scopes import ALL_SCOPES
+    from core.access import accounts, apikeys
+    from core.access.scopes import ALL_SCOPES
+    from core.billing.business import BusinessInput, set_profile
     email = email or f"owner-{uuid.uuid4().hex[:8]}@example.com"
     with db.transaction() as session:
         user, account = accounts.create_account(session, email=email, password="correct horse battery")
@@ -176,3 +176,11 @@ def other_tenant(client) -> Tenant:
 @pytest.fixture
 def tenant_factory(client):
     return lambda **kw: make_tenant(client, **kw)
+
+
+@pytest.fixture
+def browser(client, tenant):
+    """The in-process client with the tenant's owner signed in (a session cookie), for OAuth pages."""
+    from tests.oauth_flow import sign_in
+    sign_in(client, tenant.user_email)
+    return client

@@ -15,8 +15,9 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import httpx
 from authlib.oauth2.rfc7636 import create_s256_code_challenge
 
-from core import accounts, db
-from web.sessions import SESSION_COOKIE, start_session
+from core.access import accounts
+from core.base import db
+from pages.sessions import SESSION_COOKIE, start_session
 
 REDIRECT_URI = "http://127.0.0.1:8765/callback"
 
@@ -148,3 +149,25 @@ class DocumentServer:
     def close(self) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+def obtain(client, app_client, *, resource=None, scopes=None, scope=None):
+    """A whole authorization by a signed-in `client`: consent (`scopes` None keeps the pre-ticked
+    boxes), then the code exchanged for the token response."""
+    verifier_, challenge = pkce_pair()
+    extra = {"resource": resource, "scope": scope}
+    response = submit_consent(client, authorize_query(app_client["client_id"], challenge, **extra), scopes=scopes)
+    code = redirect_params(response)["code"][0]
+    data = {"grant_type": "authorization_code", "code": code, "code_verifier": verifier_,
+            "redirect_uri": "http://127.0.0.1:8765/callback", "client_id": app_client["client_id"]}
+    if resource:
+        data["resource"] = resource
+    token = client.post("/oauth/token", data=data)
+    assert token.status_code == 200, token.text
+    return token.json()
+
+
+def user_id_of(tenant):
+    """The id of the user who owns the tenant's account."""
+    with db.transaction() as session:
+        return accounts.user_by_email(session, tenant.user_email).id

@@ -12,7 +12,7 @@ from email.policy import default as default_policy
 
 from aiosmtpd.controller import Controller
 
-from service.settings import Settings, get_settings, set_settings
+from config.settings import Settings, get_settings, set_settings
 
 
 @dataclass

@@ -2,13 +2,14 @@
 
 from starlette.routing import BaseRoute
 
-from web import auth_pages, onboarding, settings_pages, public
+from core.access.connected_apps import ConnectedApps
+from web import auth_pages, onboarding, public, settings_pages
 
 
-def routes() -> list[BaseRoute]:
+def routes(connected_apps: ConnectedApps) -> list[BaseRoute]:
     return [
         *public.routes(),
         *auth_pages.routes(),
         *onboarding.routes(),
-        *settings_pages.routes(),
+        *settings_pages.routes(connected_apps),
     ]

@@ -6,14 +6,15 @@ from sqlalchemy.exc import IntegrityError
 from starlette.responses import Response
 from starlette.routing import Route
 
-from core import accounts, login_throttle, ratelimit, verification
-from core.db import transaction
-from core.errors import Conflict, ValidationFailed
+from core.access import accounts, login_throttle, verification
+from core.base.db import transaction
+from core.base.errors import Conflict, ValidationFailed
+from core.base.validation import EMAIL_MAX, NAME_MAX
+from core.mechanisms import ratelimit
 from core.models import User
-from core.validation import EMAIL_MAX, NAME_MAX
-from web.pages import Visit, error_page, errors_by_field, page, redirect
-from web.render import render
-from web.sessions import end_session, set_session_cookie, safe_next, start_session
+from pages.routing import Visit, error_page, errors_by_field, page, redirect
+from pages.sessions import end_session, safe_next, set_session_cookie, start_session
+from web.rendering import render
 
 PASSWORD_MAX = 1000  # argon2 takes any length; this only bounds the work per request
 RESENDS_PER_USER = ratelimit.Limit("verification_resend", 5, 3600)

@@ -5,13 +5,13 @@ from __future__ import annotations
 from starlette.responses import Response
 from starlette.routing import Route
 
-from core.accounts import account_of
-from core.business import ADDRESS_KEYS, BANK_KEYS, BusinessInput, find_profile, set_profile
-from core.db import transaction
-from core.errors import ValidationFailed
-from core.validation import parse
-from web.pages import Visit, errors_by_field, page, redirect
-from web.render import render
+from core.access.accounts import account_of
+from core.base.db import transaction
+from core.base.errors import ValidationFailed
+from core.base.validation import parse
+from core.billing.business import ADDRESS_KEYS, BANK_KEYS, BusinessInput, find_profile, set_profile
+from pages.routing import Visit, errors_by_field, page, redirect
+from web.rendering import render
 
 TOP_LEVEL_FIELDS = ("legal_name", "trade_name", "country_code", "currency", "tax_id", "email", "phone",
                     "invoice_prefix")

@@ -7,34 +7,21 @@ A GET records `invoice.viewed` / `invoice.downloaded` (throttled in core.public)
 
 from __future__ import annotations
 
-from decimal import Decimal
-
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from core import public
-from core.db import transaction
-from core.errors import NotFound
-from core.money import format_money
-from core.pdf import UNIT_NAMES, filename_for, render_invoice
-from web.render import SECURITY_HEADERS, environment
+from core.base.db import transaction
+from core.base.errors import NotFound
+from core.base.money import format_money
+from core.billing import public
+from core.billing.pdf import filename_for, render_invoice
+from core.billing.presentation import STATUS_LABELS, UNIT_NAMES, address_lines, bank_rows, exact_number, issuer_name
+from pages.render import SECURITY_HEADERS
+from web.rendering import templates
 
 PUBLIC_HEADERS = {**SECURITY_HEADERS, "Referrer-Policy": "no-referrer", "X-Robots-Tag": "noindex, nofollow"}
-STATUS_LABELS = {"open": "Open", "overdue": "Overdue", "paid": "Paid", "void": "Void", "draft": "Draft"}
-
-
-def _decimal_text(value) -> str:
-    return f"{Decimal(str(value)).normalize():f}"
-
-
-def _address(address: dict | None) -> list[str]:
-    address = address or {}
-    city = " ".join(filter(None, (address.get("postal_code"), address.get("city"))))
-    return [part for part in (address.get("line1"), address.get("line2"), city,
-                              address.get("region") or address.get("state"),
-                              address.get("country") or address.get("country_code")) if part]
 
 
 def page_context(view: dict, token: str) -> dict:
@@ -42,7 +29,6 @@ def page_context(view: dict, token: str) -> dict:
     currency = view["currency"]
     issuer = view.get("issuer") or {}
     customer = view.get("customer_details") or {}
-    bank = issuer.get("bank") or {}
 
     def money(amount: int) -> str:
         return format_money(amount, currency)
@@ -50,16 +36,14 @@ def page_context(view: dict, token: str) -> dict:
     return {
         "invoice": view,
         "status_label": STATUS_LABELS.get(view["status"], view["status"]),
-        "issuer_name": issuer.get("trade_name") or issuer.get("legal_name") or "",
-        "issuer": issuer, "issuer_address": _address(issuer.get("address")),
-        "customer": customer, "customer_address": _address(customer.get("address")),
-        "bank": [(label, bank.get(key)) for key, label in (
-            ("bank_name", "Bank"), ("account_name", "Account name"), ("account_number", "Account number"),
-            ("routing_number", "Routing / sort code")) if bank.get(key)],
+        "issuer_name": issuer_name(view),
+        "issuer": issuer, "issuer_address": address_lines(issuer.get("address")),
+        "customer": customer, "customer_address": address_lines(customer.get("address")),
+        "bank": bank_rows(issuer.get("bank")),
         "lines": [{
-            "description": line["description"], "quantity": _decimal_text(line["quantity"]),
+            "description": line["description"], "quantity": exact_number(line["quantity"]),
             "unit": UNIT_NAMES.get(line["unit"], line["unit"]), "unit_amount": money(line["unit_amount"]),
-            "discount": _decimal_text(line["discount_percent"]), "tax_rate": _decimal_text(line["tax_rate"]),
+            "discount": exact_number(line["discount_percent"]), "tax_rate": exact_number(line["tax_rate"]),
             "amount": money(line["amount"]),
         } for line in view["lines"]["data"]],
         "totals": [("Subtotal", money(view["subtotal"])), ("Discount", money(-view["discount"])),
@@ -70,7 +54,7 @@ def page_context(view: dict, token: str) -> dict:
 
 
 def _not_found() -> HTMLResponse:
-    html = environment.get_template("public_invoice.html").render(missing=True, user=None, csrf_token=lambda: "")
+    html = templates.environment.get_template("public_invoice.html").render(missing=True, user=None, csrf_token=lambda: "")
     return HTMLResponse(html, status_code=404, headers=PUBLIC_HEADERS)
 
 
@@ -90,7 +74,7 @@ def _show(method: str, token: str) -> Response:
     view = _open(method, token, public.record_view)
     if view is None:
         return _not_found()
-    html = environment.get_template("public_invoice.html").render(
+    html = templates.environment.get_template("public_invoice.html").render(
         missing=False, user=None, csrf_token=lambda: "", **page_context(view, token))
     return HTMLResponse(html, headers=PUBLIC_HEADERS)
 

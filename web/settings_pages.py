@@ -3,22 +3,23 @@
 from __future__ import annotations
 
 from datetime import datetime
+from functools import partial
 
 from starlette.responses import Response
 from starlette.routing import Route
 
-from authz import grants
-from core import apikeys, webhooks
-from core.accounts import account_of
-from core.clock import now
-from core.db import transaction
-from core.errors import NotFound, ValidationFailed
-from core.events import EVENT_TYPES
-from core.models import ApiKey
-from core.scopes import ALL_SCOPES, PRESETS, SCOPE_DESCRIPTIONS
-from core.validation import NAME_MAX, parse
-from web.pages import Visit, errors_by_field, page, redirect
-from web.render import render
+from core.access import apikeys
+from core.access.accounts import account_of
+from core.access.connected_apps import ConnectedApps
+from core.access.scopes import ALL_SCOPES, PRESETS, SCOPE_DESCRIPTIONS
+from core.base.clock import now
+from core.base.db import transaction
+from core.base.errors import NotFound, ValidationFailed
+from core.base.validation import NAME_MAX, parse
+from core.models import EVENT_TYPES, ApiKey
+from core.webhooks import endpoints as webhooks
+from pages.routing import Visit, errors_by_field, page, redirect
+from web.rendering import render
 
 PRESET_LABELS = {
     "read_only": "Read only",
@@ -111,17 +112,17 @@ def revoke_api_key(visit: Visit) -> Response:
 
 # --- connected apps --------------------------------------------------------------------------
 
-def apps(visit: Visit) -> Response:
+def apps(visit: Visit, directory: ConnectedApps) -> Response:
     with transaction() as session:
-        connected = list(grants.connected_apps(session, visit.user.id))
+        connected = list(directory.connected_apps(session, visit.user.id))
     return render(visit.request, "apps.html", apps=connected, scope_descriptions=SCOPE_DESCRIPTIONS,
                   notice=_notice(visit))
 
 
-def disconnect_app(visit: Visit) -> Response:
+def disconnect_app(visit: Visit, directory: ConnectedApps) -> Response:
     client_id = visit.text("client_id", 2100)
     with transaction() as session:
-        found = bool(client_id) and bool(grants.disconnect(session, visit.user.id, client_id))
+        found = bool(client_id) and bool(directory.disconnect(session, visit.user.id, client_id))
     if not found:
         return _not_found(visit, "connected app", "/settings/apps")
     return redirect("/settings/apps?notice=app_disconnected")
@@ -168,13 +169,14 @@ def delete_webhook_endpoint(visit: Visit) -> Response:
     return redirect("/settings/webhooks?notice=endpoint_deleted")
 
 
-def routes() -> list[Route]:
+def routes(connected_apps: ConnectedApps) -> list[Route]:
+    """The settings pages; `connected_apps` is the authorization server's view of the user's apps."""
     return [
         page("/settings", get=lambda visit: redirect("/settings/api-keys")),
         page("/settings/api-keys", get=api_keys, post=create_api_key),
         page("/settings/api-keys/{key_id}/revoke", post=revoke_api_key),
-        page("/settings/apps", get=apps),
-        page("/settings/apps/disconnect", post=disconnect_app),
+        page("/settings/apps", get=partial(apps, directory=connected_apps)),
+        page("/settings/apps/disconnect", post=partial(disconnect_app, directory=connected_apps)),
         page("/settings/webhooks", get=webhook_endpoints, post=create_webhook_endpoint),
         page("/settings/webhooks/{endpoint_id}/delete", post=delete_webhook_endpoint),
     ]

@@ -1,13 +1,14 @@
 """foundation: accounts, keys, catalog, invoices, webhooks, platform
 
 Revision ID: 0001
-Revises: 
+Revises:
 Create Date: 2026-11-22 03:26:12.947620
 """
-from alembic import op
 import sqlalchemy as sa
-import core.db
 import sqlmodel
+from alembic import op
+
+import core.base.db
 
 revision = '0001'
 down_revision = None
@@ -28,8 +29,8 @@ def upgrade() -> None:
     sa.Column('email', sqlmodel.sql.sqltypes.AutoString(length=254), nullable=False),
     sa.Column('name', sqlmodel.sql.sqltypes.AutoString(length=256), nullable=True),
     sa.Column('password_hash', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=False),
-    sa.Column('email_verified_at', core.db.UTCDateTime(), nullable=True),
-    sa.Column('created_at', core.db.UTCDateTime(), nullable=False),
+    sa.Column('email_verified_at', core.base.db.UTCDateTime(), nullable=True),
+    sa.Column('created_at', core.base.db.UTCDateTime(), nullable=False),
     sa.PrimaryKeyConstraint('id')
     )
     with op.batch_alter_table('users', schema=None) as batch_op:
@@ -38,7 +39,7 @@ def upgrade() -> None:
     op.create_table('accounts',
     sa.Column('id', sa.Uuid(), nullable=False),
     sa.Column('owner_user_id', sa.Uuid(), nullable=False),
-    sa.Column('created_at', core.db.UTCDateTime(), nullable=False),
+    sa.Column('created_at', core.base.db.UTCDateTime(), nullable=False),
     sa.ForeignKeyConstraint(['owner_user_id'], ['users.id'], ),
     sa.PrimaryKeyConstraint('id')
     )
@@ -49,8 +50,8 @@ def upgrade() -> None:
     sa.Column('id', sa.Uuid(), nullable=False),
     sa.Column('token_hash', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
     sa.Column('user_id', sa.Uuid(), nullable=False),
-    sa.Column('created_at', core.db.UTCDateTime(), nullable=False),
-    sa.Column('expires_at', core.db.UTCDateTime(), nullable=False),
+    sa.Column('created_at', core.base.db.UTCDateTime(), nullable=False),
+    sa.Column('expires_at', core.base.db.UTCDateTime(), nullable=False),
     sa.ForeignKeyConstraint(['user_id'], ['users.id'], ),
     sa.PrimaryKeyConstraint('id'),
     sa.UniqueConstraint('token_hash')
@@ -65,10 +66,10 @@ def upgrade() -> None:
     sa.Column('lookup_id', sqlmodel.sql.sqltypes.AutoString(length=8), nullable=False),
     sa.Column('secret_hash', sqlmodel.sql.sqltypes.AutoString(length=128), nullable=False),
     sa.Column('scopes', sa.JSON(), nullable=False),
-    sa.Column('created_at', core.db.UTCDateTime(), nullable=False),
-    sa.Column('expires_at', core.db.UTCDateTime(), nullable=True),
-    sa.Column('revoked_at', core.db.UTCDateTime(), nullable=True),
-    sa.Column('last_used_at', core.db.UTCDateTime(), nullable=True),
+    sa.Column('created_at', core.base.db.UTCDateTime(), nullable=False),
+    sa.Column('expires_at', core.base.db.UTCDateTime(), nullable=True),
+    sa.Column('revoked_at', core.base.db.UTCDateTime(), nullable=True),
+    sa.Column('last_used_at', core.base.db.UTCDateTime(), nullable=True),
     sa.ForeignKeyConstraint(['account_id'], ['accounts.id'], ),
     sa.PrimaryKeyConstraint('id'),
     sa.UniqueConstraint('lookup_id')
@@ -89,8 +90,8 @@ def upgrade() -> None:
     sa.Column('phone', sqlmodel.sql.sqltypes.AutoString(length=50), nullable=True),
     sa.Column('bank', sa.JSON(), nullable=True),
     sa.Column('invoice_prefix', sqlmodel.sql.sqltypes.AutoString(length=20), nullable=False),
-    sa.Column('created_at', core.db.UTCDateTime(), nullable=False),
-    sa.Column('updated_at', core.db.UTCDateTime(), nullable=False),
+    sa.Column('created_at', core.base.db.UTCDateTime(), nullable=False),
+    sa.Column('updated_at', core.base.db.UTCDateTime(), nullable=False),
     sa.ForeignKeyConstraint(['account_id'], ['accounts.id'], ),
     sa.PrimaryKeyConstraint('id'),
     sa.UniqueConstraint('account_id')
@@ -103,9 +104,9 @@ def upgrade() -> None:
     sa.Column('phone', sqlmodel.sql.sqltypes.AutoString(length=50), nullable=True),
     sa.Column('tax_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=True),
     sa.Column('address', sa.JSON(), nullable=True),
-    sa.Column('archived_at', core.db.UTCDateTime(), nullable=True),
-    sa.Column('created', core.db.UTCDateTime(), nullable=False),
-    sa.Column('updated', core.db.UTCDateTime(), nullable=False),
+    sa.Column('archived_at', core.base.db.UTCDateTime(), nullable=True),
+    sa.Column('created', core.base.db.UTCDateTime(), nullable=False),
+    sa.Column('updated', core.base.db.UTCDateTime(), nullable=False),
     sa.ForeignKeyConstraint(['account_id'], ['accounts.id'], ),
     sa.PrimaryKeyConstraint('id')
     )
@@ -120,11 +121,11 @@ def upgrade() -> None:
     sa.Column('key', sqlmodel.sql.sqltypes.AutoString(length=255), nullable=False),
     sa.Column('request_hash', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
     sa.Column('state', sqlmodel.sql.sqltypes.AutoString(length=16), nullable=False),
-    sa.Column('locked_until', core.db.UTCDateTime(), nullable=False),
+    sa.Column('locked_until', core.base.db.UTCDateTime(), nullable=False),
     sa.Column('response_status', sa.Integer(), nullable=True),
     sa.Column('response_body', sqlmodel.sql.sqltypes.AutoString(length=None), nullable=True),
     sa.Column('response_headers', sa.JSON(), nullable=True),
-    sa.Column('created_at', core.db.UTCDateTime(), nullable=False),
+    sa.Column('created_at', core.base.db.UTCDateTime(), nullable=False),
     sa.ForeignKeyConstraint(['account_id'], ['accounts.id'], ),
     sa.PrimaryKeyConstraint('id'),
     sa.UniqueConstraint('account_id', 'method', 'path', 'key', name='uq_idempotency_scope')
@@ -145,7 +146,7 @@ def upgrade() -> None:
     sa.Column('type', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
     sa.Column('meta', sa.JSON(), nullable=True),
     sa.Column('payload', sa.JSON(), nullable=False),
-    sa.Column('created_at', core.db.UTCDateTime(), nullable=False),
+    sa.Column('created_at', core.base.db.UTCDateTime(), nullable=False),
     sa.ForeignKeyConstraint(['account_id'], ['accounts.id'], ),
     sa.PrimaryKeyConstraint('id')
     )
@@ -159,8 +160,8 @@ def upgrade() -> None:
     sa.Column('name', sqlmodel.sql.sqltypes.AutoString(length=256), nullable=False),
     sa.Column('description', sqlmodel.sql.sqltypes.AutoString(length=5000), nullable=True),
     sa.Column('active', sa.Boolean(), nullable=False),
-    sa.Column('created', core.db.UTCDateTime(), nullable=False),
-    sa.Column('updated', core.db.UTCDateTime(), nullable=False),
+    sa.Column('created', core.base.db.UTCDateTime(), nullable=False),
+    sa.Column('updated', core.base.db.UTCDateTime(), nullable=False),
     sa.ForeignKeyConstraint(['account_id'], ['accounts.id'], ),
     sa.PrimaryKeyConstraint('id')
     )
@@ -174,10 +175,10 @@ def upgrade() -> None:
     sa.Column('events', sa.JSON(), nullable=True),
     sa.Column('secret', sqlmodel.sql.sqltypes.AutoString(length=128), nullable=False),
     sa.Column('active', sa.Boolean(), nullable=False),
-    sa.Column('disabled_at', core.db.UTCDateTime(), nullable=True),
+    sa.Column('disabled_at', core.base.db.UTCDateTime(), nullable=True),
     sa.Column('failure_count', sa.Integer(), nullable=False),
-    sa.Column('first_failure_at', core.db.UTCDateTime(), nullable=True),
-    sa.Column('created_at', core.db.UTCDateTime(), nullable=False),
+    sa.Column('first_failure_at', core.base.db.UTCDateTime(), nullable=True),
+    sa.Column('created_at', core.base.db.UTCDateTime(), nullable=False),
     sa.ForeignKeyConstraint(['account_id'], ['accounts.id'], ),
     sa.PrimaryKeyConstraint('id')
     )
@@ -205,15 +206,15 @@ def upgrade() -> None:
     sa.Column('public_url_token', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=True),
     sa.Column('customer_snapshot', sa.JSON(), nullable=True),
     sa.Column('issuer_snapshot', sa.JSON(), nullable=True),
-    sa.Column('finalized_at', core.db.UTCDateTime(), nullable=True),
-    sa.Column('paid_at', core.db.UTCDateTime(), nullable=True),
+    sa.Column('finalized_at', core.base.db.UTCDateTime(), nullable=True),
+    sa.Column('paid_at', core.base.db.UTCDateTime(), nullable=True),
     sa.Column('payment_reference', sqlmodel.sql.sqltypes.AutoString(length=200), nullable=True),
-    sa.Column('voided_at', core.db.UTCDateTime(), nullable=True),
+    sa.Column('voided_at', core.base.db.UTCDateTime(), nullable=True),
     sa.Column('void_reason', sqlmodel.sql.sqltypes.AutoString(length=5000), nullable=True),
-    sa.Column('last_viewed_event_at', core.db.UTCDateTime(), nullable=True),
-    sa.Column('last_downloaded_event_at', core.db.UTCDateTime(), nullable=True),
-    sa.Column('created', core.db.UTCDateTime(), nullable=False),
-    sa.Column('updated', core.db.UTCDateTime(), nullable=False),
+    sa.Column('last_viewed_event_at', core.base.db.UTCDateTime(), nullable=True),
+    sa.Column('last_downloaded_event_at', core.base.db.UTCDateTime(), nullable=True),
+    sa.Column('created', core.base.db.UTCDateTime(), nullable=False),
+    sa.Column('updated', core.base.db.UTCDateTime(), nullable=False),
     sa.ForeignKeyConstraint(['account_id'], ['accounts.id'], ),
     sa.ForeignKeyConstraint(['customer_id'], ['customers.id'], ),
     sa.PrimaryKeyConstraint('id'),
@@ -234,10 +235,10 @@ def upgrade() -> None:
     sa.Column('type', sqlmodel.sql.sqltypes.AutoString(length=16), nullable=False),
     sa.Column('recurring_interval', sqlmodel.sql.sqltypes.AutoString(length=8), nullable=True),
     sa.Column('recurring_interval_count', sa.Integer(), nullable=True),
-    sa.Column('tax_rate', core.db.DecimalText(), nullable=False),
+    sa.Column('tax_rate', core.base.db.DecimalText(), nullable=False),
     sa.Column('active', sa.Boolean(), nullable=False),
-    sa.Column('created', core.db.UTCDateTime(), nullable=False),
-    sa.Column('updated', core.db.UTCDateTime(), nullable=False),
+    sa.Column('created', core.base.db.UTCDateTime(), nullable=False),
+    sa.Column('updated', core.base.db.UTCDateTime(), nullable=False),
     sa.ForeignKeyConstraint(['account_id'], ['accounts.id'], ),
     sa.ForeignKeyConstraint(['product_id'], ['products.id'], ),
     sa.PrimaryKeyConstraint('id')
@@ -253,11 +254,11 @@ def upgrade() -> None:
     sa.Column('endpoint_id', sa.Uuid(), nullable=False),
     sa.Column('status', sqlmodel.sql.sqltypes.AutoString(length=16), nullable=False),
     sa.Column('attempts', sa.Integer(), nullable=False),
-    sa.Column('next_attempt_at', core.db.UTCDateTime(), nullable=False),
-    sa.Column('last_attempt_at', core.db.UTCDateTime(), nullable=True),
+    sa.Column('next_attempt_at', core.base.db.UTCDateTime(), nullable=False),
+    sa.Column('last_attempt_at', core.base.db.UTCDateTime(), nullable=True),
     sa.Column('last_status_code', sa.Integer(), nullable=True),
     sa.Column('last_error', sqlmodel.sql.sqltypes.AutoString(length=1000), nullable=True),
-    sa.Column('created_at', core.db.UTCDateTime(), nullable=False),
+    sa.Column('created_at', core.base.db.UTCDateTime(), nullable=False),
     sa.ForeignKeyConstraint(['account_id'], ['accounts.id'], ),
     sa.ForeignKeyConstraint(['endpoint_id'], ['webhook_endpoints.id'], ondelete='CASCADE'),
     sa.ForeignKeyConstraint(['event_id'], ['invoice_events.id'], ),
@@ -278,16 +279,16 @@ def upgrade() -> None:
     sa.Column('product_id', sa.Uuid(), nullable=True),
     sa.Column('description_override', sqlmodel.sql.sqltypes.AutoString(length=5000), nullable=True),
     sa.Column('unit_amount_override', sa.BigInteger(), nullable=True),
-    sa.Column('tax_rate_override', core.db.DecimalText(), nullable=True),
+    sa.Column('tax_rate_override', core.base.db.DecimalText(), nullable=True),
     sa.Column('description', sqlmodel.sql.sqltypes.AutoString(length=5000), nullable=False),
-    sa.Column('quantity', core.db.DecimalText(), nullable=False),
+    sa.Column('quantity', core.base.db.DecimalText(), nullable=False),
     sa.Column('unit', sqlmodel.sql.sqltypes.AutoString(length=3), nullable=False),
     sa.Column('unit_amount', sa.BigInteger(), nullable=False),
-    sa.Column('discount_percent', core.db.DecimalText(), nullable=False),
-    sa.Column('tax_rate', core.db.DecimalText(), nullable=False),
+    sa.Column('discount_percent', core.base.db.DecimalText(), nullable=False),
+    sa.Column('tax_rate', core.base.db.DecimalText(), nullable=False),
     sa.Column('amount', sa.BigInteger(), nullable=False),
     sa.Column('tax_amount', sa.BigInteger(), nullable=False),
-    sa.Column('created', core.db.UTCDateTime(), nullable=False),
+    sa.Column('created', core.base.db.UTCDateTime(), nullable=False),
     sa.ForeignKeyConstraint(['account_id'], ['accounts.id'], ),
     sa.ForeignKeyConstraint(['invoice_id'], ['invoices.id'], ondelete='CASCADE'),
     sa.ForeignKeyConstraint(['price_id'], ['prices.id'], ),

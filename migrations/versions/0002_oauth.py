@@ -3,11 +3,11 @@
 Revision ID: 0002
 Revises: 0001
 """
-from alembic import op
 import sqlalchemy as sa
 import sqlmodel
+from alembic import op
 
-import core.db
+import core.base.db
 
 revision = "0002"
 down_revision = "0001"
@@ -33,9 +33,9 @@ def upgrade() -> None:
         sa.Column("client_uri", _text(2048), nullable=True),
         sa.Column("scope", _text(1000), nullable=True),
         sa.Column("metadata_document", sa.Boolean(), nullable=False),
-        sa.Column("document_expires_at", core.db.UTCDateTime(), nullable=True),
-        sa.Column("created_at", core.db.UTCDateTime(), nullable=False),
-        sa.Column("updated_at", core.db.UTCDateTime(), nullable=False),
+        sa.Column("document_expires_at", core.base.db.UTCDateTime(), nullable=True),
+        sa.Column("created_at", core.base.db.UTCDateTime(), nullable=False),
+        sa.Column("updated_at", core.base.db.UTCDateTime(), nullable=False),
         sa.PrimaryKeyConstraint("id"),
     )
     with op.batch_alter_table("oauth_clients", schema=None) as batch_op:
@@ -49,9 +49,9 @@ def upgrade() -> None:
         sa.Column("account_id", sa.Uuid(), nullable=False),
         sa.Column("resource", _text(2048), nullable=False),
         sa.Column("scopes", sa.JSON(), nullable=False),
-        sa.Column("created_at", core.db.UTCDateTime(), nullable=False),
-        sa.Column("revoked_at", core.db.UTCDateTime(), nullable=True),
-        sa.Column("last_used_at", core.db.UTCDateTime(), nullable=True),
+        sa.Column("created_at", core.base.db.UTCDateTime(), nullable=False),
+        sa.Column("revoked_at", core.base.db.UTCDateTime(), nullable=True),
+        sa.Column("last_used_at", core.base.db.UTCDateTime(), nullable=True),
         sa.ForeignKeyConstraint(["user_id"], ["users.id"]),
         sa.ForeignKeyConstraint(["account_id"], ["accounts.id"]),
         sa.PrimaryKeyConstraint("id"),
@@ -72,9 +72,9 @@ def upgrade() -> None:
         sa.Column("resource", _text(2048), nullable=False),
         sa.Column("code_challenge", _text(128), nullable=False),
         sa.Column("code_challenge_method", _text(8), nullable=False),
-        sa.Column("created_at", core.db.UTCDateTime(), nullable=False),
-        sa.Column("expires_at", core.db.UTCDateTime(), nullable=False),
-        sa.Column("used_at", core.db.UTCDateTime(), nullable=True),
+        sa.Column("created_at", core.base.db.UTCDateTime(), nullable=False),
+        sa.Column("expires_at", core.base.db.UTCDateTime(), nullable=False),
+        sa.Column("used_at", core.base.db.UTCDateTime(), nullable=True),
         sa.Column("grant_id", sa.Uuid(), nullable=True),
         sa.ForeignKeyConstraint(["user_id"], ["users.id"]),
         sa.ForeignKeyConstraint(["account_id"], ["accounts.id"]),
@@ -92,10 +92,10 @@ def upgrade() -> None:
         sa.Column("kind", _text(8), nullable=False),
         sa.Column("token_hash", _text(64), nullable=False),
         sa.Column("scopes", sa.JSON(), nullable=False),
-        sa.Column("created_at", core.db.UTCDateTime(), nullable=False),
-        sa.Column("expires_at", core.db.UTCDateTime(), nullable=False),
-        sa.Column("revoked_at", core.db.UTCDateTime(), nullable=True),
-        sa.Column("used_at", core.db.UTCDateTime(), nullable=True),
+        sa.Column("created_at", core.base.db.UTCDateTime(), nullable=False),
+        sa.Column("expires_at", core.base.db.UTCDateTime(), nullable=False),
+        sa.Column("revoked_at", core.base.db.UTCDateTime(), nullable=True),
+        sa.Column("used_at", core.base.db.UTCDateTime(), nullable=True),
         sa.ForeignKeyConstraint(["grant_id"], ["oauth_grants.id"]),
         sa.PrimaryKeyConstraint("id"),
         sa.UniqueConstraint("token_hash"),

@@ -6,7 +6,7 @@ import uuid
 
 from sqlmodel import select
 
-from core import db
+from core.base import db
 from core.models import InvoiceEvent, WebhookDelivery, WebhookEndpoint
 
 

@@ -5,8 +5,9 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import text
 
-from core import apikeys, db
-from core.clock import now
+from core.access import apikeys
+from core.base import db
+from core.base.clock import now
 from core.models import ApiKey
 
 
@@ -152,8 +153,8 @@ def test_openapi_document_needs_no_credential(client):
 
 
 def test_oauth_access_tokens_plug_in_through_the_registered_verifier(tenant, monkeypatch):
-    from core import credentials
-    from core.principal import Principal
+    from core.access import credentials
+    from core.access.principal import Principal
     seen = {}
 
     def verifier(session, token, *, resource):
@@ -171,6 +172,6 @@ def test_oauth_access_tokens_plug_in_through_the_registered_verifier(tenant, mon
 
 
 def test_oauth_token_without_a_verifier_is_401(client, monkeypatch):
-    from core import credentials
+    from core.access import credentials
     monkeypatch.setattr(credentials, "_oauth_verifier", None)
     assert_401(get(client, authorization="Bearer inv_oat_anything"), "unknown")

@@ -3,7 +3,7 @@
 import pytest
 from sqlalchemy.exc import IntegrityError, OperationalError
 
-from core import errors
+from core.base import errors
 from rest import business as business_endpoints
 from rest import customers as customer_endpoints
 

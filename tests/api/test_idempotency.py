@@ -10,11 +10,11 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 from starlette.testclient import TestClient
 
-from core import db, idempotency
-from core.clock import now
+from core.base import db
+from core.base.clock import now
+from core.mechanisms import idempotency
 from core.models import Customer, IdempotencyRecord
 from rest import customers as customer_endpoints
-from rest.envelopes import one
 from rest.framework import Api, Call
 
 
@@ -179,7 +179,7 @@ required_api = Api()
 @required_api.operation("POST", "/needs-key", scope="clients:write", tag="Test", idempotency="required",
                         status=201, summary="Test-only endpoint requiring an idempotency key")
 def needs_key(call: Call) -> dict:
-    return one({"ok": True, "n": uuid.uuid4().hex})
+    return {"ok": True, "n": uuid.uuid4().hex}
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ import uuid
 import pytest
 from sqlmodel import select
 
-from core import db
+from core.base import db
 from core.models import InvoiceLine
 from tests.api.invoicing import adhoc, draft, history, price
 

@@ -8,11 +8,24 @@ from datetime import timedelta
 import pytest
 from sqlmodel import select
 
-from core import db
-from core.clock import today
+from core.base import db
+from core.base.clock import today
 from core.models import Invoice
-from tests.api.invoicing import (add_webhook_endpoint, adhoc, create, customer, draft, finalize, history,
-                                 open_invoice, outbox_rows, pay, stored_events, void)
+from tests.api.invoicing import (
+    add_webhook_endpoint,
+    adhoc,
+    create,
+    customer,
+    draft,
+    finalize,
+    history,
+    open_invoice,
+    outbox_rows,
+    pay,
+    stored_events,
+    void,
+)
+
 
 def _set(invoice_id: str, **values) -> None:
     """Change stored columns directly (to make an invoice overdue without waiting)."""
@@ -127,7 +140,7 @@ def test_finalize_freezes_customer_and_issuer(tenant):
     invoice = open_invoice(tenant, customer_id=cus["id"])
     business = tenant.get("/business").json()["data"]
     tenant.patch(f"/customers/{cus['id']}", json={"name": "After", "tax_id": "T-2", "address": {"city": "Rome"}})
-    from core.business import BusinessInput, set_profile
+    from core.billing.business import BusinessInput, set_profile
     from tests.conftest import BUSINESS
     with db.transaction() as session:
         set_profile(session, tenant.account_id, BusinessInput.model_validate({**BUSINESS, "legal_name": "Renamed"}))
@@ -413,8 +426,8 @@ def test_without_a_business_profile_currency_is_required_and_finalize_is_refused
 
 
 def test_public_token_finds_finalized_invoices_only(tenant):
-    from core import invoices
-    from core.errors import NotFound
+    from core.base.errors import NotFound
+    from core.billing import invoices
     invoice = open_invoice(tenant)
     with db.transaction() as session:
         assert invoices.get_by_public_token(session, invoice["public_url_token"]).number == invoice["number"]

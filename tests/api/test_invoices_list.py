@@ -6,8 +6,8 @@ from datetime import timedelta
 import pytest
 from sqlmodel import select
 
-from core import db
-from core.clock import today
+from core.base import db
+from core.base.clock import today
 from core.models import Invoice
 from tests.api.invoicing import customer, draft, finalize, open_invoice, pay, void
 

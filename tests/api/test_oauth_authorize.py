@@ -5,8 +5,16 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from tests.oauth_flow import (
-    REDIRECT_URI, authorize_query, csrf_token, form_action, offered_scopes, pkce_pair, redirect_params,
-    register, sign_in, submit_consent, ticked_scopes,
+    REDIRECT_URI,
+    authorize_query,
+    csrf_token,
+    form_action,
+    offered_scopes,
+    pkce_pair,
+    redirect_params,
+    register,
+    submit_consent,
+    ticked_scopes,
 )
 
 ISSUER = "http://testserver"
@@ -15,12 +23,6 @@ ISSUER = "http://testserver"
 @pytest.fixture
 def app_client(client):
     return register(client, token_endpoint_auth_method="none", client_name="Helpful Assistant")
-
-
-@pytest.fixture
-def browser(client, tenant):
-    sign_in(client, tenant.user_email)
-    return client
 
 
 def query(app_client, **extra):

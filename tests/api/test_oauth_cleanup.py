@@ -6,8 +6,9 @@ from sqlmodel import select
 
 from authz.cleanup import purge_expired
 from authz.models import OAuthAuthorizationCode, OAuthGrant, OAuthToken
-from core import accounts, db
-from core.clock import now
+from core.access import accounts
+from core.base import db
+from core.base.clock import now
 
 
 def make_grant(session, tenant, *, token_expiry, code_expiry):
@@ -26,7 +27,7 @@ def make_grant(session, tenant, *, token_expiry, code_expiry):
 
 def test_purge_keeps_recent_rows_and_forgets_old_ones(tenant):
     with db.transaction() as session:
-        old = make_grant(session, tenant, token_expiry=now() - timedelta(days=2), code_expiry=now() - timedelta(days=2))
+        make_grant(session, tenant, token_expiry=now() - timedelta(days=2), code_expiry=now() - timedelta(days=2))
         recent = make_grant(session, tenant, token_expiry=now() - timedelta(hours=1), code_expiry=now())
     with db.transaction() as session:
         purge_expired(session)

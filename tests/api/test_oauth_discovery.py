@@ -2,7 +2,7 @@
 
 from authlib.oauth2 import rfc8414, rfc9207
 
-from core.scopes import ALL_SCOPES, MCP_SCOPES
+from core.access.scopes import ALL_SCOPES, MCP_SCOPES
 
 ORIGIN = "http://testserver"
 
@@ -51,4 +51,5 @@ def test_protected_resource_metadata_for_rest_api(client):
 
 def test_documents_allow_cross_origin_reads(client):
     for path in ("/.well-known/oauth-authorization-server", "/.well-known/oauth-protected-resource/mcp"):
-        assert client.get(path).headers["access-control-allow-origin"] == "*"
+        response = client.get(path, headers={"Origin": "https://inspector.example"})
+        assert response.headers["access-control-allow-origin"] == "*"

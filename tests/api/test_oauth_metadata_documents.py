@@ -9,11 +9,15 @@ from sqlmodel import select
 
 from authz import metadata_documents
 from authz.models import OAuthClient
-from core import db
-from core.clock import now
-
+from core.base import db
+from core.base.clock import now
 from tests.oauth_flow import (
-    REDIRECT_URI, DocumentServer, authorize_query, pkce_pair, redirect_params, sign_in, submit_consent,
+    REDIRECT_URI,
+    DocumentServer,
+    authorize_query,
+    pkce_pair,
+    redirect_params,
+    submit_consent,
 )
 
 
@@ -31,12 +35,6 @@ def trust_test_authority(documents):
     documents.fetches.clear()
     yield
     metadata_documents.use_tls_verify(None)
-
-
-@pytest.fixture
-def browser(client, tenant):
-    sign_in(client, tenant.user_email)
-    return client
 
 
 def page_for(browser, client_id, **extra):
@@ -165,3 +163,55 @@ def test_expired_cache_is_refreshed(browser, documents):
 ])
 def test_cache_lifetime(headers, expected):
     assert metadata_documents.cache_lifetime(httpx.Headers(headers)) == expected
+
+
+# --- plain http documents, for development hosts only ---------------------------------------------
+
+
+@pytest.fixture
+def plain_documents():
+    """An http server on 127.0.0.1 (a host of the test's INVOICING_UNSAFE_WEBHOOK_ALLOW_HOSTS)."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    served: dict[str, dict] = {}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            body = json.dumps(served[self.path]).encode() if self.path in served else None
+            self.send_response(200 if body else 404)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body or b"")
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    origin = f"http://127.0.0.1:{server.server_address[1]}"
+
+    def publish(path: str) -> str:
+        served[path] = {"client_id": origin + path, "client_name": "Local Assistant",
+                        "redirect_uris": [REDIRECT_URI], "token_endpoint_auth_method": "none"}
+        return origin + path
+
+    yield publish
+    server.shutdown()
+
+
+def test_an_http_document_on_an_allowed_development_host_is_used(browser, plain_documents):
+    page = page_for(browser, plain_documents("/client.json"))
+    assert page.status_code == 200, page.text
+    assert "Local Assistant" in page.text
+
+
+@pytest.mark.parametrize(("client_id", "document"), [
+    ("https://app.example/client.json", True),
+    ("http://127.0.0.1:9/client.json", True),
+    ("http://app.example/client.json", False),
+    ("cl_abc", False),
+])
+def test_only_https_or_allowed_development_hosts_name_documents(client_id, document):
+    assert metadata_documents.is_document_client_id(client_id) is document

@@ -4,8 +4,7 @@ import pytest
 from sqlmodel import select
 
 from authz.models import OAuthClient
-from core import db
-
+from core.base import db
 from tests.oauth_flow import REDIRECT_URI
 
 
@@ -93,14 +92,22 @@ def test_body_must_be_a_json_object(client, body):
 
 
 def test_preflight_allows_browser_clients(client):
-    response = client.options("/oauth/register")
-    assert response.status_code == 204
+    response = client.options("/oauth/register", headers={
+        "Origin": "https://inspector.example", "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "content-type"})
+    assert response.status_code == 200  # Starlette's CORSMiddleware answers preflights with 200
+    assert response.headers["access-control-allow-origin"] == "*"
+
+
+def test_cross_origin_answers_allow_any_origin(client):
+    response = client.post("/oauth/register", content=b"{}", headers={
+        "Origin": "https://inspector.example", "content-type": "application/json"})
     assert response.headers["access-control-allow-origin"] == "*"
 
 
 def test_registrations_per_address_are_limited(client, monkeypatch):
     from authz import app as authz_app
-    from core.ratelimit import Limit
+    from core.mechanisms.ratelimit import Limit
     monkeypatch.setattr(authz_app, "REGISTRATIONS_PER_ADDRESS", Limit("oauth-register", 2, 3600))
     assert post(client, {"redirect_uris": [REDIRECT_URI]}).status_code == 201
     assert post(client, {"redirect_uris": [REDIRECT_URI]}).status_code == 201

@@ -6,22 +6,15 @@ from datetime import timedelta
 import pytest
 from sqlmodel import select
 
-from authz import grants, verifier
+from authz import connected_apps, verifier
 from authz.models import OAuthGrant, OAuthToken
-from core import accounts, db
-from core.clock import now
-from core.errors import Unauthorized
-
-from tests.oauth_flow import authorize_query, pkce_pair, redirect_params, register, sign_in, submit_consent
+from core.base import db
+from core.base.clock import now
+from core.base.errors import Unauthorized
+from tests.oauth_flow import obtain, register, user_id_of
 
 API = "http://testserver/api/v1"
 MCP = "http://testserver/mcp"
-
-
-@pytest.fixture
-def browser(client, tenant):
-    sign_in(client, tenant.user_email)
-    return client
 
 
 @pytest.fixture
@@ -29,27 +22,8 @@ def app_client(client):
     return register(client, token_endpoint_auth_method="none", client_name="Books Sync")
 
 
-def obtain(client, app_client, *, resource=None, scopes=None, scope=None):
-    verifier_, challenge = pkce_pair()
-    extra = {"resource": resource, "scope": scope}
-    response = submit_consent(client, authorize_query(app_client["client_id"], challenge, **extra), scopes=scopes)
-    code = redirect_params(response)["code"][0]
-    data = {"grant_type": "authorization_code", "code": code, "code_verifier": verifier_,
-            "redirect_uri": "http://127.0.0.1:8765/callback", "client_id": app_client["client_id"]}
-    if resource:
-        data["resource"] = resource
-    token = client.post("/oauth/token", data=data)
-    assert token.status_code == 200, token.text
-    return token.json()
-
-
 def get(client, token, path="/customers"):
     return client.get("/api/v1" + path, headers={"Authorization": f"Bearer {token}"})
-
-
-def user_id_of(tenant):
-    with db.transaction() as session:
-        return accounts.user_by_email(session, tenant.user_email).id
 
 
 # --- REST API --------------------------------------------------------------------------------------
@@ -157,7 +131,7 @@ def test_events_record_actor_oauth_app(client, browser, app_client, tenant):
 def test_connected_apps_lists_the_app_with_its_scopes(client, browser, app_client, tenant):
     obtain(client, app_client, resource=API, scopes=["clients:read", "invoices:read"])
     with db.transaction() as session:
-        apps = grants.connected_apps(session, user_id_of(tenant))
+        apps = connected_apps.connected_apps(session, user_id_of(tenant))
     assert len(apps) == 1
     app = apps[0]
     assert app.client_id == app_client["client_id"]
@@ -172,7 +146,7 @@ def test_connected_apps_groups_sign_ins_of_one_app(client, browser, app_client, 
     obtain(client, app_client, resource=API, scopes=["clients:read"])
     obtain(client, app_client, scopes=["invoices:read"])
     with db.transaction() as session:
-        (app,) = grants.connected_apps(session, user_id_of(tenant))
+        (app,) = connected_apps.connected_apps(session, user_id_of(tenant))
     assert app.scopes == ["clients:read", "invoices:read"]
     assert app.resources == ["MCP", "REST API"]
 
@@ -180,14 +154,14 @@ def test_connected_apps_groups_sign_ins_of_one_app(client, browser, app_client, 
 def test_connected_apps_of_another_user_are_not_listed(client, browser, app_client, other_tenant):
     obtain(client, app_client, resource=API)
     with db.transaction() as session:
-        assert grants.connected_apps(session, user_id_of(other_tenant)) == []
+        assert connected_apps.connected_apps(session, user_id_of(other_tenant)) == []
 
 
 def test_disconnect_stops_tokens_on_the_next_request(client, browser, app_client, tenant):
     body = obtain(client, app_client, resource=API)
     assert get(client, body["access_token"]).status_code == 200
     with db.transaction() as session:
-        assert grants.disconnect(session, user_id_of(tenant), app_client["client_id"]) == 1
+        assert connected_apps.disconnect(session, user_id_of(tenant), app_client["client_id"]) == 1
     response = get(client, body["access_token"])
     assert response.status_code == 401
     assert "revoked" in response.json()["detail"]
@@ -195,16 +169,16 @@ def test_disconnect_stops_tokens_on_the_next_request(client, browser, app_client
                                                   "client_id": app_client["client_id"]})
     assert refreshed.json()["error"] == "invalid_grant"
     with db.transaction() as session:
-        assert grants.connected_apps(session, user_id_of(tenant)) == []
+        assert connected_apps.connected_apps(session, user_id_of(tenant)) == []
 
 
 def test_disconnect_leaves_other_users_connected(client, browser, app_client, tenant, other_tenant):
     mine = obtain(client, app_client, resource=API)["access_token"]
     with db.transaction() as session:
-        assert grants.disconnect(session, user_id_of(other_tenant), app_client["client_id"]) == 0
+        assert connected_apps.disconnect(session, user_id_of(other_tenant), app_client["client_id"]) == 0
     assert get(client, mine).status_code == 200
 
 
 def test_disconnect_of_unknown_app_is_zero(tenant):
     with db.transaction() as session:
-        assert grants.disconnect(session, user_id_of(tenant), "cl_nothing") == 0
+        assert connected_apps.disconnect(session, user_id_of(tenant), "cl_nothing") == 0

@@ -7,21 +7,20 @@ import pytest
 from sqlmodel import select
 
 from authz.models import OAuthAuthorizationCode, OAuthToken
-from core import db, secrets as secret_tools
-from core.clock import now
-
+from core.base import crypto, db
+from core.base.clock import now
 from tests.oauth_flow import (
-    REDIRECT_URI, authorize_query, basic, pkce_pair, redirect_params, register, sign_in, submit_consent,
+    REDIRECT_URI,
+    authorize_query,
+    basic,
+    pkce_pair,
+    redirect_params,
+    register,
+    submit_consent,
 )
 
 API = "http://testserver/api/v1"
 MCP = "http://testserver/mcp"
-
-
-@pytest.fixture
-def browser(client, tenant):
-    sign_in(client, tenant.user_email)
-    return client
 
 
 def get_code(browser, client_id, *, scopes=None, **extra):
@@ -82,8 +81,8 @@ def test_token_response_shape(client, browser, public_app):
 def test_tokens_are_stored_hashed_with_their_lifetimes(tokens):
     with db.transaction() as session:
         rows = {row.kind: row for row in session.exec(select(OAuthToken))}
-    assert rows["access"].token_hash == secret_tools.sha256_hex(tokens["access_token"])
-    assert rows["refresh"].token_hash == secret_tools.sha256_hex(tokens["refresh_token"])
+    assert rows["access"].token_hash == crypto.sha256_hex(tokens["access_token"])
+    assert rows["refresh"].token_hash == crypto.sha256_hex(tokens["refresh_token"])
     assert rows["access"].expires_at - rows["access"].created_at == timedelta(hours=1)
     assert rows["refresh"].expires_at - rows["refresh"].created_at == timedelta(days=30)
 

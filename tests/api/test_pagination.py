@@ -5,8 +5,9 @@ import uuid
 
 import pytest
 
-from core import db, pagination
-from core.clock import now
+from core.base import db
+from core.base.clock import now
+from core.mechanisms import pagination
 from core.models import Customer
 
 

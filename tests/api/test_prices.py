@@ -475,7 +475,8 @@ def test_list_paginates_with_every_filter(tenant):
     create(tenant, product=first["id"], currency="USD", type="recurring", recurring={"interval": "month"})
     create(tenant, product=first["id"], currency="EUR")
     create(tenant, product=second["id"], currency="EUR", type="recurring", recurring={"interval": "month"})
-    tenant.delete(f"/prices/{create(tenant, product=first['id'], currency='EUR', type='recurring', recurring={'interval': 'day'})['id']}")
+    archived = create(tenant, product=first["id"], currency="EUR", type="recurring", recurring={"interval": "day"})
+    tenant.delete(f"/prices/{archived['id']}")
     params = {"product": first["id"], "active": "true", "currency": "EUR", "type": "recurring", "limit": 2}
     page1 = tenant.get("/prices", params=params).json()
     page2 = tenant.get("/prices", params={**params, "cursor": page1["next_cursor"]}).json()

@@ -10,8 +10,9 @@ import pytest
 from pypdf import PdfReader
 from sqlmodel import select
 
-from core import db, public
-from core.clock import now
+from core.base import db
+from core.base.clock import now
+from core.billing import public
 from core.models import Invoice, InvoiceEvent
 from tests.api.invoicing import adhoc, customer, draft, history, open_invoice, void
 

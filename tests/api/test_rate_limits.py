@@ -5,7 +5,8 @@ import time
 import pytest
 from sqlmodel import select
 
-from core import db, ratelimit
+from core.base import db
+from core.mechanisms import ratelimit
 from core.models import RateLimitWindow
 
 

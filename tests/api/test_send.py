@@ -5,12 +5,13 @@ from __future__ import annotations
 import email
 import io
 import uuid
+from email.policy import default as default_policy
 
 import pytest
-from email.policy import default as default_policy
 from pypdf import PdfReader
 
-from core import db, ratelimit
+from core.base import db
+from core.mechanisms import ratelimit
 from tests.api.invoicing import customer, draft, history, open_invoice, pay, void
 from tests.conftest import TEST_ORIGIN
 from tests.smtp import Handler, mail_settings, smtp_server

@@ -5,8 +5,8 @@ import uuid
 
 import pytest
 
-from core import netguard
-from core.events import EVENT_TYPES
+from core.models import EVENT_TYPES
+from core.outbound import netguard
 
 PUBLIC_URL = "https://hooks.example.com/invoicing"
 DNS = {"hooks.example.com": ["93.184.216.34"], "internal.example.com": ["10.1.2.3"],

@@ -20,7 +20,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from service.settings import Settings
+from config.settings import Settings
+from tests.oauth_flow import DocumentServer
 
 STARTUP_TIMEOUT = 30.0
 
@@ -128,5 +129,25 @@ def live_server_pair(test_settings, tmp_path_factory) -> Iterator[list[str]]:
     servers = LiveServers(test_settings, tmp_path_factory.mktemp("live-servers"))
     try:
         yield servers.start_many(2)
+    finally:
+        servers.stop_all()
+
+
+@pytest.fixture(scope="module")
+def documents() -> Iterator[DocumentServer]:
+    """An https server of client metadata documents, with a certificate of a test authority."""
+    server = DocumentServer()
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="module")
+def documents_origin(test_settings, tmp_path_factory, documents) -> Iterator[str]:
+    """One server for a module that trusts the test authority of `documents`
+    (INVOICING_UNSAFE_TEST_CA_FILE), so https client_id documents can be fetched from loopback."""
+    directory = tmp_path_factory.mktemp("documents-origin")
+    servers = LiveServers(test_settings, directory)
+    try:
+        yield servers(UNSAFE_TEST_CA_FILE=documents.write_ca_file(directory / "test-ca.pem"))
     finally:
         servers.stop_all()

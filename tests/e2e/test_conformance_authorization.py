@@ -25,7 +25,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from core import accounts, db
+from core.access import accounts
+from core.base import db
 from tests.e2e.conftest import free_port
 from tests.oauth_flow import sign_in, submit_consent
 

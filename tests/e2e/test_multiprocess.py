@@ -9,7 +9,7 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
-from core import db
+from core.base import db
 from core.models import Customer
 from tests.conftest import make_tenant
 

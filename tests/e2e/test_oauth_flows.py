@@ -18,33 +18,20 @@ import pytest
 from authlib.common.security import generate_token
 from authlib.integrations.httpx_client import OAuth2Client, OAuthError
 
-from authz import grants, verifier
-from core import accounts, db
-from core.business import BusinessInput, set_profile
-from core.errors import Unauthorized
+from authz import connected_apps, verifier
+from core.access import accounts
+from core.base import db
+from core.base.errors import Unauthorized
+from core.billing.business import BusinessInput, set_profile
 from tests.conftest import BUSINESS
-from tests.e2e.conftest import LiveServers
-from tests.oauth_flow import REDIRECT_URI, DocumentServer, sign_in, submit_consent
+from tests.oauth_flow import REDIRECT_URI, sign_in, submit_consent
 
 pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
-def documents() -> Iterator[DocumentServer]:
-    server = DocumentServer()
-    yield server
-    server.close()
-
-
-@pytest.fixture(scope="module")
-def origin(test_settings, tmp_path_factory, documents) -> Iterator[str]:
-    directory = tmp_path_factory.mktemp("oauth-server")
-    servers = LiveServers(test_settings, directory)
-    ca_file = documents.write_ca_file(directory / "test-ca.pem")
-    try:
-        yield servers(UNSAFE_TEST_CA_FILE=ca_file)
-    finally:
-        servers.stop_all()
+def origin(documents_origin) -> str:
+    return documents_origin
 
 
 @pytest.fixture
@@ -226,8 +213,8 @@ def test_disconnect_stops_the_app_on_its_next_request(origin, browser, user_emai
     assert app.get(f"{api(origin)}/customers").status_code == 200
     with db.transaction() as session:
         user = accounts.user_by_email(session, user_email)
-        assert [a.client_id for a in grants.connected_apps(session, user.id)] == [registration["client_id"]]
-        grants.disconnect(session, user.id, registration["client_id"])
+        assert [a.client_id for a in connected_apps.connected_apps(session, user.id)] == [registration["client_id"]]
+        connected_apps.disconnect(session, user.id, registration["client_id"])
     assert app.get(f"{api(origin)}/customers").status_code == 401
     with pytest.raises(OAuthError):
         app.refresh_token(f"{origin}/oauth/token", refresh_token=token["refresh_token"])

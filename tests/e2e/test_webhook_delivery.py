@@ -19,12 +19,16 @@ import pytest
 from sqlmodel import select
 from standardwebhooks.webhooks import Webhook
 
-from core import db, events, netguard, webhooks
-from core.clock import now, today
-from core.errors import NotFound
+from core.base import db
+from core.base.clock import now, today
+from core.base.errors import NotFound
+from core.billing import events
 from core.models import Customer, Invoice, InvoiceEvent, WebhookDelivery, WebhookEndpoint
-from service import delivery, worker
-from service.delivery import DeliveryOptions, deliver_due
+from core.outbound import netguard
+from core.webhooks import delivery
+from core.webhooks import endpoints as webhooks
+from core.webhooks.delivery import DeliveryOptions, deliver_due
+from service import worker
 
 pytestmark = pytest.mark.e2e
 
@@ -161,7 +165,7 @@ def test_receiver_gets_the_lifecycle_in_order_with_valid_signatures(tenant, rece
     assert deliver_due(options()) == 5
 
     assert receiver.ids() == event_ids
-    for request, kind, event_id in zip(receiver.requests, kinds, event_ids):
+    for request, kind, event_id in zip(receiver.requests, kinds, event_ids, strict=True):
         assert request.headers["content-type"] == "application/json"
         assert request.headers["webhook-signature"].startswith("v1,")
         payload = verify(endpoint["secret"], request)

@@ -5,11 +5,12 @@ from datetime import timedelta
 
 import pytest
 
-from core import apikeys, db, secrets
-from core.clock import now
-from core.errors import NotFound, Unauthorized, ValidationFailed
+from core.access import apikeys
+from core.access.scopes import ALL_SCOPES, PRESETS
+from core.base import crypto, db
+from core.base.clock import now
+from core.base.errors import NotFound, Unauthorized, ValidationFailed
 from core.models import ApiKey
-from core.scopes import ALL_SCOPES, PRESETS
 from tests.conftest import make_tenant
 
 KEY = re.compile(r"inv_live_([A-Za-z0-9]{8})_([A-Za-z0-9]{32})")
@@ -43,7 +44,7 @@ def test_only_the_hash_of_the_secret_is_stored(account_id):
     secret = KEY.fullmatch(created.key).group(2)
     with db.transaction() as session:
         row = session.get(ApiKey, created.row.id)
-    assert row.secret_hash == secrets.sha256_hex(secret)
+    assert row.secret_hash == crypto.sha256_hex(secret)
     assert secret not in str(row.model_dump())
 
 
@@ -139,7 +140,7 @@ def test_cannot_revoke_another_accounts_key(account_id):
 
 def test_list_keys_is_per_account(account_id):
     make_tenant(None)
-    first, second = create(account_id, name="first"), create(account_id, name="second")
+    create(account_id, name="first"), create(account_id, name="second")
     with db.transaction() as session:
         names = [row.name for row in apikeys.list_keys(session, account_id)]
     assert sorted(names) == ["first", "second", "test"]

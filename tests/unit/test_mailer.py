@@ -11,8 +11,8 @@ import pytest
 import trustme
 from aiosmtpd.smtp import AuthResult
 
-from core import mailer
-from core.mailer import Attachment, MailRejected, compose, parse_smtp_url
+from core.outbound import mailer
+from core.outbound.mailer import Attachment, MailRejected, compose, parse_smtp_url
 from tests.smtp import Handler, free_port, mail_settings, smtp_server
 
 

@@ -2,8 +2,8 @@
 
 from datetime import timedelta
 
-from core.clock import now
-from core.db import transaction
+from core.base.clock import now
+from core.base.db import transaction
 from core.models import Account, Product, User
 
 

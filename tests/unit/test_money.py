@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.money import (
+from core.base.money import (
     LineAmounts,
     LineInput,
     Totals,

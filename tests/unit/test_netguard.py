@@ -13,13 +13,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx
 import pytest
 
-from core.netguard import (
+from config.settings import Settings
+from core.outbound.netguard import (
     CheckedTarget,
     ResponseTooLarge,
     UnsafeAddress,
     _PinnedBackend,
     check_url,
-    parse_allow_hosts,
     refusal_reason,
     safe_get,
     safe_post,
@@ -225,8 +225,8 @@ def test_allow_hosts_exempts_nothing_else(url: str, allow_hosts: set[str], messa
         (" 127.0.0.1 , Hook.Test,,localhost ", frozenset({"127.0.0.1", "hook.test", "localhost"})),
     ],
 )
-def test_parse_allow_hosts(value: str, expected: frozenset[str]) -> None:
-    assert parse_allow_hosts(value) == expected
+def test_allow_hosts_setting_is_parsed(value: str, expected: frozenset[str]) -> None:
+    assert Settings(unsafe_webhook_allow_hosts=value).allow_hosts == expected
 
 
 def test_dns_rebinding_is_caught_by_the_second_check() -> None:

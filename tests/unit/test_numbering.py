@@ -5,12 +5,13 @@ import threading
 import pytest
 from sqlmodel import select
 
-from core import db, invoices, numbering
-from core.errors import InvalidState
-from core.invoice_inputs import InvoiceCreate
+from core.access.principal import Principal
+from core.access.scopes import ALL_SCOPES
+from core.base import db
+from core.base.errors import InvalidState
+from core.billing import invoices, numbering
+from core.billing.invoice_inputs import InvoiceCreate
 from core.models import Customer, Invoice
-from core.principal import Principal
-from core.scopes import ALL_SCOPES
 
 
 def principal_of(tenant) -> Principal:

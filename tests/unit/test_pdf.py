@@ -9,7 +9,7 @@ from decimal import Decimal
 import pytest
 from pypdf import PdfReader
 
-from core.pdf import filename_for, render_invoice
+from core.billing.pdf import filename_for, render_invoice
 
 ORIGIN = "https://billing.example.com"
 

@@ -7,7 +7,7 @@ import time
 import pytest
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
-from core.signing import sign
+from core.webhooks.signing import sign
 
 
 def new_secret() -> str:

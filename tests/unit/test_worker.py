@@ -9,8 +9,9 @@ from datetime import timedelta
 import pytest
 from sqlmodel import select
 
-from core import accounts, db
-from core.clock import now
+from core.access import accounts
+from core.base import db
+from core.base.clock import now
 from core.models import IdempotencyRecord, RateLimitWindow
 from service import worker
 
@@ -57,7 +58,7 @@ def test_run_forever_repeats_a_job_at_its_interval():
     job, runs = counting_job(interval=0.01)
     run_until(threading.Event(), [job], lambda: len(runs) >= 3)
     assert len(runs) >= 3
-    assert all(later - earlier >= 0.009 for earlier, later in zip(runs, runs[1:]))
+    assert all(later - earlier >= 0.009 for earlier, later in zip(runs, runs[1:], strict=False))
 
 
 def test_run_forever_goes_on_after_a_job_raises():
@@ -93,30 +94,18 @@ def test_setting_the_stop_event_ends_a_sleeping_worker_promptly():
     assert not thread.is_alive()
 
 
-def test_register_adds_a_job_to_the_default_jobs(monkeypatch):
-    monkeypatch.setattr(worker, "_jobs", dict(worker._jobs))
-    job = worker.register("extra", 5, lambda: None)
-    assert job in worker.default_jobs()
-
-
-def test_register_refuses_a_non_positive_interval():
+def test_a_job_refuses_a_non_positive_interval():
     with pytest.raises(ValueError):
-        worker.register("never", 0, lambda: None)
+        worker.Job("never", 0, lambda: None)
 
 
 def test_default_jobs_include_cleanup():
     assert "cleanup" in [job.name for job in worker.default_jobs()]
 
 
-def test_default_jobs_skip_a_job_module_that_does_not_exist(monkeypatch):
-    monkeypatch.setattr(worker, "JOB_MODULES", ("service.no_such_module",))
-    assert worker.default_jobs()
-
-
-def test_default_jobs_report_a_job_module_that_fails_to_import(monkeypatch):
-    monkeypatch.setattr(worker, "JOB_MODULES", ("tests.unit.no_such_package.module",))
-    with pytest.raises(ModuleNotFoundError):
-        worker.default_jobs()
+def test_default_jobs_are_named_once_each():
+    names = [job.name for job in worker.default_jobs()]
+    assert sorted(names) == sorted(set(names)) == ["cleanup", "oauth-cleanup", "webhook-delivery"]
 
 
 def make_account_id() -> uuid.UUID:

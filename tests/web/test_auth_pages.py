@@ -6,11 +6,12 @@ import re
 import time
 from urllib.parse import urlsplit
 
-from core import db, login_throttle
-from core.accounts import user_by_email
-from core.verification import make_token
+from core.access import login_throttle
+from core.access.accounts import user_by_email
+from core.access.verification import make_token
+from core.base import db
+from pages.sessions import SESSION_COOKIE
 from tests.web.conftest import PASSWORD, csrf_of, outbox_messages
-from web.sessions import SESSION_COOKIE
 
 
 def user(email: str):

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from core import db
-from core.accounts import account_by_email
-from core.business import find_profile
+from core.access.accounts import account_by_email
+from core.base import db
+from core.billing.business import find_profile
 from tests.web.conftest import BUSINESS_FORM
 
 

@@ -9,8 +9,9 @@ import pytest
 from joserfc import jwt
 from joserfc.jwk import OctKey
 
-from core import db, verification
-from core.accounts import create_account
+from core.access import verification
+from core.access.accounts import create_account
+from core.base import db
 from core.models import User
 
 

@@ -1,0 +1,50 @@
+"""The consent page of `/oauth/authorize` and the page for authorization requests that cannot be
+sent back to the app (templates in `authz/templates`, on the shared layout of `pages`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+
+from core.access.scopes import IMPLIED, SCOPE_DESCRIPTIONS, ordered
+from pages.render import Templates
+
+templates = Templates(Path(__file__).parent / "templates")
+
+
+@dataclass(frozen=True)
+class ScopeChoice:
+    scope: str
+    description: str
+    ticked: bool
+    implies: list[str]  # what this scope grants too, even when those boxes are unticked
+
+
+@dataclass(frozen=True)
+class ConsentPage:
+    app_name: str
+    verified: bool
+    app_host: str  # the client_id host of a verified app
+    redirect_host: str  # where the user is sent back to
+    redirect_is_local: bool  # a loopback address: an app on this computer
+    resource_label: str
+    groups: list[tuple[str, list[ScopeChoice]]]
+    action: str  # the authorization request URL the form posts back to
+
+
+def choices(groups: list[tuple[str, list[str]]], ticked) -> list[tuple[str, list[ScopeChoice]]]:
+    return [(title, [ScopeChoice(s, SCOPE_DESCRIPTIONS[s], ticked(s), ordered(IMPLIED.get(s, ()))) for s in members])
+            for title, members in groups]
+
+
+def render_consent(request: Request, page: ConsentPage, *, error: str | None = None,
+                   status_code: int = 200) -> HTMLResponse:
+    return templates.render(request, "consent.html", page=page, error=error, status_code=status_code)
+
+
+def render_authorization_error(request: Request, *, error: str, description: str,
+                               status_code: int = 400) -> HTMLResponse:
+    return templates.render(request, "oauth_error.html", error=error, description=description, status_code=status_code)

@@ -1,0 +1,85 @@
+"""Process configuration, read from INVOICING_* environment variables."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from functools import cached_property
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+log = logging.getLogger("invoicing")
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="INVOICING_", extra="ignore")
+
+    database_url: str = "sqlite:///./var/invoicing.db"
+    origin: str = "http://127.0.0.1:8000"
+    secret_key: str | None = None
+    smtp_url: str | None = None
+    webhook_delivery: str = Field(default="immediate", pattern="^(immediate|daily)$")
+    unsafe_webhook_allow_hosts: str = ""
+    data_dir: Path = Path("./var")
+    # Sender address of invoice and verification e-mails.
+    mail_from: str = "invoices@localhost"
+    # Comma-separated addresses (or networks) of the reverse proxies whose X-Forwarded-For and
+    # X-Forwarded-Proto are believed; empty (the default) believes none, so a client cannot spoof
+    # its address around per-address throttles.
+    forwarded_allow_ips: str = ""
+
+    @property
+    def base_url(self) -> str:
+        return f"{self.origin.rstrip('/')}/api/v1"
+
+    @property
+    def mcp_resource(self) -> str:
+        return f"{self.origin.rstrip('/')}/mcp"
+
+    @property
+    def outbox_dir(self) -> Path:
+        return self.data_dir / "outbox"
+
+    @cached_property
+    def signing_key(self) -> bytes:
+        """The secret that signs cursors, sessions and CSRF tokens."""
+        if self.secret_key:
+            return self.secret_key.encode()
+        path = self.data_dir / "secret.key"
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(secrets.token_urlsafe(48))
+            path.chmod(0o600)
+        return path.read_text().strip().encode()
+
+    @property
+    def allow_hosts(self) -> frozenset[str]:
+        return frozenset(
+            h.strip().lower() for h in self.unsafe_webhook_allow_hosts.split(",") if h.strip()
+        )
+
+    def warn_if_unsafe(self) -> None:
+        if self.allow_hosts:
+            log.warning(
+                "INVOICING_UNSAFE_WEBHOOK_ALLOW_HOSTS is set (%s): outbound requests to these hosts "
+                "skip the public-address and https rules. Never set this in production.",
+                ",".join(sorted(self.allow_hosts)),
+            )
+
+
+_settings: Settings | None = None
+
+
+def get_settings() -> Settings:
+    global _settings
+    if _settings is None:
+        _settings = Settings()
+    return _settings
+
+
+def set_settings(settings: Settings | None) -> None:
+    """Replace the process settings (tests, command line)."""
+    global _settings
+    _settings = settings

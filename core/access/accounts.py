@@ -1,0 +1,78 @@
+"""Users and the accounts they own; password hashing."""
+
+from __future__ import annotations
+
+import uuid
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerifyMismatchError
+from sqlmodel import Session, select
+
+from core.base.clock import now
+from core.base.errors import Conflict, NotFound, ValidationFailed
+from core.base.validation import normalize_email
+from core.models import Account, User
+
+_hasher = PasswordHasher()
+MIN_PASSWORD_LENGTH = 8
+
+
+def hash_password(password: str) -> str:
+    return _hasher.hash(password)
+
+
+def check_password(user: User, password: str) -> bool:
+    try:
+        return _hasher.verify(user.password_hash, password)
+    except (VerifyMismatchError, InvalidHashError):
+        return False
+
+
+def create_account(session: Session, *, email: str, password: str, name: str | None = None) -> tuple[User, Account]:
+    email = normalize_email(email, path="email")
+    if len(password) < MIN_PASSWORD_LENGTH:
+        raise ValidationFailed.at("password", f"must be at least {MIN_PASSWORD_LENGTH} characters")
+    if session.exec(select(User).where(User.email == email)).first():
+        raise Conflict("A user with this e-mail already exists.")
+    user = User(email=email, name=name, password_hash=hash_password(password))
+    session.add(user)
+    session.flush()
+    account = Account(owner_user_id=user.id)
+    session.add(account)
+    session.flush()
+    return user, account
+
+
+def user_by_email(session: Session, email: str) -> User:
+    user = session.exec(select(User).where(User.email == email.strip().lower())).first()
+    if user is None:
+        raise NotFound(f"No user with e-mail {email}.")
+    return user
+
+
+def account_of(session: Session, user: User) -> Account:
+    account = session.exec(select(Account).where(Account.owner_user_id == user.id)).first()
+    if account is None:
+        raise NotFound("This user owns no account.")
+    return account
+
+
+def account_by_email(session: Session, email: str) -> Account:
+    return account_of(session, user_by_email(session, email))
+
+
+def owner_of(session: Session, account_id: uuid.UUID) -> User:
+    account = session.get(Account, account_id)
+    if account is None:
+        raise NotFound("No such account.")
+    return session.get(User, account.owner_user_id)
+
+
+def mark_email_verified(session: Session, user: User) -> None:
+    if user.email_verified_at is None:
+        user.email_verified_at = now()
+        session.add(user)
+
+
+def account_email_verified(session: Session, account_id: uuid.UUID) -> bool:
+    return owner_of(session, account_id).email_verified_at is not None

@@ -1,0 +1,111 @@
+"""API keys `inv_live_<8>_<32>`: the 8-character part finds the row, the rest is kept only hashed."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+
+from sqlmodel import Session, select
+
+from core.access.principal import Principal
+from core.access.scopes import PRESETS, ordered, unknown_scopes
+from core.base import crypto
+from core.base.clock import now
+from core.base.errors import NotFound, Unauthorized, ValidationFailed
+from core.models import ApiKey
+
+KEY_PATTERN = re.compile(r"^inv_live_([A-Za-z0-9]{8})_([A-Za-z0-9]{32})$")
+LAST_USED_PRECISION = timedelta(seconds=60)
+MAX_EXPIRY_DAYS = 3650
+
+
+@dataclass(frozen=True)
+class CreatedKey:
+    row: ApiKey
+    key: str  # shown once, never stored
+
+
+def resolve_scopes(*, preset: str | None = None, scopes: list[str] | None = None) -> list[str]:
+    if preset:
+        if preset not in PRESETS:
+            raise ValidationFailed.at("preset", f"unknown preset (one of {', '.join(PRESETS)})")
+        return list(PRESETS[preset])
+    scopes = [s.strip() for s in scopes or [] if s.strip()]
+    if not scopes:
+        raise ValidationFailed.at("scopes", "choose a preset or at least one scope")
+    if bad := unknown_scopes(scopes):
+        raise ValidationFailed.at("scopes", f"unknown scope {bad[0]}")
+    return ordered(scopes)
+
+
+def create_key(session: Session, account_id: uuid.UUID, *, name: str, scopes: list[str],
+               expires_in_days: int = 0) -> CreatedKey:
+    name = name.strip()
+    if not name or len(name) > 256:
+        raise ValidationFailed.at("name", "must be 1 to 256 characters")
+    if not scopes:
+        raise ValidationFailed.at("scopes", "choose a preset or at least one scope")
+    if bad := unknown_scopes(scopes):
+        raise ValidationFailed.at("scopes", f"unknown scope {bad[0]}")
+    if not 0 <= expires_in_days <= MAX_EXPIRY_DAYS:
+        raise ValidationFailed.at("expires_in_days", f"must be 0 (never) to {MAX_EXPIRY_DAYS}")
+    lookup_id = crypto.random_string(8)
+    secret = crypto.random_string(32)
+    row = ApiKey(
+        account_id=account_id, name=name, lookup_id=lookup_id,
+        secret_hash=crypto.sha256_hex(secret), scopes=ordered(scopes),
+        expires_at=now() + timedelta(days=expires_in_days) if expires_in_days else None,
+    )
+    session.add(row)
+    session.flush()
+    return CreatedKey(row=row, key=f"inv_live_{lookup_id}_{secret}")
+
+
+def list_keys(session: Session, account_id: uuid.UUID) -> list[ApiKey]:
+    query = select(ApiKey).where(ApiKey.account_id == account_id).order_by(ApiKey.created_at.desc())
+    return list(session.exec(query))
+
+
+def revoke_key(session: Session, account_id: uuid.UUID, key_id: str) -> ApiKey:
+    try:
+        row_id = uuid.UUID(key_id)
+    except ValueError:
+        row = session.exec(select(ApiKey).where(ApiKey.lookup_id == key_id)).first()
+    else:
+        row = session.get(ApiKey, row_id)
+    if row is None or row.account_id != account_id:
+        raise NotFound("No such API key.")
+    if row.revoked_at is None:
+        row.revoked_at = now()
+        session.add(row)
+    return row
+
+
+def looks_like_api_key(token: str) -> bool:
+    return token.startswith("inv_live_")
+
+
+def authenticate(session: Session, token: str) -> Principal:
+    match = KEY_PATTERN.match(token)
+    if not match:
+        raise Unauthorized("The API key is malformed.")
+    lookup_id, secret = match.groups()
+    row = session.exec(select(ApiKey).where(ApiKey.lookup_id == lookup_id)).first()
+    # Compare even when the row is missing so timing does not reveal which lookup ids exist.
+    expected = row.secret_hash if row else crypto.sha256_hex("")
+    if not crypto.same(crypto.sha256_hex(secret), expected) or row is None:
+        raise Unauthorized("The API key is unknown.")
+    current = now()
+    if row.revoked_at is not None:
+        raise Unauthorized("The API key has been revoked.")
+    if row.expires_at is not None and row.expires_at <= current:
+        raise Unauthorized("The API key has expired.")
+    if row.last_used_at is None or current - row.last_used_at >= LAST_USED_PRECISION:
+        row.last_used_at = current
+        session.add(row)
+    return Principal(
+        account_id=row.account_id, granted_scopes=frozenset(row.scopes), actor="api_key",
+        api_key_id=row.id, credential_id=f"key:{row.id}",
+    )

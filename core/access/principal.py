@@ -1,0 +1,55 @@
+"""Who is calling: the account acted on, the effective scopes, and the actor recorded in history."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+
+from core.access.scopes import effective
+from core.base.errors import Forbidden
+
+
+@dataclass(frozen=True)
+class Principal:
+    account_id: uuid.UUID
+    granted_scopes: frozenset[str]
+    actor: str  # "api_key", "oauth_app" or "user"
+    api_key_id: uuid.UUID | None = None
+    client_id: str | None = None
+    client_name: str | None = None  # the OAuth app's name as registered, for history
+    user_id: uuid.UUID | None = None
+    request_id: str | None = None
+    # Bucket for per-credential rate limits (the key, or the OAuth grant).
+    credential_id: str = ""
+    scopes: frozenset[str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "scopes", effective(self.granted_scopes))
+
+    @property
+    def rate_limit_subject(self) -> str:
+        """The bucket of per-credential limits: the key or the OAuth grant. A verifier that names no
+        credential still gets a bucket of its own, never a shared one."""
+        return self.credential_id or f"account:{self.account_id}:{self.actor}"
+
+    def require(self, scope: str) -> None:
+        if scope not in self.scopes:
+            raise Forbidden(f"This credential lacks the scope {scope}.", missing_scope=scope)
+
+    def with_request_id(self, request_id: str) -> Principal:
+        return Principal(
+            account_id=self.account_id, granted_scopes=self.granted_scopes, actor=self.actor,
+            api_key_id=self.api_key_id, client_id=self.client_id, client_name=self.client_name, user_id=self.user_id,
+            request_id=request_id, credential_id=self.credential_id,
+        )
+
+    def event_meta(self) -> dict:
+        """The `meta` recorded on invoice events caused by this caller."""
+        if self.actor == "api_key":
+            return {"actor": "api_key", "api_key_id": str(self.api_key_id), "request_id": self.request_id}
+        if self.actor == "oauth_app":
+            return {
+                "actor": "oauth_app", "client_id": self.client_id, "client_name": self.client_name,
+                "user_id": str(self.user_id), "request_id": self.request_id,
+            }
+        return {"actor": "user", "user_id": str(self.user_id)}

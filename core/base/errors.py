@@ -1,0 +1,91 @@
+"""Domain errors. Every surface (REST, MCP, web) maps these to the same code and status."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class FieldError:
+    path: str
+    message: str
+
+
+class DomainError(Exception):
+    code: str = "internal_error"
+    status: int = 500
+    slug: str = "internal-error"
+    title: str = "Internal error"
+
+    def __init__(self, detail: str, *, errors: list[FieldError] | None = None, usage: Any = None):
+        super().__init__(detail)
+        self.detail = detail
+        self.errors = errors or []
+        # Where the caller stands against the rate limit this error concerns (a
+        # `core.mechanisms.ratelimit.Usage`), when it is not the general request limit.
+        self.usage = usage
+
+
+class ValidationFailed(DomainError):
+    code, status, slug, title = "validation", 422, "validation", "Validation failed"
+
+    @classmethod
+    def at(cls, path: str, message: str) -> ValidationFailed:
+        return cls(f"{path}: {message}", errors=[FieldError(path, message)])
+
+
+class IdempotencyMismatch(DomainError):
+    code, status, slug, title = (
+        "idempotency_mismatch", 422, "idempotency-mismatch", "Idempotency key reused with another request")
+
+
+class Unauthorized(DomainError):
+    code, status, slug, title = "unauthorized", 401, "unauthorized", "Unauthorized"
+
+
+class Forbidden(DomainError):
+    code, status, slug, title = "forbidden", 403, "forbidden", "Forbidden"
+
+    def __init__(self, detail: str, *, missing_scope: str):
+        super().__init__(detail)
+        self.missing_scope = missing_scope
+
+
+class NotFound(DomainError):
+    code, status, slug, title = "not_found", 404, "not-found", "Not found"
+
+
+class InvalidState(DomainError):
+    code, status, slug, title = "invalid_state", 409, "invalid-state", "Invalid state"
+
+
+class Conflict(DomainError):
+    code, status, slug, title = "conflict", 409, "conflict", "Conflict"
+
+
+class IdempotencyKeyRequired(DomainError):
+    code, status, slug, title = (
+        "idempotency_key_required", 428, "idempotency-key-required", "Idempotency key required")
+
+
+class RateLimited(DomainError):
+    code, status, slug, title = "rate_limited", 429, "rate-limited", "Too many requests"
+
+    def __init__(self, detail: str, *, retry_after: int, usage: Any = None):
+        super().__init__(detail, usage=usage)
+        self.retry_after = retry_after
+
+
+class InternalError(DomainError):
+    pass
+
+
+class UpstreamFailed(DomainError):
+    code, status, slug, title = "upstream_failed", 502, "upstream-failed", "Upstream dependency failed"
+
+
+ALL_ERRORS: tuple[type[DomainError], ...] = (
+    ValidationFailed, IdempotencyMismatch, Unauthorized, Forbidden, NotFound, InvalidState,
+    Conflict, IdempotencyKeyRequired, RateLimited, InternalError, UpstreamFailed,
+)

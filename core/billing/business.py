@@ -1,0 +1,134 @@
+"""The business profile: the issuer printed on every invoice. Read-only through the API."""
+
+from __future__ import annotations
+
+import uuid
+
+from pydantic import BaseModel, Field, field_validator
+from sqlmodel import Session, select
+
+from core.base import money
+from core.base.clock import iso, now
+from core.base.errors import NotFound
+from core.base.validation import EMAIL_MAX, NAME_MAX, PHONE_MAX, TAX_ID_MAX, Input, email_or_error
+from core.models import BusinessProfile
+
+ADDRESS_KEYS = ("line1", "line2", "city", "region", "postal_code", "country_code", "country")
+BANK_KEYS = ("bank_name", "account_name", "account_number", "routing_number")
+
+
+class BusinessAddress(Input):
+    line1: str | None = Field(default=None, max_length=256)
+    line2: str | None = Field(default=None, max_length=256)
+    city: str | None = Field(default=None, max_length=256)
+    region: str | None = Field(default=None, max_length=256)
+    postal_code: str | None = Field(default=None, max_length=32)
+    country_code: str | None = Field(default=None, pattern="^[A-Za-z]{2}$")
+    country: str | None = Field(default=None, max_length=256)
+
+
+class BankDetails(Input):
+    bank_name: str | None = Field(default=None, max_length=256)
+    account_name: str | None = Field(default=None, max_length=256)
+    account_number: str | None = Field(default=None, max_length=64)
+    routing_number: str | None = Field(default=None, max_length=64)
+
+
+class BusinessInput(Input):
+    legal_name: str = Field(min_length=1, max_length=NAME_MAX)
+    trade_name: str | None = Field(default=None, max_length=NAME_MAX)
+    country_code: str = Field(pattern="^[A-Za-z]{2}$")
+    currency: str = Field(min_length=3, max_length=3)
+    tax_id: str | None = Field(default=None, max_length=TAX_ID_MAX)
+    address: BusinessAddress = Field(default_factory=BusinessAddress)
+    email: str | None = Field(default=None, max_length=EMAIL_MAX)
+    phone: str | None = Field(default=None, max_length=PHONE_MAX)
+    bank: BankDetails = Field(default_factory=BankDetails)
+    invoice_prefix: str = Field(default="INV", min_length=1, max_length=20, pattern="^[A-Za-z0-9][A-Za-z0-9_-]*$")
+
+    @field_validator("currency")
+    @classmethod
+    def _currency(cls, value: str) -> str:
+        return money.normalize_currency(value)
+
+    @field_validator("country_code")
+    @classmethod
+    def _country(cls, value: str) -> str:
+        return value.upper()
+
+    @field_validator("email")
+    @classmethod
+    def _email(cls, value: str | None) -> str | None:
+        return email_or_error(value) if value else None
+
+
+def find_profile(session: Session, account_id: uuid.UUID) -> BusinessProfile | None:
+    return session.exec(select(BusinessProfile).where(BusinessProfile.account_id == account_id)).first()
+
+
+def get_profile(session: Session, account_id: uuid.UUID) -> BusinessProfile:
+    profile = find_profile(session, account_id)
+    if profile is None:
+        raise NotFound("No business profile exists yet: finish onboarding first.")
+    return profile
+
+
+def set_profile(session: Session, account_id: uuid.UUID, data: BusinessInput) -> BusinessProfile:
+    """Create or replace the profile (onboarding, settings, command line)."""
+    profile = find_profile(session, account_id) or BusinessProfile(
+        account_id=account_id, legal_name="", country_code="", currency="")
+    values = data.model_dump()
+    for key in ("legal_name", "trade_name", "country_code", "currency", "tax_id", "email", "phone",
+                "invoice_prefix"):
+        setattr(profile, key, values[key])
+    profile.address = values["address"]
+    profile.bank = values["bank"]
+    profile.updated_at = now()
+    session.add(profile)
+    session.flush()
+    return profile
+
+
+class BusinessAddressOut(BaseModel):
+    line1: str | None
+    line2: str | None
+    city: str | None
+    region: str | None
+    postal_code: str | None
+    country_code: str | None
+    country: str | None
+
+
+class BankDetailsOut(BaseModel):
+    bank_name: str | None
+    account_name: str | None
+    account_number: str | None
+    routing_number: str | None
+
+
+class BusinessOutModel(BaseModel):
+    id: str
+    legal_name: str
+    trade_name: str | None
+    country_code: str
+    currency: str
+    tax_id: str | None
+    address: BusinessAddressOut
+    email: str | None
+    phone: str | None
+    bank: BankDetailsOut
+    invoice_prefix: str
+    created_at: str
+
+
+def business_to_api(profile: BusinessProfile) -> dict:
+    address = profile.address or {}
+    bank = profile.bank or {}
+    return BusinessOutModel(
+        id=str(profile.id), legal_name=profile.legal_name, trade_name=profile.trade_name,
+        country_code=profile.country_code, currency=profile.currency, tax_id=profile.tax_id,
+        address=BusinessAddressOut(**{key: address.get(key) for key in ADDRESS_KEYS}),
+        email=profile.email, phone=profile.phone,
+        bank=BankDetailsOut(**{key: bank.get(key) for key in BANK_KEYS}),
+        invoice_prefix=profile.invoice_prefix, created_at=iso(profile.created_at),
+    ).model_dump()

@@ -1,0 +1,76 @@
+"""Invoice history: one row per event, which is also the webhook event (same id, same payload).
+
+Every event is recorded in the transaction of the change it reports, and its webhook outbox rows
+are written in that same transaction.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+from pydantic import BaseModel
+from sqlalchemy import func
+from sqlmodel import Session, select
+
+from core.base import ids
+from core.base.clock import iso, now
+from core.base.errors import NotFound
+from core.base.jsonout import jsonable
+from core.billing.invoice_render import invoice_to_api
+from core.mechanisms.pagination import Page, paginate
+from core.models import EVENT_TYPES, EventType, Invoice, InvoiceEvent
+from core.webhooks import outbox
+
+
+class EventOut(BaseModel):
+    id: str
+    type: EventType
+    meta: dict | None
+    created_at: str
+
+
+def _next_timestamp(session: Session, invoice: Invoice):
+    """Now, or just after the invoice's latest event, so that history orders as it happened."""
+    latest = session.exec(select(func.max(InvoiceEvent.created_at))
+                          .where(InvoiceEvent.invoice_id == invoice.id)).one()
+    stamp = now()
+    if latest is not None and stamp <= latest:
+        stamp = latest + timedelta(milliseconds=1)
+    return stamp
+
+
+def record(session: Session, invoice: Invoice, type: str, meta: dict | None) -> InvoiceEvent:
+    """Write the history row of `invoice` (as it is now) and its webhook outbox rows."""
+    if type not in EVENT_TYPES:
+        raise ValueError(f"unknown event type {type!r}")
+    session.flush()
+    event_id = uuid.uuid4()
+    created_at = _next_timestamp(session, invoice)
+    payload = {
+        "id": str(event_id), "type": type, "created_at": iso(created_at),
+        "data": {"object": jsonable(invoice_to_api(session, invoice, with_lines=False))},
+    }
+    event = InvoiceEvent(id=event_id, account_id=invoice.account_id, invoice_id=invoice.id, type=type,
+                         meta=jsonable(meta) if meta is not None else None, payload=payload,
+                         created_at=created_at)
+    session.add(event)
+    session.flush()
+    outbox.enqueue(session, event)
+    return event
+
+
+def event_to_api(row: InvoiceEvent) -> dict:
+    return EventOut(id=str(row.id), type=row.type, meta=row.meta, created_at=iso(row.created_at)).model_dump()
+
+
+def list_events(session: Session, account_id: uuid.UUID, invoice_id_text: str, cursor: str | None,
+                limit: int | None) -> Page:
+    """The invoice's history, newest first."""
+    invoice_id = ids.parse("invoice", invoice_id_text)
+    exists = session.exec(select(Invoice.id).where(Invoice.id == invoice_id, Invoice.account_id == account_id)).first()
+    if exists is None:
+        raise NotFound(f"No such invoice: {invoice_id_text}")
+    query = select(InvoiceEvent).where(InvoiceEvent.account_id == account_id, InvoiceEvent.invoice_id == invoice_id)
+    return paginate(session, query, InvoiceEvent, kind="invoice_events", account_id=account_id,
+                    filters={"invoice": str(invoice_id)}, cursor=cursor, limit=limit, created_column="created_at")

@@ -1,0 +1,124 @@
+"""Invoice lines: turning `items[]` input into lines, re-reading prices, and computing totals.
+
+A line is either priced (it references a catalog price, and inherits unit_amount, tax_rate and
+the product's name unless the caller overrides them) or ad-hoc (description and unit_amount
+given). Priced lines re-read their price every time the draft is saved, so a draft always bills
+the price's current amount; finalized invoices keep what they were issued with.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Annotated, Literal
+
+from pydantic import Field, WithJsonSchema
+from sqlmodel import Session
+
+from core.base import money
+from core.base.errors import FieldError, ValidationFailed
+from core.base.validation import LINES_MAX, MAX_SAFE_INTEGER, TEXT_MAX, Input, MinorUnits, Percent, failed
+from core.catalog import products
+from core.models import Invoice, InvoiceLine, Price, Product
+
+Unit = Literal["NOS", "PCS", "KGS", "GMS", "LTR", "MTR", "SQF", "SQM", "HRS", "DAY", "MON", "BOX", "SET", "OTH"]
+UNIT_CODES: tuple[str, ...] = Unit.__args__
+Quantity = Annotated[Decimal, Field(gt=0, max_digits=15, decimal_places=6),
+                     WithJsonSchema({"type": "number", "exclusiveMinimum": 0, "default": 1,
+                                     "description": "Above 0, at most 6 decimal places; default 1"})]
+
+
+class ItemFields(Input):
+    """One line as the caller describes it (an element of `items`, or POST /invoice-items)."""
+
+    price: str | None = Field(default=None, description="price_ id or UUID; omit for an ad-hoc line",
+                              examples=["price_3f9a1c0e5b7d4e2a8c6b4d2f0e1a3c5b"])
+    description: str | None = Field(default=None, max_length=TEXT_MAX,
+                                    description="Required for ad-hoc lines; defaults to the product name")
+    quantity: Quantity = 1  # an int default keeps the documented default a JSON number
+    unit: Unit = Field(default="NOS", description="Unit code: NOS (count), HRS (hours), DAY, MON (months), KGS, …",
+                       examples=["HRS"])
+    unit_amount: MinorUnits | None = Field(
+        default=None, examples=[250000, 5000],
+        description="Price of one unit in the currency's minor unit (250000 is 2,500.00 USD; 5000 is 5,000 JPY, "
+                    "which has no decimals); required for ad-hoc lines, omit to use the price amount")
+    discount_percent: Percent = Field(default=Decimal(0), description="0 to 100")
+    tax_rate: Percent | None = Field(default=None, description="0 to 100; default 0 for ad-hoc lines, "
+                                                               "inherited from the price for priced lines")
+
+
+def _active_price(session: Session, invoice: Invoice, price_text: str, path: str) -> Price:
+    """The price a new line bills: active, of an active product, in the invoice currency.
+    A price of another account, or none at all, is 404 (as every body reference)."""
+    price = products.get_price(session, invoice.account_id, price_text)
+    if not price.active:
+        raise ValidationFailed.at(path, "is archived: restore it or choose another price")
+    if not session.get(Product, price.product_id).active:
+        raise ValidationFailed.at(path, "belongs to an archived product: restore the product first")
+    if price.currency != invoice.currency:
+        raise ValidationFailed.at(path, f"is in {price.currency} but the invoice is in {invoice.currency}")
+    return price
+
+
+def build_line(session: Session, invoice: Invoice, item: ItemFields, *, prefix: str = "") -> InvoiceLine:
+    """A new (unsaved) line of `invoice`; field errors name paths under `prefix` (`items.0.`)."""
+    line = InvoiceLine(account_id=invoice.account_id, invoice_id=invoice.id, quantity=item.quantity,
+                       unit=item.unit, discount_percent=item.discount_percent)
+    description = item.description or None
+    if item.price is not None:
+        price = _active_price(session, invoice, item.price, f"{prefix}price")
+        line.price_id, line.product_id = price.id, price.product_id
+        line.description_override = description
+        line.unit_amount_override = item.unit_amount
+        line.tax_rate_override = item.tax_rate
+        return line
+    missing = [FieldError(f"{prefix}{name}", "is required for a line without a price")
+               for name, value in (("description", description), ("unit_amount", item.unit_amount)) if value is None]
+    if missing:
+        raise failed(missing)
+    line.description, line.unit_amount = description, item.unit_amount
+    line.tax_rate = item.tax_rate if item.tax_rate is not None else Decimal(0)
+    return line
+
+
+def refresh_prices(session: Session, invoice: Invoice, lines: list[InvoiceLine]) -> None:
+    """Re-read the price of every priced line (a draft bills the price as it is now).
+
+    An archived price still bills until its line is removed. A price whose currency was changed
+    away from the invoice's cannot bill it: that is a validation failure at `lines.N.price`.
+    """
+    for index, line in enumerate(lines):
+        if line.price_id is None:
+            continue
+        price = session.get(Price, line.price_id)
+        if price.currency != invoice.currency:
+            raise ValidationFailed.at(f"lines.{index}.price",
+                                      f"is now in {price.currency} but the invoice is in {invoice.currency}: "
+                                      "remove the line or replace the items")
+        product = session.get(Product, price.product_id)
+        line.product_id = product.id
+        line.description = line.description_override if line.description_override is not None else product.name
+        line.unit_amount = line.unit_amount_override if line.unit_amount_override is not None else price.unit_amount
+        line.tax_rate = line.tax_rate_override if line.tax_rate_override is not None else price.tax_rate
+
+
+def compute(invoice: Invoice, lines: list[InvoiceLine], *, path: str = "lines") -> None:
+    """Line amounts and invoice totals by decisions.md's arithmetic, within the safe-integer range."""
+    if len(lines) > LINES_MAX:
+        raise ValidationFailed.at(path, f"an invoice holds at most {LINES_MAX} lines")
+    inputs = [money.LineInput(unit_amount=line.unit_amount, quantity=line.quantity,
+                              discount_percent=line.discount_percent, tax_rate=line.tax_rate) for line in lines]
+    amounts, totals = money.compute_totals(inputs)
+    for index, (line, amount) in enumerate(zip(lines, amounts, strict=True)):
+        if amount.gross + amount.tax_amount > MAX_SAFE_INTEGER:
+            raise ValidationFailed.at(f"{path}.{index}.quantity", "makes the line amount too large")
+        line.amount, line.tax_amount = amount.amount, amount.tax_amount
+    if totals.subtotal + totals.tax > MAX_SAFE_INTEGER:
+        raise ValidationFailed.at(path, "the invoice total is too large")
+    invoice.subtotal, invoice.discount, invoice.taxable = totals.subtotal, totals.discount, totals.taxable
+    invoice.tax, invoice.total = totals.tax, totals.total
+    invoice.amount_in_words = money.amount_in_words(totals.total, invoice.currency)
+
+
+def renumber(lines: list[InvoiceLine]) -> None:
+    for position, line in enumerate(lines):
+        line.position = position

@@ -1,0 +1,167 @@
+"""The API shape of invoices and their lines, shared by REST, MCP, webhooks and history.
+
+Drafts show the live customer and business profile; finalized invoices show the snapshots
+frozen when they were finalized.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from decimal import Decimal
+from typing import Annotated, Literal, get_args
+
+from pydantic import BaseModel, WithJsonSchema
+from sqlmodel import Session, select
+
+from core.base import ids
+from core.base.clock import iso
+from core.base.clock import today as utc_today
+from core.billing.business import BusinessOutModel, business_to_api, find_profile
+from core.catalog.customers import ADDRESS_KEYS, AddressOut
+from core.models import Customer, Invoice, InvoiceLine
+
+# The statuses an invoice shows; `overdue` is computed from an open invoice's due date, never stored.
+InvoiceStatus = Literal["draft", "open", "paid", "overdue", "void"]
+INVOICE_STATUSES: tuple[str, ...] = get_args(InvoiceStatus)
+# Exact decimals are rendered as JSON numbers (core.jsonout), so document them as numbers.
+Quantity = Annotated[Decimal, WithJsonSchema({"type": "number", "exclusiveMinimum": 0})]
+PercentOut = Annotated[Decimal, WithJsonSchema({"type": "number", "minimum": 0, "maximum": 100})]
+
+
+def status_of(invoice: Invoice, today: date | None = None) -> str:
+    """The status as the API shows it: an open invoice past its due date is `overdue`."""
+    if invoice.status == "open" and invoice.due_date is not None and invoice.due_date < (today or utc_today()):
+        return "overdue"
+    return invoice.status
+
+
+def lines_of(session: Session, invoice: Invoice) -> list[InvoiceLine]:
+    query = select(InvoiceLine).where(InvoiceLine.invoice_id == invoice.id)
+    return list(session.exec(query.order_by(InvoiceLine.position, InvoiceLine.created, InvoiceLine.id)))
+
+
+class InvoiceItemOut(BaseModel):
+    id: str
+    object: Literal["invoiceitem"] = "invoiceitem"
+    invoice: str
+    price: str | None
+    product: str | None
+    description: str
+    quantity: Quantity
+    unit: str
+    unit_amount: int
+    amount: int
+    discount_percent: PercentOut
+    tax_rate: PercentOut
+    tax_amount: int
+
+
+class CustomerDetailsOut(BaseModel):
+    name: str
+    email: str | None
+    address: AddressOut
+    tax_id: str | None
+
+
+class LinesOut(BaseModel):
+    data: list[InvoiceItemOut]
+
+
+class _InvoiceFields(BaseModel):
+    id: str
+    object: Literal["invoice"] = "invoice"
+    number: str | None
+    status: InvoiceStatus
+    customer: str
+    currency: str
+    collection_method: str
+    issue_date: date
+    due_date: date | None
+    description: str | None
+    footer: str | None
+    subtotal: int
+    discount: int
+    taxable: int
+    tax: int
+    total: int
+    amount_due: int
+    amount_in_words: str | None
+    public_url_token: str | None
+    finalized_at: str | None
+    paid_at: str | None
+    voided_at: str | None
+    void_reason: str | None
+    created: str
+    updated: str
+
+
+class InvoiceOut(_InvoiceFields):
+    customer_details: CustomerDetailsOut
+    issuer: BusinessOutModel | None
+
+
+class InvoiceWithLinesOut(InvoiceOut):
+    lines: LinesOut
+
+
+class DeletedInvoiceOut(BaseModel):
+    id: str
+    object: Literal["invoice"] = "invoice"
+    deleted: Literal[True] = True
+
+
+def line_to_api(line: InvoiceLine) -> dict:
+    return InvoiceItemOut(
+        id=ids.public_id("invoiceitem", line.id), invoice=ids.public_id("invoice", line.invoice_id),
+        price=ids.public_id("price", line.price_id) if line.price_id else None,
+        product=ids.public_id("product", line.product_id) if line.product_id else None,
+        description=line.description, quantity=line.quantity, unit=line.unit, unit_amount=line.unit_amount,
+        amount=line.amount, discount_percent=line.discount_percent, tax_rate=line.tax_rate,
+        tax_amount=line.tax_amount,
+    ).model_dump()
+
+
+def customer_details(customer: Customer) -> dict:
+    """The customer as printed on an invoice (and frozen into it at finalize)."""
+    address = customer.address or {}
+    return {"name": customer.name, "email": customer.email, "tax_id": customer.tax_id,
+            "address": {key: address.get(key) for key in ADDRESS_KEYS}}
+
+
+def issuer_details(session: Session, invoice: Invoice) -> dict | None:
+    """The business profile as GET /business renders it; None before onboarding."""
+    profile = find_profile(session, invoice.account_id)
+    return business_to_api(profile) if profile is not None else None
+
+
+def _live_or_frozen(session: Session, invoice: Invoice) -> tuple[dict, dict | None]:
+    if invoice.status != "draft" and invoice.customer_snapshot is not None:
+        return invoice.customer_snapshot, invoice.issuer_snapshot
+    customer = session.get(Customer, invoice.customer_id)
+    return customer_details(customer), issuer_details(session, invoice)
+
+
+def invoice_to_api(session: Session, invoice: Invoice, *, with_lines: bool) -> dict:
+    status = status_of(invoice)
+    customer, issuer = _live_or_frozen(session, invoice)
+    fields = _InvoiceFields(
+        id=ids.public_id("invoice", invoice.id), number=invoice.number, status=status,
+        customer=ids.public_id("customer", invoice.customer_id),
+        currency=invoice.currency, collection_method=invoice.collection_method,
+        issue_date=invoice.issue_date, due_date=invoice.due_date, description=invoice.description,
+        footer=invoice.footer, subtotal=invoice.subtotal, discount=invoice.discount, taxable=invoice.taxable,
+        tax=invoice.tax, total=invoice.total,
+        amount_due=invoice.total if status in ("open", "overdue") else 0,
+        amount_in_words=invoice.amount_in_words, public_url_token=invoice.public_url_token,
+        finalized_at=iso(invoice.finalized_at), paid_at=iso(invoice.paid_at), voided_at=iso(invoice.voided_at),
+        void_reason=invoice.void_reason, created=iso(invoice.created), updated=iso(invoice.updated),
+    ).model_dump()
+    # Snapshots are shown exactly as they were frozen (not re-validated against today's models).
+    data: dict = {}
+    for key, value in fields.items():
+        data[key] = value
+        if key == "customer":
+            data["customer_details"], data["issuer"] = customer, issuer
+    if with_lines:
+        data["lines"] = {"data": [line_to_api(line) for line in lines_of(session, invoice)]}
+    return data

@@ -1,0 +1,296 @@
+"""Invoices: drafts and their lines, finalization with a number, payment and void, with history.
+
+State rules (spec "States and transitions"): only drafts are edited, their lines added or removed,
+deleted or finalized; open (and overdue) invoices are paid or voided; paid and void are final.
+Every change records its event (core.events) in the same transaction.
+"""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+from datetime import timedelta
+
+from sqlalchemy import or_
+from sqlmodel import Session, select
+
+from core.access.principal import Principal
+from core.base import ids
+from core.base.clock import now, today
+from core.base.errors import InvalidState, NotFound, ValidationFailed
+from core.base.jsonout import jsonable
+from core.base.lookup import owned
+from core.base.validation import LINES_MAX
+from core.billing import events, numbering
+from core.billing.business import business_to_api, find_profile
+from core.billing.invoice_inputs import (
+    DEFAULT_DAYS_UNTIL_DUE,
+    InvoiceCreate,
+    InvoiceListQuery,
+    InvoiceUpdate,
+    ItemAdd,
+    PayInput,
+    VoidInput,
+)
+from core.billing.invoice_lines import build_line, compute, refresh_prices, renumber
+from core.billing.invoice_render import INVOICE_STATUSES, customer_details, invoice_to_api, lines_of, status_of  # noqa: F401 (re-exported)
+from core.catalog.customers import get_customer
+from core.mechanisms.pagination import Page, paginate
+from core.models import Customer, Invoice, InvoiceLine, Price
+
+__all__ = [
+    "add_item", "create_invoice", "delete_draft", "finalize", "get_by_public_token", "get_invoice", "get_item",
+    "invoice_to_api", "lines_of", "list_invoices", "list_items", "mark_paid", "remove_item", "status_of",
+    "update_invoice", "void",
+]
+
+
+# --- look-ups ------------------------------------------------------------------------------
+
+
+def get_invoice(session: Session, account_id: uuid.UUID, id_text: str, *, lock: bool = False) -> Invoice:
+    return owned(session, Invoice, "invoice", account_id, id_text, noun="invoice", lock=lock)
+
+
+def get_by_public_token(session: Session, token: str) -> Invoice:
+    row = None
+    if isinstance(token, str) and 0 < len(token) <= 64:
+        row = session.exec(select(Invoice).where(Invoice.public_url_token == token)).first()
+    if row is None or row.status == "draft":
+        raise NotFound("No such invoice.")
+    return row
+
+
+def list_invoices(session: Session, account_id: uuid.UUID, q: InvoiceListQuery) -> Page:
+    query = select(Invoice).where(Invoice.account_id == account_id)
+    status = q.status if q.status in INVOICE_STATUSES else None
+    if status == "overdue":
+        query = query.where(Invoice.status == "open", Invoice.due_date < today())
+    elif status == "open":
+        query = query.where(Invoice.status == "open", or_(Invoice.due_date.is_(None), Invoice.due_date >= today()))
+    elif status is not None:
+        query = query.where(Invoice.status == status)
+    customer_id = get_customer(session, account_id, q.customer).id if q.customer is not None else None
+    if customer_id is not None:
+        query = query.where(Invoice.customer_id == customer_id)
+    if q.from_ is not None:
+        query = query.where(Invoice.issue_date >= q.from_)
+    if q.to is not None:
+        query = query.where(Invoice.issue_date <= q.to)
+    filters = {"status": status, "customer": customer_id, "from": q.from_, "to": q.to}
+    return paginate(session, query, Invoice, kind="invoices", account_id=account_id, filters=filters,
+                    cursor=q.cursor, limit=q.limit)
+
+
+def get_item(session: Session, account_id: uuid.UUID, id_text: str) -> InvoiceLine:
+    return owned(session, InvoiceLine, "invoiceitem", account_id, id_text, noun="invoice item")
+
+
+def list_items(session: Session, account_id: uuid.UUID, invoice_id_text: str) -> list[InvoiceLine]:
+    return lines_of(session, get_invoice(session, account_id, invoice_id_text))
+
+
+# --- drafts --------------------------------------------------------------------------------
+
+
+def _require_draft(invoice: Invoice, action: str) -> None:
+    if invoice.status != "draft":
+        raise InvalidState(f"Invoice {ids.public_id('invoice', invoice.id)} is {status_of(invoice)}: "
+                           f"only a draft can be {action}.")
+
+
+def _billable_customer(session: Session, account_id: uuid.UUID, id_text: str) -> Customer:
+    customer = get_customer(session, account_id, id_text)
+    if customer.archived_at is not None:
+        raise ValidationFailed.at("customer", "is archived: restore the customer to invoice them")
+    return customer
+
+
+def _check_dates(invoice: Invoice) -> None:
+    if invoice.due_date is not None and invoice.due_date < invoice.issue_date:
+        raise ValidationFailed.at("due_date", "must not be before issue_date")
+
+
+def _replace_lines(session: Session, invoice: Invoice, old: list[InvoiceLine], items) -> list[InvoiceLine]:
+    for line in old:
+        session.delete(line)
+    session.flush()
+    return [build_line(session, invoice, item, prefix=f"items.{index}.") for index, item in enumerate(items)]
+
+
+def _save(session: Session, invoice: Invoice, lines: list[InvoiceLine], *, path: str = "lines") -> None:
+    """Re-read prices, recompute every amount and write the draft and its lines."""
+    renumber(lines)
+    refresh_prices(session, invoice, lines)
+    compute(invoice, lines, path=path)
+    invoice.updated = now()
+    session.add(invoice)
+    session.add_all(lines)
+    session.flush()
+
+
+def create_invoice(session: Session, principal: Principal, data: InvoiceCreate) -> Invoice:
+    sent = data.sent()
+    customer = _billable_customer(session, principal.account_id, data.customer)
+    currency = data.currency
+    if currency is None:
+        profile = find_profile(session, principal.account_id)
+        if profile is None:
+            raise ValidationFailed.at("currency", "is required until the business profile sets a default")
+        currency = profile.currency
+    issue_date = data.issue_date or today()
+    if "due_date" in sent:
+        due_date = data.due_date
+    else:
+        days = data.days_until_due if data.days_until_due is not None else DEFAULT_DAYS_UNTIL_DUE
+        due_date = issue_date + timedelta(days=days)
+    invoice = Invoice(account_id=principal.account_id, customer_id=customer.id, currency=currency,
+                      collection_method=data.collection_method or "send_invoice", issue_date=issue_date,
+                      due_date=due_date, description=data.description, footer=data.footer)
+    _check_dates(invoice)
+    session.add(invoice)
+    session.flush()
+    lines = [build_line(session, invoice, item, prefix=f"items.{index}.") for index, item in enumerate(data.items)]
+    _save(session, invoice, lines, path="items")
+    events.record(session, invoice, "invoice.created", principal.event_meta())
+    return invoice
+
+
+def _clear_lines_priced_in(session: Session, lines: list[InvoiceLine], currency: str) -> list[InvoiceLine]:
+    kept = []
+    for line in lines:
+        if line.price_id is not None and session.get(Price, line.price_id).currency == currency:
+            session.delete(line)
+        else:
+            kept.append(line)
+    return kept
+
+
+def update_invoice(session: Session, principal: Principal, id_text: str, data: InvoiceUpdate) -> Invoice:
+    invoice = get_invoice(session, principal.account_id, id_text, lock=True)
+    _require_draft(invoice, "edited")
+    sent = data.sent()
+    lines = lines_of(session, invoice)
+    if "customer" in sent:
+        invoice.customer_id = _billable_customer(session, principal.account_id, data.customer).id
+    if "currency" in sent and data.currency != invoice.currency:
+        lines = _clear_lines_priced_in(session, lines, invoice.currency)
+        invoice.currency = data.currency
+    for key in ("collection_method", "issue_date", "description", "footer"):
+        if key in sent:
+            setattr(invoice, key, getattr(data, key))
+    if "due_date" in sent:
+        invoice.due_date = data.due_date
+    elif "days_until_due" in sent:
+        invoice.due_date = invoice.issue_date + timedelta(days=data.days_until_due)
+    _check_dates(invoice)
+    if "items" in sent:
+        lines = _replace_lines(session, invoice, lines, data.items)
+    _save(session, invoice, lines, path="items" if "items" in sent else "lines")
+    events.record(session, invoice, "invoice.updated", principal.event_meta())
+    return invoice
+
+
+def delete_draft(session: Session, principal: Principal, id_text: str) -> uuid.UUID:
+    """Remove a draft and its lines; its history stays (webhooks may still deliver it)."""
+    invoice = get_invoice(session, principal.account_id, id_text, lock=True)
+    _require_draft(invoice, "deleted")
+    for line in lines_of(session, invoice):
+        session.delete(line)
+    session.flush()
+    session.delete(invoice)
+    session.flush()
+    return invoice.id
+
+
+def add_item(session: Session, principal: Principal, data: ItemAdd) -> Invoice:
+    invoice = get_invoice(session, principal.account_id, data.invoice, lock=True)
+    _require_draft(invoice, "given new lines")
+    lines = lines_of(session, invoice)
+    if len(lines) >= LINES_MAX:
+        raise ValidationFailed.at("invoice", f"already has {LINES_MAX} lines, the most an invoice holds")
+    lines.append(build_line(session, invoice, data))
+    _save(session, invoice, lines)
+    events.record(session, invoice, "invoice.updated", principal.event_meta())
+    return invoice
+
+
+def remove_item(session: Session, principal: Principal, item_id_text: str,
+                invoice_id_text: str | None = None) -> Invoice:
+    line = get_item(session, principal.account_id, item_id_text)
+    if invoice_id_text is not None and ids.parse("invoice", invoice_id_text) != line.invoice_id:
+        raise NotFound(f"No such invoice item on invoice {invoice_id_text}: {item_id_text}")
+    invoice = get_invoice(session, principal.account_id, str(line.invoice_id), lock=True)
+    _require_draft(invoice, "stripped of lines")
+    line = get_item(session, principal.account_id, item_id_text)  # again, under the lock: a racing removal wins
+    session.delete(line)
+    session.flush()
+    _save(session, invoice, lines_of(session, invoice))
+    events.record(session, invoice, "invoice.updated", principal.event_meta())
+    return invoice
+
+
+# --- lifecycle -----------------------------------------------------------------------------
+
+
+def _locked(session: Session, invoice: Invoice) -> Invoice:
+    # Re-read under a row lock, so two callers never both move the same invoice.
+    session.refresh(invoice, with_for_update=True)
+    return invoice
+
+
+def finalize(session: Session, principal: Principal, invoice: Invoice) -> Invoice:
+    """Draft to open: number, public token, frozen customer and issuer. Bills the amounts the
+    draft shows (prices are re-read when a draft is saved, not here)."""
+    _locked(session, invoice)
+    _require_draft(invoice, "finalized")
+    if not lines_of(session, invoice):
+        raise ValidationFailed.at("lines", "a draft needs at least one line to be finalized")
+    profile = find_profile(session, invoice.account_id)
+    if profile is None:
+        raise InvalidState("The business profile is missing: finish onboarding before finalizing.")
+    invoice.customer_snapshot = customer_details(session.get(Customer, invoice.customer_id))
+    invoice.issuer_snapshot = jsonable(business_to_api(profile))
+    invoice.number = numbering.next_number(session, invoice.account_id, profile.invoice_prefix)
+    invoice.public_url_token = secrets.token_urlsafe(32)
+    invoice.status = "open"
+    invoice.finalized_at = invoice.updated = now()
+    session.add(invoice)
+    session.flush()
+    events.record(session, invoice, "invoice.finalized", principal.event_meta())
+    return invoice
+
+
+def _require_open(invoice: Invoice, action: str) -> None:
+    if invoice.status != "open":
+        raise InvalidState(f"Invoice {ids.public_id('invoice', invoice.id)} is {status_of(invoice)}: "
+                           f"only an open or overdue invoice can be {action}.")
+
+
+def mark_paid(session: Session, principal: Principal, invoice: Invoice, data: PayInput | None = None) -> Invoice:
+    """Record a payment received outside the service (no money moves)."""
+    data = data or PayInput()
+    _locked(session, invoice)
+    _require_open(invoice, "marked paid")
+    invoice.status = "paid"
+    invoice.paid_at = data.paid_on or now()
+    invoice.payment_reference = data.reference
+    invoice.updated = now()
+    session.add(invoice)
+    session.flush()
+    events.record(session, invoice, "invoice.paid", {**principal.event_meta(), "reference": data.reference})
+    return invoice
+
+
+def void(session: Session, principal: Principal, invoice: Invoice, data: VoidInput | None = None) -> Invoice:
+    """Cancel an open invoice; it keeps its number (never reused)."""
+    data = data or VoidInput()
+    _locked(session, invoice)
+    _require_open(invoice, "voided")
+    invoice.status = "void"
+    invoice.voided_at = invoice.updated = now()
+    invoice.void_reason = data.reason
+    session.add(invoice)
+    session.flush()
+    events.record(session, invoice, "invoice.voided", principal.event_meta())
+    return invoice

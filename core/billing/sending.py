@@ -1,0 +1,122 @@
+"""Sending an invoice by e-mail: finalize a draft first, then e-mail the public link and the PDF.
+
+The finalization (and the count against the send limits) is committed before the e-mail goes
+out, so an invoice whose e-mail fails stays open with its number; the failure is recorded as
+`invoice.email_failed` and reported as `502 upstream_failed`, and a retry sends it again.
+No transaction is open while the mail server is talked to.
+"""
+
+from __future__ import annotations
+
+from email.utils import formataddr
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, Field
+from sqlmodel import Session
+
+from config.settings import get_settings
+from core.access import accounts
+from core.access.principal import Principal
+from core.base.errors import InvalidState, UpstreamFailed, ValidationFailed
+from core.base.money import format_money
+from core.base.validation import EMAIL_MAX, Input, email_or_error
+from core.billing import events, invoices
+from core.billing.invoice_render import InvoiceOut
+from core.billing.pdf import filename_for, render_invoice
+from core.billing.presentation import issuer_name, public_url
+from core.mechanisms import ratelimit
+from core.outbound import mailer
+from core.outbound.mailer import Attachment, MailRejected
+
+CC_MAX = 5
+MESSAGE_MAX = 2000
+
+EmailAddress = Annotated[str, Field(max_length=EMAIL_MAX), AfterValidator(email_or_error)]
+
+
+class SendInput(Input):
+    to: EmailAddress | None = Field(default=None, description="Recipient; overrides the customer's e-mail")
+    cc: list[EmailAddress] = Field(default_factory=list, max_length=CC_MAX,
+                                   description=f"Up to {CC_MAX} addresses copied")
+    message: str | None = Field(default=None, max_length=MESSAGE_MAX,
+                                description="Text added to the e-mail body")
+
+
+class SendOut(BaseModel):
+    data: InvoiceOut
+    emailed_to: str
+
+
+def send_invoice(session: Session, principal: Principal, id_text: str,
+                 data: SendInput | None = None) -> tuple[dict, str]:
+    """E-mail the invoice; returns its API view (without lines) and the primary address.
+
+    `session` must be one whose transactions the caller manages (`core.db.new_session()`, as REST
+    handlers get): this function commits it before and after talking to the mail server, so it
+    cannot run inside `core.db.transaction()`. The caller commits what follows the last commit
+    (the `invoice.emailed` event)."""
+    data = data or SendInput()
+    invoice = invoices.get_invoice(session, principal.account_id, id_text, lock=True)
+    if invoice.status in ("paid", "void"):
+        raise InvalidState(f"Invoice {id_text} is {invoice.status}: only a draft or an open invoice can be sent.")
+    if not accounts.account_email_verified(session, principal.account_id):
+        raise InvalidState("The account e-mail address is not verified: verify it before sending invoices.")
+    to = data.to or invoices.invoice_to_api(session, invoice, with_lines=False)["customer_details"]["email"]
+    if not to:
+        raise ValidationFailed.at("to", "is required: the customer has no e-mail address")
+    cc = [address for address in dict.fromkeys(data.cc) if address.lower() != to.lower()]
+    usage = _count_send(session, principal)
+    if invoice.status == "draft":
+        invoices.finalize(session, principal, invoice)
+    view = invoices.invoice_to_api(session, invoice, with_lines=True)
+    message = invoice_message(view, to=to, cc=cc, note=data.message)
+    session.commit()  # the number and the counted send survive whatever the mail server says
+
+    meta = {**principal.event_meta(), "to": to, "cc": cc}
+    try:
+        mailer.send(message)
+    except MailRejected as exc:
+        events.record(session, invoice, "invoice.email_failed", {**meta, "error": exc.detail})
+        session.commit()
+        raise UpstreamFailed(f"The e-mail provider did not accept the invoice e-mail ({exc.detail}). "
+                             f"The invoice is finalized as {view['number']}; retry the send.", usage=usage) from None
+    events.record(session, invoice, "invoice.emailed", meta)
+    return invoices.invoice_to_api(session, invoice, with_lines=False), to
+
+
+def send_limit_usage(session: Session, principal: Principal) -> ratelimit.Usage:
+    """Where the caller stands against the per-key send limit (for RateLimit-* headers)."""
+    return ratelimit.peek(session, ratelimit.SENDS_PER_KEY, principal.rate_limit_subject)
+
+
+def _count_send(session: Session, principal: Principal) -> ratelimit.Usage:
+    """One send per key (10 an hour) and one invoice e-mail per account (50 an hour)."""
+    per_key = ratelimit.hit(session, ratelimit.SENDS_PER_KEY, principal.rate_limit_subject)
+    per_key.raise_if_exceeded("invoice sends per API key")
+    per_account = ratelimit.hit(session, ratelimit.EMAILS_PER_ACCOUNT, str(principal.account_id))
+    per_account.raise_if_exceeded("invoice e-mails per account")
+    return per_key
+
+
+def invoice_message(view: dict, *, to: str, cc: list[str], note: str | None):
+    issuer = view.get("issuer") or {}
+    sender_name = issuer_name(view, "Your supplier")
+    customer = (view.get("customer_details") or {}).get("name") or ""
+    number = view["number"]
+    link = public_url(view["public_url_token"])
+    due = f", due {view['due_date']}" if view.get("due_date") else ""
+    paragraphs = [
+        f"Hello {customer}," if customer else "Hello,",
+        f"{sender_name} has sent you invoice {number} for {format_money(view['total'], view['currency'])}{due}.",
+    ]
+    if note:
+        paragraphs.append(note.strip())
+    paragraphs += [f"View and download the invoice online:\n{link}", "The invoice is attached as a PDF.",
+                   f"— {sender_name}"]
+    pdf = render_invoice(view)
+    return mailer.compose(
+        to=to, cc=cc, subject=f"Invoice {number} from {sender_name}", body="\n\n".join(paragraphs) + "\n",
+        reply_to=issuer.get("email"), sender=formataddr((sender_name, get_settings().mail_from)),
+        attachments=[Attachment(filename_for(view), pdf)],
+    )
+

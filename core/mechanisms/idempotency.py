@@ -1,0 +1,123 @@
+"""Idempotency keys: one stored response per (account, method, path, key) for 24 hours.
+
+A request claims its key in a short transaction of its own, so a concurrent retry with the same
+key sees the claim and gets `409 conflict` instead of running twice. The response is stored in the
+same transaction as the work it reports, so a stored key never describes work that was lost.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+
+from sqlalchemy import delete, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlmodel import Session, select
+
+from core.base.clock import now
+from core.base.db import transaction
+from core.base.errors import Conflict, FieldError, IdempotencyMismatch, ValidationFailed
+from core.models import IdempotencyRecord
+
+KEY_MAX = 255
+RETENTION = timedelta(hours=24)
+# A claim older than this belongs to a request that died; a retry may take it over.
+CLAIM_TIMEOUT = timedelta(minutes=5)
+
+
+@dataclass(frozen=True)
+class StoredResponse:
+    status: int
+    body: str
+    headers: dict
+
+
+@dataclass(frozen=True)
+class Claim:
+    record_id: uuid.UUID
+
+
+def request_fingerprint(body: object) -> str:
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def check_key(key: str) -> str:
+    if not key or len(key) > KEY_MAX:
+        raise ValidationFailed.at("Idempotency-Key", f"must be 1 to {KEY_MAX} characters")
+    return key
+
+
+def _insert(session: Session):
+    dialect = session.get_bind().dialect.name
+    return (postgresql if dialect == "postgresql" else sqlite).insert(IdempotencyRecord)
+
+
+def begin(account_id: uuid.UUID, method: str, path: str, key: str, fingerprint: str) -> Claim | StoredResponse:
+    """Claim the key for this request, or return the response stored by the first one."""
+    with transaction() as session:
+        # A claim can be released (server fault) between our insert and our read: then insert again.
+        for _ in range(3):
+            current = now()
+            claimed = session.execute(
+                _insert(session).values(
+                    id=uuid.uuid4(), account_id=account_id, method=method, path=path, key=key,
+                    request_hash=fingerprint, state="running", locked_until=current + CLAIM_TIMEOUT,
+                    created_at=current,
+                ).on_conflict_do_nothing().returning(IdempotencyRecord.id)
+            ).scalar_one_or_none()
+            if claimed is not None:
+                return Claim(claimed)
+            record = session.exec(select(IdempotencyRecord).where(
+                IdempotencyRecord.account_id == account_id, IdempotencyRecord.method == method,
+                IdempotencyRecord.path == path, IdempotencyRecord.key == key,
+            ).with_for_update()).first()
+            if record is not None:
+                return _settle(session, record, fingerprint, current)
+    raise Conflict("A request with this Idempotency-Key is still running; retry shortly.")
+
+
+def _settle(session: Session, record: IdempotencyRecord, fingerprint: str, current) -> Claim | StoredResponse:
+    """What a request finds under a key that is already taken."""
+    if record.created_at + RETENTION <= current:
+        return _restart(session, record, fingerprint)
+    if record.request_hash != fingerprint:
+        raise IdempotencyMismatch(
+            "This Idempotency-Key was used with a different request; use a new key for a new request.",
+            errors=[FieldError("Idempotency-Key", "was used with a different request body or query")])
+    if record.state == "done":
+        return StoredResponse(record.response_status, record.response_body, record.response_headers or {})
+    if record.locked_until > current:
+        raise Conflict("A request with this Idempotency-Key is still running; retry shortly.")
+    return _restart(session, record, fingerprint)
+
+
+def _restart(session: Session, record: IdempotencyRecord, fingerprint: str) -> Claim:
+    current = now()
+    record.request_hash = fingerprint
+    record.state = "running"
+    record.locked_until = current + CLAIM_TIMEOUT
+    record.created_at = current
+    record.response_status = record.response_body = record.response_headers = None
+    session.add(record)
+    return Claim(record.id)
+
+
+def finish(session: Session, claim: Claim, response: StoredResponse) -> None:
+    """Store the response, inside the transaction of the work it reports."""
+    session.execute(update(IdempotencyRecord).where(IdempotencyRecord.id == claim.record_id).values(
+        state="done", response_status=response.status, response_body=response.body,
+        response_headers=response.headers))
+
+
+def release(claim: Claim) -> None:
+    """Forget the claim (server fault): a retry with the same key runs again."""
+    with transaction() as session:
+        session.execute(delete(IdempotencyRecord).where(IdempotencyRecord.id == claim.record_id))
+
+
+def purge_expired(session: Session) -> None:
+    session.execute(delete(IdempotencyRecord).where(IdempotencyRecord.created_at < now() - RETENTION))

@@ -1,0 +1,91 @@
+"""Fixed-window request counting in the database, so every server process shares the limits."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+from sqlalchemy import delete
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlmodel import Session
+
+from core.base.errors import RateLimited
+from core.models import RateLimitWindow
+
+
+@dataclass(frozen=True)
+class Limit:
+    name: str
+    requests: int
+    window_seconds: int
+
+
+API_REQUESTS = Limit("api", 120, 60)
+SENDS_PER_KEY = Limit("send", 10, 3600)
+EMAILS_PER_ACCOUNT = Limit("email", 50, 3600)
+
+
+@dataclass(frozen=True)
+class Usage:
+    limit: int
+    remaining: int
+    reset: int  # Unix seconds when the window ends
+    exceeded: bool
+    window_seconds: int
+
+    @property
+    def retry_after(self) -> int:
+        return max(1, math.ceil(self.reset - time.time()))
+
+    def error(self, what: str) -> RateLimited:
+        """The refusal of one more `what` (`requests`, `invoice e-mails per account`, …)."""
+        return RateLimited(f"Rate limit exceeded: {self.limit} {what} per {_duration(self.window_seconds)}. "
+                           f"Retry after {self.retry_after} seconds.", retry_after=self.retry_after, usage=self)
+
+    def raise_if_exceeded(self, what: str) -> None:
+        if self.exceeded:
+            raise self.error(what)
+
+
+def _duration(seconds: int) -> str:
+    return "hour" if seconds == 3600 else f"{seconds} seconds"
+
+
+def _upsert(session: Session):
+    dialect = session.get_bind().dialect.name
+    return (postgresql if dialect == "postgresql" else sqlite).insert(RateLimitWindow)
+
+
+def hit(session: Session, limit: Limit, subject: str, *, cost: int = 1, now: float | None = None) -> Usage:
+    """Count `cost` requests for `subject` and report the usage (the caller commits)."""
+    current = time.time() if now is None else now
+    window_start = int(current // limit.window_seconds) * limit.window_seconds
+    bucket = f"{limit.name}:{subject}"
+    insert = _upsert(session).values(bucket=bucket, window_start=window_start, count=cost)
+    statement = insert.on_conflict_do_update(
+        index_elements=["bucket", "window_start"],
+        set_={"count": RateLimitWindow.count + cost},
+    ).returning(RateLimitWindow.count)
+    count = session.execute(statement).scalar_one()
+    return Usage(
+        limit=limit.requests,
+        remaining=max(0, limit.requests - count),
+        reset=window_start + limit.window_seconds,
+        exceeded=count > limit.requests,
+        window_seconds=limit.window_seconds,
+    )
+
+
+def peek(session: Session, limit: Limit, subject: str, *, now: float | None = None) -> Usage:
+    current = time.time() if now is None else now
+    window_start = int(current // limit.window_seconds) * limit.window_seconds
+    row = session.get(RateLimitWindow, (f"{limit.name}:{subject}", window_start))
+    count = row.count if row else 0
+    return Usage(limit.requests, max(0, limit.requests - count), window_start + limit.window_seconds,
+                 count >= limit.requests, limit.window_seconds)
+
+
+def purge_old(session: Session, *, older_than_seconds: int = 7200) -> None:
+    cutoff = int(time.time()) - older_than_seconds
+    session.execute(delete(RateLimitWindow).where(RateLimitWindow.window_start < cutoff))

@@ -1,0 +1,165 @@
+"""The tools: each an operation of `operations` with how an assistant calls it.
+
+Arguments are one flat object: the ids the operation names (`customer`, `invoice`, `item`), its
+query or body fields exactly as the REST API takes them, and `idempotency_key` on every write.
+Results are the objects the REST API returns, plus `formatted` money strings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from operations import business, customers, invoices, products
+from operations.pipeline import Operation
+
+MINOR_UNITS = ("Money is always an integer in the currency's minor unit: 250000 is 2,500.00 USD, 5000 is 5,000 JPY "
+               "(no decimals), 1250 is 1.250 BHD (three decimals).")
+IDS = "Ids are prefixed strings (cus_, prod_, price_, in_, ii_) or the underlying UUID."
+IDEMPOTENCY_KEY = {
+    "type": "string", "minLength": 1, "maxLength": 255,
+    "description": "Any unique string; a retry with the same key and arguments returns the first result instead of "
+                   "acting twice. Reuse it only to retry the very same call.",
+    "examples": ["draft-acme-2026-11-23"],
+}
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    title: str
+    description: str
+    operation: Operation
+    id_argument: str | None = None  # the argument naming the resource (`{id}` of the REST path)
+    id_description: str = ""
+    read_only: bool = False
+    destructive: bool = False
+    idempotent: bool = False
+    open_world: bool = False
+
+    @property
+    def scope(self) -> str:
+        return self.operation.scope
+
+    @property
+    def writes(self) -> bool:
+        return not self.read_only
+
+    def input_schema(self) -> dict:
+        properties: dict[str, Any] = {}
+        required: list[str] = []
+        definitions: dict[str, Any] = {}
+        if self.id_argument:
+            properties[self.id_argument] = {"type": "string", "minLength": 1, "description": self.id_description}
+            required.append(self.id_argument)
+        for model in (self.operation.query, self.operation.body):
+            if model is not None:
+                schema = model.model_json_schema(by_alias=True)
+                properties.update(schema.get("properties", {}))
+                definitions.update(schema.get("$defs", {}))
+                required += [name for name in schema.get("required", []) if name not in required]
+        if self.writes:
+            properties["idempotency_key"] = IDEMPOTENCY_KEY
+        schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
+        if required:
+            schema["required"] = required
+        if definitions:
+            schema["$defs"] = definitions
+        return schema
+
+    def output_schema(self) -> dict:
+        return _output_schema(self.operation.response, self.operation.shape)
+
+
+def _output_schema(model: type[BaseModel] | None, shape: str) -> dict:
+    if model is None:
+        return {"type": "object"}
+    schema = model.model_json_schema(mode="serialization", ref_template="#/$defs/{model}")
+    definitions = schema.pop("$defs", {})
+    if shape == "list":
+        definitions[model.__name__] = schema
+        item = {"$ref": f"#/$defs/{model.__name__}"}
+        schema = {"type": "object", "required": ["data", "next_cursor"],
+                  "properties": {"data": {"type": "array", "items": item},
+                                 "next_cursor": {"type": ["string", "null"],
+                                                 "description": "Pass as `cursor` for the next page; null on the last"}}}
+    elif shape == "items":
+        definitions[model.__name__] = schema
+        schema = {"type": "object", "required": ["data"],
+                  "properties": {"data": {"type": "array", "items": {"$ref": f"#/$defs/{model.__name__}"}}}}
+    if definitions:
+        schema["$defs"] = definitions
+    return schema
+
+
+CUSTOMER = "The customer's id (cus_… or UUID)."
+INVOICE = "The invoice's id (in_… or UUID)."
+
+TOOLS: tuple[Tool, ...] = (
+    Tool("get_business", "Business profile",
+         "The business profile: the issuer printed on every invoice (name, address, currency, bank details).",
+         business.get_business, read_only=True, idempotent=True),
+    Tool("list_customers", "List customers",
+         "Customers, newest first. `query` finds a case-insensitive part of the name; archived customers are left "
+         "out unless include_deleted is true. Use the returned next_cursor as `cursor` for more.",
+         customers.list_customers, read_only=True, idempotent=True),
+    Tool("get_customer", "Get a customer", "One customer with billing e-mail, address and tax id. " + IDS,
+         customers.get_customer, "customer", CUSTOMER, read_only=True, idempotent=True),
+    Tool("create_customer", "Create a customer",
+         "Create a customer to invoice. Only `name` is required; `email` is where invoices are sent.",
+         customers.create_customer),
+    Tool("update_customer", "Update a customer",
+         "Change a customer's details; only the fields given change. Finalized invoices keep the details they "
+         "were issued with.",
+         customers.update_customer, "customer", CUSTOMER, idempotent=True),
+    Tool("list_products", "List products", "Products of the catalog, newest first (`active` filters).",
+         products.list_products, read_only=True, idempotent=True),
+    Tool("list_prices", "List prices",
+         "Prices of the catalog, newest first; filter by product, active, currency or type. " + MINOR_UNITS,
+         products.list_prices, read_only=True, idempotent=True),
+    Tool("list_invoices", "List invoices",
+         "Invoices without their lines, newest first; filter by status (draft, open, paid, overdue, void), "
+         "customer, and issue dates from/to (YYYY-MM-DD).",
+         invoices.list_invoices, read_only=True, idempotent=True),
+    Tool("get_invoice", "Get an invoice", "One invoice with its lines and totals. " + MINOR_UNITS,
+         invoices.get_invoice, "invoice", INVOICE, read_only=True, idempotent=True),
+    Tool("list_invoice_events", "Invoice history",
+         "What happened to an invoice, newest first: created, updated, finalized, emailed, viewed, paid, voided…",
+         invoices.list_invoice_events, "invoice", INVOICE, read_only=True, idempotent=True),
+    Tool("create_invoice", "Draft an invoice",
+         "Create a draft invoice for a customer, optionally with its lines (`items`). Each item is either priced "
+         "(`price`: a price_ id; amount and tax come from the price) or ad hoc (`description` and `unit_amount`). "
+         "Drafts can be edited freely; nothing is sent. " + MINOR_UNITS,
+         invoices.create_invoice),
+    Tool("update_invoice", "Edit a draft",
+         "Change a draft invoice; only the fields given change, and `items` replaces every line. Only drafts can "
+         "be edited: a finalized invoice answers invalid_state.",
+         invoices.update_invoice, "invoice", INVOICE, idempotent=True),
+    Tool("add_invoice_item", "Add a line",
+         "Add one line to a draft invoice (`invoice` is required) and get the updated invoice. " + MINOR_UNITS,
+         invoices.add_invoice_item),
+    Tool("remove_invoice_item", "Remove a line", "Remove one line (ii_…) from a draft and get the updated invoice.",
+         invoices.remove_invoice_item, "item", "The line's id (ii_… or UUID).", destructive=True, idempotent=True),
+    Tool("delete_draft_invoice", "Delete a draft",
+         "Delete a draft invoice for good. Only drafts can be deleted; finalized invoices are voided instead.",
+         invoices.delete_invoice, "invoice", INVOICE, destructive=True, idempotent=True),
+    Tool("finalize_invoice", "Finalize an invoice",
+         "Give a draft its permanent number and public link; it becomes open and can no longer be edited. Do this "
+         "only when the user asked for it.",
+         invoices.finalize_invoice, "invoice", INVOICE),
+    Tool("void_invoice", "Void an invoice",
+         "Cancel an open or overdue invoice; it keeps its number and cannot be paid afterwards. Only when the user "
+         "asked for it.",
+         invoices.void_invoice, "invoice", INVOICE, destructive=True),
+    Tool("send_invoice", "E-mail an invoice",
+         "E-mail the invoice with its PDF and public link to the customer (or `to`); a draft is finalized first. "
+         "Only when the user asked for it. At most 10 sends per hour per credential.",
+         invoices.send_invoice, "invoice", INVOICE, open_world=True),
+    Tool("mark_invoice_paid", "Mark an invoice paid",
+         "Record that an open or overdue invoice was paid outside the service (no money moves). Only when the user "
+         "says it was paid.",
+         invoices.pay_invoice, "invoice", INVOICE),
+)
+BY_NAME = {tool.name: tool for tool in TOOLS}

@@ -1,0 +1,225 @@
+"""Run one operation for one caller: authenticate → rate limit → scope → validate → idempotency →
+handler in a transaction → result or domain error.
+
+A surface builds an `Invocation` from its transport (the Authorization value, the raw query and
+body, the idempotency key and the name the key is scoped to) and gives a `Presenter`, which turns
+a result or an error into the `Reply` an idempotency record keeps. It gets an `Outcome` back:
+a reply (fresh or replayed) or a domain error, with the caller's rate-limit standing to report.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel
+from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlmodel import Session
+
+from core.access import credentials
+from core.access.principal import Principal
+from core.base.db import new_session, transaction
+from core.base.errors import (
+    Conflict,
+    DomainError,
+    IdempotencyKeyRequired,
+    InternalError,
+    RateLimited,
+    UpstreamFailed,
+    ValidationFailed,
+)
+from core.base.validation import load_json, parse
+from core.mechanisms import idempotency, ratelimit
+from core.mechanisms.idempotency import StoredResponse as Reply
+
+log = logging.getLogger("invoicing.operations")
+
+Idempotency = Literal["required", "optional", "none"]
+Shape = Literal["object", "list", "items", "raw"]
+
+
+def new_request_id() -> str:
+    return f"req_{secrets.token_hex(12)}"
+
+
+@dataclass
+class Call:
+    """What a handler gets: the open session, the caller, and validated input."""
+
+    session: Session
+    principal: Principal
+    params: dict[str, str]  # ids named by the caller (REST: the path's `{id}`)
+    query: Any
+    body: Any
+
+    def account(self) -> tuple[Session, uuid.UUID]:
+        """The session and the caller's account: the first arguments of most `core` functions."""
+        return self.session, self.principal.account_id
+
+
+@dataclass
+class Operation:
+    """One thing a caller can do, whatever the surface: its scope, idempotency rule, input models,
+    rate limit and handler."""
+
+    name: str
+    handler: Callable[[Call], Any]
+    scope: str
+    idempotency: Idempotency = "none"
+    query: type[BaseModel] | None = None
+    body: type[BaseModel] | None = None
+    body_required: bool = False
+    # An operation with a limit of its own (sending: per key and per account) counts it itself and
+    # reports where the caller stands with this; the general request limit is then only looked at.
+    own_limit: Callable[[Session, Principal], ratelimit.Usage] | None = None
+    # What the handler returns: one `response` object, a page `{data, next_cursor}` of them, all of
+    # them `{data}`, or a shape of its own (`raw`, described by `response` itself).
+    response: type[BaseModel] | None = None
+    shape: Shape = "object"
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """One call as the surface received it, before any check."""
+
+    credential: str | None  # the Authorization value, `Bearer …`
+    resource: str  # the resource the credential must be bound to (core.access.resources)
+    request_id: str
+    params: dict[str, str] = field(default_factory=dict)
+    query: dict[str, str] = field(default_factory=dict)
+    query_items: list[tuple[str, str]] = field(default_factory=list)  # every value, for the fingerprint
+    body: bytes = b""
+    idempotency_key: str | None = None
+    idempotency_scope: tuple[str, str] = ("", "")  # (method, path) or (surface, operation name)
+    # Transport-level input faults found before the pipeline ran: a malformed header is reported
+    # before the scope check, an over-long body after it.
+    header_error: DomainError | None = None
+    body_error: DomainError | None = None
+    # The surface counted this request against the general limit already (and refused it when over).
+    counted: bool = False
+
+
+class Presenter(Protocol):
+    def success(self, result: Any) -> Reply: ...
+
+    def failure(self, error: DomainError) -> Reply: ...
+
+
+@dataclass(frozen=True)
+class Outcome:
+    reply: Reply | None = None  # a success, or a stored answer replayed
+    error: DomainError | None = None
+    usage: ratelimit.Usage | None = None  # the caller's standing against the limit that applies
+    replayed: bool = False
+    result: Any = None  # the handler's return value, as the presenter got it
+
+
+def execute(operation: Operation, invocation: Invocation, presenter: Presenter) -> Outcome:
+    usage = None
+    try:
+        principal, usage = _authenticate(operation, invocation)
+        if operation.own_limit is None and not invocation.counted:
+            usage.raise_if_exceeded("requests")
+        if invocation.header_error:
+            raise invocation.header_error
+        principal = principal.with_request_id(invocation.request_id)
+        principal.require(operation.scope)
+        if invocation.body_error:
+            raise invocation.body_error
+        query = parse(operation.query, invocation.query) if operation.query else None
+        body_json = load_json(invocation.body) if operation.body else None
+        if operation.body_required and body_json is None:
+            raise ValidationFailed.at("body", "a JSON body is required")
+        body = parse(operation.body, body_json) if operation.body else None
+        claim = _claim(operation, invocation, principal, body_json)
+        if isinstance(claim, Reply):
+            return Outcome(reply=claim, usage=usage, replayed=True)
+        call = Call(session=new_session(), principal=principal, params=invocation.params, query=query, body=body)
+        return _run(operation, call, claim, presenter, usage)
+    except DomainError as error:
+        return Outcome(error=error, usage=error.usage or usage)
+    except Exception as exc:  # a fault of ours: never leak it, always log it
+        return Outcome(error=as_domain_error(exc, invocation.request_id), usage=usage)
+
+
+def _authenticate(operation: Operation, invocation: Invocation) -> tuple[Principal, ratelimit.Usage]:
+    """The caller, and its request count in this window (counted unless the operation has its own limit)."""
+    with transaction() as session:
+        principal = credentials.authenticate(session, invocation.credential, resource=invocation.resource)
+        count = ratelimit.peek if operation.own_limit or invocation.counted else ratelimit.hit
+        usage = count(session, ratelimit.API_REQUESTS, principal.rate_limit_subject)
+    return principal, usage
+
+
+def _claim(operation: Operation, invocation: Invocation, principal: Principal,
+           body_json: Any) -> idempotency.Claim | Reply | None:
+    key = invocation.idempotency_key
+    if operation.idempotency == "none" or key is None:
+        if operation.idempotency == "required":
+            method, path = invocation.idempotency_scope
+            raise IdempotencyKeyRequired(
+                f"{method} {path} needs an Idempotency-Key header (any unique string up to 255 characters).")
+        return None
+    idempotency.check_key(key)
+    request: dict[str, Any] = {"body": body_json, "query": sorted(invocation.query_items)}
+    if invocation.params:  # the ids the call names, when the key's scope does not hold them (MCP)
+        request["params"] = invocation.params
+    fingerprint = idempotency.request_fingerprint(request)
+    method, path = invocation.idempotency_scope
+    return idempotency.begin(principal.account_id, method, path, key, fingerprint)
+
+
+def _run(operation: Operation, call: Call, claim: idempotency.Claim | None, presenter: Presenter,
+         usage: ratelimit.Usage) -> Outcome:
+    session = call.session
+    try:
+        try:
+            result = operation.handler(call)
+        except DomainError:
+            session.rollback()
+            raise
+        if operation.own_limit is not None:
+            usage = operation.own_limit(session, call.principal)
+        reply = presenter.success(result)
+        if claim is not None:
+            idempotency.finish(session, claim, reply)
+        session.commit()
+        return Outcome(reply=reply, usage=usage, result=result)
+    except DomainError as error:
+        session.rollback()
+        _settle_claim_after_error(claim, error, presenter)
+        return Outcome(error=error, usage=error.usage or usage)
+    except BaseException:
+        session.rollback()
+        if claim is not None:
+            idempotency.release(claim)
+        raise
+    finally:
+        session.close()
+
+
+def _settle_claim_after_error(claim: idempotency.Claim | None, error: DomainError, presenter: Presenter) -> None:
+    """Keep a client error under its key (a retry gets the same answer); forget transient ones."""
+    if claim is None:
+        return
+    if error.status >= 500 or isinstance(error, (Conflict, RateLimited)):
+        idempotency.release(claim)
+        return
+    with transaction() as session:
+        idempotency.finish(session, claim, presenter.failure(error))
+
+
+def as_domain_error(exc: Exception, request_id: str) -> DomainError:
+    """An unexpected exception as the domain error a caller sees (logged, never leaked)."""
+    if isinstance(exc, IntegrityError):
+        log.warning("write conflict (request %s): %s", request_id, exc.__class__.__name__)
+        return Conflict("The write clashed with another one; retry the request.")
+    if isinstance(exc, DBAPIError):
+        log.error("database fault (request %s)", request_id, exc_info=exc)
+        return UpstreamFailed("The database is unavailable; retry the request.")
+    log.error("unexpected error (request %s)", request_id, exc_info=exc)
+    return InternalError("An unexpected error occurred; retry the request. Request id: " + request_id)

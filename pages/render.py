@@ -1,0 +1,53 @@
+"""Jinja2 rendering with autoescaping, the CSRF token and the signed-in user in every context.
+
+Each surface renders from its own template folder with the shared layout as fallback:
+`Templates(Path(__file__).parent / "templates")`.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+from jinja2 import ChoiceLoader, Environment, FileSystemLoader, select_autoescape
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+
+from pages.csrf import attach_cookie, csrf_token
+from pages.sessions import current_user
+
+SHARED_TEMPLATES = Path(__file__).parent / "templates"
+
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'",
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-store",
+}
+
+
+def when(value: datetime | None, missing: str = "") -> str:
+    """A timestamp as people read it: `2026-11-22 14:05 UTC`."""
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC") if value else missing
+
+
+class Templates:
+    """The templates of one surface (its own folder first, then the shared layout)."""
+
+    def __init__(self, folder: Path | None = None) -> None:
+        folders = [folder, SHARED_TEMPLATES] if folder else [SHARED_TEMPLATES]
+        self.environment = Environment(loader=ChoiceLoader([FileSystemLoader(f) for f in folders]),
+                                       autoescape=select_autoescape(["html"]))
+        self.environment.filters["when"] = when
+
+    def render(self, request: Request, template_name: str, *, status_code: int = 200, **context) -> HTMLResponse:
+        template = self.environment.get_template(template_name)
+        html = template.render(request=request, csrf_token=lambda: csrf_token(request),
+                               user=current_user(request), **context)
+        response = HTMLResponse(html, status_code=status_code, headers=SECURITY_HEADERS)
+        attach_cookie(request, response)
+        return response
+
+
+shared = Templates()

@@ -1,0 +1,114 @@
+"""What every server-rendered page shares: routing by method, sign-in, CSRF, error pages.
+
+Handlers are plain synchronous functions `handler(visit) -> Response`, run in a worker thread
+(they use the database and hash passwords). A POST is only handed to its handler after its CSRF
+token has been checked; a page that needs a signed-in user sends anyone else to `/login?next=…`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import FormData
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import Route
+
+from core.base.errors import FieldError
+from core.models import User
+from pages.csrf import CsrfFailed, require_csrf
+from pages.render import shared
+from pages.sessions import current_user, login_url
+
+MAX_FORM_FIELDS = 200
+
+
+@dataclass
+class Visit:
+    """One page request: the request, its checked form (POST) and the signed-in user, if any."""
+
+    request: Request
+    form: FormData | None
+    user: User | None
+    path_params: dict[str, str] = field(default_factory=dict)
+
+    def text(self, name: str, max_length: int = 5000, *, strip: bool = True) -> str:
+        """A form field as text ('' when absent), cut at `max_length`: pass one more than the
+        limit to let validation report over-long input."""
+        value = self.form.get(name) if self.form is not None else None
+        if not isinstance(value, str):
+            return ""
+        return (value.strip() if strip else value)[:max_length]
+
+    def values(self, name: str) -> list[str]:
+        if self.form is None:
+            return []
+        return [v.strip() for v in self.form.getlist(name) if isinstance(v, str)]
+
+    def client_ip(self) -> str:
+        return self.request.client.host if self.request.client else "unknown"
+
+
+Handler = Callable[[Visit], Response]
+
+
+def redirect(url: str) -> RedirectResponse:
+    """See other: after a POST the browser GETs the next page."""
+    return RedirectResponse(url, status_code=303)
+
+
+def error_page(request: Request, status: int, title: str, message: str) -> Response:
+    return shared.render(request, "error.html", status_code=status, title=title, message=message)
+
+
+def errors_by_field(errors: list[FieldError]) -> dict[str, str]:
+    """Field path -> first message, for showing each error next to its field."""
+    result: dict[str, str] = {}
+    for error in errors:
+        result.setdefault(error.path, error.message)
+    return result
+
+
+def sign_in_first(back: str) -> RedirectResponse:
+    """Send a signed-out visitor to the sign-in page, and back to `back` (a GET-able path) after."""
+    return redirect(login_url(back))
+
+
+def path_with_query(request: Request) -> str:
+    query = request.url.query
+    return request.url.path + (f"?{query}" if query else "")
+
+
+def _run(handlers: dict[str, Handler], signed_in: bool, request: Request, form: FormData | None) -> Response:
+    user = current_user(request)
+    if signed_in and user is None:
+        # After signing in the browser GETs `next`: a POST-only path would answer 405.
+        back = path_with_query(request) if request.method == "GET" else (
+            request.url.path if "GET" in handlers else "/")
+        return sign_in_first(back)
+    if form is not None:
+        try:
+            require_csrf(request, form)
+        except CsrfFailed:
+            return error_page(request, 403, "This form has expired",
+                              "The form could not be accepted because its security token is missing, expired, "
+                              "or from another browser. Go back, reload the page and try again.")
+    return handlers[request.method](Visit(request, form, user, dict(request.path_params)))
+
+
+def page(path: str, *, get: Handler | None = None, post: Handler | None = None,
+         signed_in: bool = True) -> Route:
+    """A route serving `get` and/or `post`; `signed_in` pages require a signed-in user."""
+    handlers = {method: h for method, h in (("GET", get), ("POST", post)) if h is not None}
+    if get is not None:
+        handlers["HEAD"] = get
+
+    async def endpoint(request: Request) -> Response:
+        form = None
+        if request.method == "POST":
+            form = await request.form(max_files=0, max_fields=MAX_FORM_FIELDS)
+        return await run_in_threadpool(_run, handlers, signed_in, request, form)
+
+    return Route(path, endpoint, methods=list(handlers))

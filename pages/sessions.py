@@ -1,0 +1,71 @@
+"""Browser sessions: a random cookie whose hash is the key of a row in `web_sessions`."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from urllib.parse import quote
+
+from sqlalchemy import delete
+from sqlmodel import Session, select
+from starlette.requests import Request
+from starlette.responses import Response
+
+from config.settings import get_settings
+from core.base import crypto
+from core.base.clock import now
+from core.base.db import transaction
+from core.models import User, WebSession
+
+SESSION_COOKIE = "invoicing_session"
+SESSION_LIFETIME = timedelta(days=14)
+
+
+def start_session(session: Session, user: User) -> str:
+    """Create a session row; returns the cookie value (kept only hashed)."""
+    token = crypto.token(32)
+    session.add(WebSession(token_hash=crypto.sha256_hex(token), user_id=user.id,
+                           expires_at=now() + SESSION_LIFETIME))
+    return token
+
+
+def set_session_cookie(response: Response, token: str) -> None:
+    response.set_cookie(SESSION_COOKIE, token, max_age=int(SESSION_LIFETIME.total_seconds()), httponly=True,
+                        samesite="lax", secure=get_settings().origin.startswith("https://"), path="/")
+
+
+def _row(session: Session, request: Request) -> WebSession | None:
+    token = request.cookies.get(SESSION_COOKIE)
+    if not token or len(token) > 200:
+        return None
+    row = session.exec(select(WebSession).where(WebSession.token_hash == crypto.sha256_hex(token))).first()
+    if row is None or row.expires_at <= now():
+        return None
+    return row
+
+
+def current_user(request: Request) -> User | None:
+    """The signed-in user, or None. Cached on the request."""
+    if not hasattr(request.state, "user"):
+        with transaction() as session:
+            row = _row(session, request)
+            request.state.user = session.get(User, row.user_id) if row else None
+    return request.state.user
+
+
+def end_session(request: Request, response: Response) -> None:
+    token = request.cookies.get(SESSION_COOKIE)
+    if token:
+        with transaction() as session:
+            session.execute(delete(WebSession).where(WebSession.token_hash == crypto.sha256_hex(token)))
+    response.delete_cookie(SESSION_COOKIE, path="/")
+
+
+def login_url(next_path: str) -> str:
+    return "/login?next=" + quote(next_path, safe="")
+
+
+def safe_next(next_path: str | None, default: str = "/") -> str:
+    """Only same-origin relative paths may be used after sign-in (no open redirects)."""
+    if not next_path or not next_path.startswith("/") or next_path.startswith("//") or "\\" in next_path:
+        return default
+    return next_path

@@ -1,0 +1,102 @@
+"""The official MCP conformance suite's server scenarios and the MCP Inspector CLI against a live
+server. The suite sends no Authorization header, so a small test-only proxy in front adds an API
+key. Expected failures (capabilities this server does not offer) are in conformance-baseline.yml.
+Needs node/npx and the npm registry (or a warm npx cache); skipped otherwise."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import make_tenant
+
+CONFORMANCE = ["npx", "--yes", "-p", "node@22", "-p", "@modelcontextprotocol/conformance@0.1.16", "--", "conformance"]
+INSPECTOR = ["npx", "--yes", "-p", "node@22", "-p", "@modelcontextprotocol/inspector@2.12.0", "--", "mcp-inspector"]
+BASELINE = Path(__file__).with_name("conformance-baseline.yml")
+TIMEOUT = 600
+HOP_BY_HOP = {"content-length", "transfer-encoding", "connection", "content-encoding", "keep-alive"}
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(shutil.which("npx") is None, reason="node/npx is not installed"),
+]
+
+
+class AuthorizingProxy:
+    """Forwards every request to `target`, adding `Authorization: Bearer <key>` (test only)."""
+
+    def __init__(self, target: str, key: str) -> None:
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def forward(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                body = self.rfile.read(length) if length else b""
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
+                headers["Authorization"] = f"Bearer {key}"
+                with httpx.Client(timeout=60) as client:
+                    answer = client.request(self.command, target + self.path, content=body, headers=headers)
+                self.send_response(answer.status_code)
+                for name, value in answer.headers.items():
+                    if name.lower() not in HOP_BY_HOP:
+                        self.send_header(name, value)
+                self.send_header("Content-Length", str(len(answer.content)))
+                self.end_headers()
+                self.wfile.write(answer.content)
+
+            do_GET = do_POST = do_DELETE = forward
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/mcp"
+        owner.server = self.server
+
+    def close(self) -> None:
+        self.server.shutdown()
+
+
+def run(command: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    result = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT, cwd=cwd)
+    if result.returncode != 0 and "npm error" in result.stderr + result.stdout:
+        pytest.skip(f"npx could not install the tool:\n{(result.stderr + result.stdout)[-2000:]}")
+    return result
+
+
+def test_conformance_server_scenarios(live_server, tmp_path):
+    tenant = make_tenant(None)
+    proxy = AuthorizingProxy(live_server, tenant.key)
+    try:
+        result = run([*CONFORMANCE, "server", "--url", proxy.url, "--expected-failures", str(BASELINE),
+                      "--output-dir", str(tmp_path / "results")], tmp_path)
+    finally:
+        proxy.close()
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-4000:]
+    for scenario in ("server-initialize", "ping", "tools-list", "dns-rebinding-protection"):
+        assert f"✓ {scenario}" in output, output[-4000:]
+
+
+def test_inspector_cli_lists_and_calls_tools(live_server, tmp_path):
+    tenant = make_tenant(None)
+    base = [*INSPECTOR, "--cli", f"{live_server}/mcp", "--transport", "http",
+            "--header", f"Authorization: Bearer {tenant.key}"]
+    listed = run([*base, "--method", "tools/list"], tmp_path)
+    assert listed.returncode == 0, listed.stderr[-2000:]
+    assert len(json.loads(listed.stdout)["tools"]) == 19
+    called = run([*base, "--method", "tools/call", "--tool-name", "create_customer", "--tool-arg", "name=Inspector"],
+                 tmp_path)
+    assert called.returncode == 0, called.stderr[-2000:]
+    result = json.loads(called.stdout)
+    assert result["isError"] is False and result["structuredContent"]["name"] == "Inspector"

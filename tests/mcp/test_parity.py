@@ -1,0 +1,102 @@
+"""Every tool and its REST endpoint are the same operation: on equivalent data they give the same
+result (ids, timestamps, numbers and the `formatted` strings aside) and the same events."""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from tests.api.invoicing import adhoc, customer, draft, open_invoice, price
+from tests.mcp.jsonrpc import structured
+
+VARYING = {"id", "customer", "invoice", "price", "product", "created", "updated", "created_at", "finalized_at",
+           "paid_at", "voided_at", "number", "public_url_token", "formatted", "next_cursor", "request_id", "api_key_id"}
+
+
+def normalized(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: normalized(v) for k, v in value.items() if k not in VARYING}
+    if isinstance(value, list):
+        return [normalized(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True)
+class Case:
+    tool: str
+    prepare: Callable[[Any], dict]  # returns what the calls refer to (ids)
+    rest: Callable[[Any, dict], Any]  # the REST response
+    arguments: Callable[[dict], dict]
+    unwrap: bool = True  # REST wraps single objects in {data}
+
+
+def _invoice_draft(tenant) -> dict:
+    return {"invoice": draft(tenant, items=[adhoc("Design", 250000), adhoc("Ops", 99, quantity=3)])["id"]}
+
+
+def _open(tenant) -> dict:
+    return {"invoice": open_invoice(tenant, items=[adhoc("Design", 250000)])["id"]}
+
+
+def _customer(tenant) -> dict:
+    return {"customer": customer(tenant, name="Parity Co", email="ap@parity.example")["id"]}
+
+
+CASES = [
+    Case("get_business", lambda t: {}, lambda t, c: t.get("/business"), lambda c: {}),
+    Case("list_customers", _customer, lambda t, c: t.get("/customers", params={"query": "parity"}),
+         lambda c: {"query": "parity"}, unwrap=False),
+    Case("get_customer", _customer, lambda t, c: t.get(f"/customers/{c['customer']}"), lambda c: c),
+    Case("create_customer", lambda t: {}, lambda t, c: t.post("/customers", json={"name": "New", "phone": "1"}),
+         lambda c: {"name": "New", "phone": "1"}),
+    Case("update_customer", _customer, lambda t, c: t.patch(f"/customers/{c['customer']}", json={"tax_id": "T1"}),
+         lambda c: {**c, "tax_id": "T1"}),
+    Case("list_products", lambda t: {"price": price(t)["id"]}, lambda t, c: t.get("/products"), lambda c: {},
+         unwrap=False),
+    Case("list_prices", lambda t: {"price": price(t)["id"]}, lambda t, c: t.get("/prices", params={"currency": "USD"}),
+         lambda c: {"currency": "USD"}, unwrap=False),
+    Case("list_invoices", _invoice_draft, lambda t, c: t.get("/invoices", params={"status": "draft"}),
+         lambda c: {"status": "draft"}, unwrap=False),
+    Case("get_invoice", _invoice_draft, lambda t, c: t.get(f"/invoices/{c['invoice']}"), lambda c: c),
+    Case("list_invoice_events", _open, lambda t, c: t.get(f"/invoices/{c['invoice']}/events"), lambda c: c,
+         unwrap=False),
+    Case("create_invoice", _customer,
+         lambda t, c: t.post("/invoices", json={**c, "items": [adhoc("A", 1234, tax_rate=20)]}, idem=True),
+         lambda c: {**c, "items": [adhoc("A", 1234, tax_rate=20)]}),
+    Case("update_invoice", _invoice_draft,
+         lambda t, c: t.patch(f"/invoices/{c['invoice']}", json={"footer": "Net 30", "days_until_due": 10}),
+         lambda c: {**c, "footer": "Net 30", "days_until_due": 10}),
+    Case("add_invoice_item", _invoice_draft,
+         lambda t, c: t.post("/invoice-items", json={**c, "description": "Extra", "unit_amount": 500}, idem=True),
+         lambda c: {**c, "description": "Extra", "unit_amount": 500}),
+    Case("remove_invoice_item", lambda t: {"item": draft(t, items=[adhoc(), adhoc("B")])["lines"]["data"][0]["id"]},
+         lambda t, c: t.delete(f"/invoice-items/{c['item']}"), lambda c: c),
+    Case("delete_draft_invoice", _invoice_draft, lambda t, c: t.delete(f"/invoices/{c['invoice']}"), lambda c: c),
+    Case("finalize_invoice", _invoice_draft, lambda t, c: t.post(f"/invoices/{c['invoice']}/finalize", idem=True),
+         lambda c: c),
+    Case("void_invoice", _open,
+         lambda t, c: t.post(f"/invoices/{c['invoice']}/void", json={"reason": "Duplicate"}, idem=True),
+         lambda c: {**c, "reason": "Duplicate"}),
+    Case("send_invoice", _open,
+         lambda t, c: t.post(f"/invoices/{c['invoice']}/send", json={"to": "ap@parity.example"}, idem=True),
+         lambda c: {**c, "to": "ap@parity.example"}, unwrap=False),
+    Case("mark_invoice_paid", _open,
+         lambda t, c: t.post(f"/invoices/{c['invoice']}/pay", json={"reference": "wire 7"}, idem=True),
+         lambda c: {**c, "reference": "wire 7"}),
+]
+
+
+def test_every_tool_has_a_parity_case():
+    from mcp_server.tools import TOOLS
+    assert sorted(case.tool for case in CASES) == sorted(tool.name for tool in TOOLS)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.tool)
+def test_a_tool_gives_what_its_rest_endpoint_gives(client, tenant_factory, case):
+    via_rest, via_mcp = tenant_factory(), tenant_factory()
+    rest = case.rest(via_rest, case.prepare(via_rest))
+    assert rest.status_code < 300, rest.text
+    expected = rest.json()["data"] if case.unwrap else rest.json()
+    got = structured(client, via_mcp.key, case.tool, **case.arguments(case.prepare(via_mcp)))
+    assert normalized(got) == normalized(expected)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import re
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -271,45 +273,95 @@ def test_an_unusable_database_url_is_reported_without_a_traceback(env):
     assert refused(result).startswith("invoicing: INVOICING_DATABASE_URL")
 
 
-def start(env, *args: str) -> subprocess.Popen:
-    return subprocess.Popen([INVOICING, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+class Running:
+    """A started command whose output a thread reads line by line. (select() on the pipe with a
+    buffered readline() misses lines already read into the buffer: it made startup look hung.)"""
 
+    def __init__(self, env, *args: str) -> None:
+        self.process = subprocess.Popen([INVOICING, *args], env=env, stdout=subprocess.PIPE,
+                                        stderr=subprocess.STDOUT, text=True)
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
 
-def stop_and_read(process: subprocess.Popen) -> str:
-    process.send_signal(signal.SIGTERM)
-    output, _ = process.communicate(timeout=TIMEOUT)
-    assert process.returncode == 0, output
-    return output
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            self.lines.put(line)
+        self.lines.put(None)
 
+    def wait_for(self, text: str, timeout: float = 60.0) -> None:
+        seen = ""
+        deadline = time.monotonic() + timeout
+        while text not in seen:
+            try:
+                line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise AssertionError(f"did not print {text!r} within {timeout:g} s: {seen}") from None
+            assert line is not None, f"exited before printing {text!r}: {seen}"
+            seen += line
 
-def wait_for(process: subprocess.Popen, text: str) -> None:
-    seen = ""
-    while text not in seen:
-        line = process.stdout.readline()
-        assert line, f"exited before printing {text!r}: {seen}"
-        seen += line
+    def stop_and_read(self) -> str:
+        """Sends SIGTERM, waits for a clean exit and answers what was printed since the last wait."""
+        self.process.send_signal(signal.SIGTERM)
+        self.process.wait(timeout=TIMEOUT)
+        self.reader.join(timeout=TIMEOUT)
+        output = ""
+        while (line := self.lines.get(timeout=TIMEOUT)) is not None:
+            output += line
+        assert self.process.returncode == 0, output
+        return output
 
 
 def test_worker_runs_the_cleanup_job_and_stops_on_sigterm(env):
-    process = start(env, "worker")
-    wait_for(process, "Background worker started: cleanup")
-    assert "Background worker stopped." in stop_and_read(process)
+    process = Running(env, "worker")
+    process.wait_for("Background worker started: cleanup")
+    assert "Background worker stopped." in process.stop_and_read()
 
 
 def test_serve_runs_the_worker_in_process_and_stops_both_on_sigterm(env):
     port = free_port()
-    process = start(env, "serve", "--port", str(port))
-    wait_for(process, "Background worker started")
-    wait_for(process, f"running on http://127.0.0.1:{port}")
+    process = Running(env, "serve", "--port", str(port))
+    process.wait_for("Background worker started")
+    process.wait_for(f"running on http://127.0.0.1:{port}")
     assert httpx.get(f"http://127.0.0.1:{port}/api/v1/openapi.json").status_code == 200
-    output = stop_and_read(process)
+    output = process.stop_and_read()
     assert "Background worker stopped." in output
 
 
 def test_serve_with_several_processes_answers(env):
     port = free_port()
-    process = start(env, "serve", "--port", str(port), "--workers", "2", "--no-worker")
-    wait_for(process, "Application startup complete")
-    wait_for(process, "Application startup complete")
+    process = Running(env, "serve", "--port", str(port), "--workers", "2", "--no-worker")
+    process.wait_for("Application startup complete")
+    process.wait_for("Application startup complete")
     assert httpx.get(f"http://127.0.0.1:{port}/api/v1/openapi.json").status_code == 200
-    assert "Background worker" not in stop_and_read(process)
+    assert "Background worker" not in process.stop_and_read()
+
+
+def _register_from(port: int, address: str) -> int:
+    body = {"client_name": "Spoofer", "redirect_uris": ["http://127.0.0.1:9/cb"], "token_endpoint_auth_method": "none"}
+    return httpx.post(f"http://127.0.0.1:{port}/oauth/register", json=body,
+                      headers={"X-Forwarded-For": address}).status_code
+
+
+def test_serve_believes_no_forwarded_header_by_default(env):
+    port = free_port()
+    process = Running(env, "serve", "--port", str(port), "--no-worker")
+    try:
+        process.wait_for("Application startup complete")
+        # The registration limit (30 an hour per client address) counts 127.0.0.1, whatever the header says.
+        statuses = [_register_from(port, f"203.0.113.{n}") for n in range(31)]
+    finally:
+        process.stop_and_read()
+    assert statuses[:30] == [201] * 30
+    assert statuses[30] == 429
+
+
+def test_serve_believes_forwarded_headers_from_configured_proxies(env):
+    port = free_port()
+    process = Running({**env, "INVOICING_FORWARDED_ALLOW_IPS": "127.0.0.1"}, "serve", "--port", str(port), "--no-worker")
+    try:
+        process.wait_for("Application startup complete")
+        statuses = [_register_from(port, f"198.51.100.{n}") for n in range(31)]
+    finally:
+        process.stop_and_read()
+    assert statuses == [201] * 31

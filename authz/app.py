@@ -25,6 +25,7 @@ from authz.errors import safe_description
 from authz.server import server
 from core.access import resources
 from core.base.db import transaction
+from core.base.validation import text_errors, unacceptable_parameters
 from core.mechanisms import ratelimit
 from pages.csrf import CsrfFailed, require_csrf
 from pages.routing import path_with_query, sign_in_first
@@ -34,6 +35,7 @@ MAX_FORM_FIELDS = 100
 MAX_REGISTRATION_BYTES = 16 * 1024
 # Registration is open; this keeps one address from filling the clients table.
 REGISTRATIONS_PER_ADDRESS = ratelimit.Limit("oauth-register", 30, 3600)
+UNACCEPTABLE_TEXT = "The request holds control characters or invalid Unicode in its parameters."
 CROSS_ORIGIN = Middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["POST"],
                           allow_headers=["Authorization", "Content-Type"], max_age=86400)
 
@@ -77,6 +79,8 @@ async def register(request: Request) -> Response:
                                 f"{usage.limit} per hour. Retry after {usage.retry_after} seconds.", 429)
         response.headers["Retry-After"] = str(usage.retry_after)
         return response
+    if text_errors(document, "metadata"):
+        return _oauth_error("invalid_client_metadata", UNACCEPTABLE_TEXT)
     http = HttpInput(request.method, str(request.url), request.headers, json=document)
     return await run_in_threadpool(_in_transaction, lambda: server.create_endpoint_response("client_registration", http))
 
@@ -88,6 +92,8 @@ def _count_registration(address: str) -> ratelimit.Usage:
 
 async def _machine_endpoint(request: Request, handle) -> Response:
     http = HttpInput(request.method, str(request.url), request.headers, await _form_params(request))
+    if unacceptable_parameters(http.params + request.query_params.multi_items()):
+        return _oauth_error("invalid_request", UNACCEPTABLE_TEXT)
     client_ids = [dict(http.params).get("client_id"), _basic_auth_client_id(request)]
     return await run_in_threadpool(_in_transaction, lambda: handle(http), client_ids)
 
@@ -146,6 +152,8 @@ def _oauth_error(error: str, description: str, status_code: int = 400) -> Respon
 
 async def authorize(request: Request) -> Response:
     form = await request.form(max_files=0, max_fields=MAX_FORM_FIELDS) if request.method == "POST" else None
+    if unacceptable_parameters(request.query_params.multi_items() + (form.multi_items() if form else [])):
+        return consent.render_authorization_error(request, error="invalid_request", description=UNACCEPTABLE_TEXT)
     try:
         return await run_in_threadpool(_authorize, request, form)
     except ValueError as exc:

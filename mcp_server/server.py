@@ -16,6 +16,7 @@ from core.access import resources
 from core.base.errors import DomainError, ValidationFailed
 from core.base.jsonout import dumps
 from core.base.money import format_money
+from core.base.validation import text_problem
 from core.mechanisms.idempotency import KEY_MAX
 from mcp_server.tools import BY_NAME, TOOLS, Tool
 from operations.pipeline import Invocation, Outcome, Reply, execute, new_request_id
@@ -104,10 +105,12 @@ def run_tool(tool: Tool, arguments: dict[str, Any], authorization: str | None) -
     ids: dict[str, str] = {}
     if tool.id_argument:
         value = arguments.pop(tool.id_argument, None)
-        if isinstance(value, str) and value:
-            ids["id"] = value
-        else:
+        if not (isinstance(value, str) and value):
             error = ValidationFailed.at(tool.id_argument, "is required: an id string")
+        elif problem := text_problem(value):
+            error = ValidationFailed.at(tool.id_argument, problem)
+        else:
+            ids["id"] = value
     query_names = _field_names(operation.query)
     query = {name: value for name, value in arguments.items() if name in query_names}
     rest = {name: value for name, value in arguments.items() if name not in query_names}
@@ -115,6 +118,8 @@ def run_tool(tool: Tool, arguments: dict[str, Any], authorization: str | None) -
         error = ValidationFailed.at(next(iter(rest)), "unknown field")
     if key is not None and not (isinstance(key, str) and 1 <= len(key) <= KEY_MAX):
         error = error or ValidationFailed.at("idempotency_key", f"must be a string of 1 to {KEY_MAX} characters")
+    elif key is not None and (problem := text_problem(key)):
+        error = error or ValidationFailed.at("idempotency_key", problem)
     invocation = Invocation(
         credential=authorization, resource=resources.mcp(), request_id=new_request_id(), params=ids,
         query=query, query_items=sorted((name, json.dumps(value)) for name, value in query.items()),

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
-from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.exc import DataError, IntegrityError, InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlmodel import Session
 
 from core.access import credentials
@@ -32,7 +33,7 @@ from core.base.errors import (
     UpstreamFailed,
     ValidationFailed,
 )
-from core.base.validation import load_json, parse
+from core.base.validation import load_json, parse, refuse_unacceptable_text
 from core.mechanisms import idempotency, ratelimit
 from core.mechanisms.idempotency import StoredResponse as Reply
 
@@ -130,6 +131,7 @@ def execute(operation: Operation, invocation: Invocation, presenter: Presenter) 
         principal.require(operation.scope)
         if invocation.body_error:
             raise invocation.body_error
+        refuse_unacceptable_text(invocation.params)
         query = parse(operation.query, invocation.query) if operation.query else None
         body_json = load_json(invocation.body) if operation.body else None
         if operation.body_required and body_json is None:
@@ -214,12 +216,17 @@ def _settle_claim_after_error(claim: idempotency.Claim | None, error: DomainErro
 
 
 def as_domain_error(exc: Exception, request_id: str) -> DomainError:
-    """An unexpected exception as the domain error a caller sees (logged, never leaked)."""
+    """An unexpected exception as the domain error a caller sees (logged, never leaked). Only an
+    unreachable database is `upstream_failed`: a value it refuses is the caller's input, any other
+    database fault is ours."""
     if isinstance(exc, IntegrityError):
         log.warning("write conflict (request %s): %s", request_id, exc.__class__.__name__)
         return Conflict("The write clashed with another one; retry the request.")
-    if isinstance(exc, DBAPIError):
-        log.error("database fault (request %s)", request_id, exc_info=exc)
+    if isinstance(exc, DataError):
+        log.warning("value refused by the database (request %s): %s", request_id, exc.orig)
+        return ValidationFailed.at("body", "holds a value the database cannot store")
+    if isinstance(exc, OperationalError | InterfaceError | PoolTimeout):
+        log.error("database unavailable (request %s)", request_id, exc_info=exc)
         return UpstreamFailed("The database is unavailable; retry the request.")
     log.error("unexpected error (request %s)", request_id, exc_info=exc)
     return InternalError("An unexpected error occurred; retry the request. Request id: " + request_id)

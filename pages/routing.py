@@ -17,6 +17,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from core.base.errors import FieldError
+from core.base.validation import unacceptable_parameters
 from core.models import User
 from pages.csrf import CsrfFailed, require_csrf
 from pages.render import shared
@@ -88,6 +89,11 @@ def _run(handlers: dict[str, Handler], signed_in: bool, request: Request, form: 
         back = path_with_query(request) if request.method == "GET" else (
             request.url.path if "GET" in handlers else "/")
         return sign_in_first(back)
+    sent = request.query_params.multi_items() + (form.multi_items() if form is not None else [])
+    # Multi-line text is the loosest rule (what a text area takes); each form's own model is stricter.
+    if unacceptable_parameters(sent, multi_line=True):
+        return error_page(request, 400, "This form holds characters we cannot accept",
+                          "Control characters (such as NUL) cannot be stored. Go back, remove them and try again.")
     if form is not None:
         try:
             require_csrf(request, form)

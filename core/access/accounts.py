@@ -10,7 +10,7 @@ from sqlmodel import Session, select
 
 from core.base.clock import now
 from core.base.errors import Conflict, NotFound, ValidationFailed
-from core.base.validation import normalize_email
+from core.base.validation import NAME_MAX, acceptable_text, normalize_email
 from core.models import Account, User
 
 _hasher = PasswordHasher()
@@ -30,6 +30,8 @@ def check_password(user: User, password: str) -> bool:
 
 def create_account(session: Session, *, email: str, password: str, name: str | None = None) -> tuple[User, Account]:
     email = normalize_email(email, path="email")
+    if name is not None:
+        name = acceptable_text(name, "name", max_length=NAME_MAX)
     if len(password) < MIN_PASSWORD_LENGTH:
         raise ValidationFailed.at("password", f"must be at least {MIN_PASSWORD_LENGTH} characters")
     if session.exec(select(User).where(User.email == email)).first():

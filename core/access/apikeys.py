@@ -14,6 +14,7 @@ from core.access.scopes import PRESETS, ordered, unknown_scopes
 from core.base import crypto
 from core.base.clock import now
 from core.base.errors import NotFound, Unauthorized, ValidationFailed
+from core.base.validation import NAME_MAX, acceptable_text
 from core.models import ApiKey
 
 KEY_PATTERN = re.compile(r"^inv_live_([A-Za-z0-9]{8})_([A-Za-z0-9]{32})$")
@@ -42,9 +43,7 @@ def resolve_scopes(*, preset: str | None = None, scopes: list[str] | None = None
 
 def create_key(session: Session, account_id: uuid.UUID, *, name: str, scopes: list[str],
                expires_in_days: int = 0) -> CreatedKey:
-    name = name.strip()
-    if not name or len(name) > 256:
-        raise ValidationFailed.at("name", "must be 1 to 256 characters")
+    name = acceptable_text(name.strip(), "name", max_length=NAME_MAX)
     if not scopes:
         raise ValidationFailed.at("scopes", "choose a preset or at least one scope")
     if bad := unknown_scopes(scopes):

@@ -3,11 +3,23 @@
 from __future__ import annotations
 
 import json
+import re
+from datetime import UTC, date, datetime, time
 from decimal import Decimal
 from typing import Annotated, Any, TypeVar
 
 from email_validator import EmailNotValidError, validate_email
-from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    Strict,
+    ValidationError,
+    ValidationInfo,
+    WithJsonSchema,
+    field_validator,
+)
 
 from core.base.errors import FieldError, ValidationFailed
 
@@ -26,8 +38,137 @@ Percent = Annotated[Decimal, Field(ge=0, le=100, max_digits=12, decimal_places=6
 
 M = TypeVar("M", bound=BaseModel)
 
+# --- calendar, decided once ------------------------------------------------------------------
+# Far enough from the ends of Python's calendar (years 1 to 9999) that a year of days until due,
+# an offset of a day or an inclusive bound never overflows; wide enough for any real invoice.
+DATE_MIN = date(1900, 1, 1)
+DATE_MAX = date(9998, 12, 31)
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_CALENDAR_RANGE = f"must be between {DATE_MIN.isoformat()} and {DATE_MAX.isoformat()}"
 
-class Input(BaseModel):
+
+def calendar_date(value: object) -> object:
+    """`YYYY-MM-DD` as a date within the calendar range, or ValueError (a pydantic validator)."""
+    if isinstance(value, date) and not isinstance(value, datetime):
+        day = value
+    elif not isinstance(value, str) or not _DATE.fullmatch(value):
+        raise ValueError("must be a date in the form YYYY-MM-DD")
+    else:
+        try:
+            day = date.fromisoformat(value)
+        except ValueError:
+            raise ValueError("is not a valid calendar date") from None
+    if not DATE_MIN <= day <= DATE_MAX:
+        raise ValueError(_CALENDAR_RANGE)
+    return day
+
+
+def utc_moment(value: object) -> object:
+    """A date (midnight UTC) or an ISO 8601 timestamp (UTC when no offset is given), in UTC to
+    the millisecond, within the calendar range; or ValueError (a pydantic validator)."""
+    if not isinstance(value, str):
+        raise ValueError("must be an ISO 8601 date or timestamp")
+    if _DATE.fullmatch(value):
+        return datetime.combine(calendar_date(value), time(), UTC)
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00") if value.endswith("Z") else value)
+    except ValueError:
+        raise ValueError("must be an ISO 8601 date or timestamp") from None
+    if not DATE_MIN <= moment.date() <= DATE_MAX:  # before converting: the offset could overflow
+        raise ValueError(_CALENDAR_RANGE)
+    moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
+
+
+CalendarDate = Annotated[date, BeforeValidator(calendar_date),
+                         WithJsonSchema({"type": "string", "format": "date",
+                                         "description": f"YYYY-MM-DD, {DATE_MIN} to {DATE_MAX}"})]
+
+# --- what text is acceptable, decided once for every surface -------------------------------------
+# Valid Unicode scalar values only (a lone surrogate cannot be encoded, so no database stores it),
+# and no C0 control character (PostgreSQL refuses NUL; the others corrupt headers, logs and PDFs),
+# except tab, line feed and carriage return in text that may span lines.
+_SURROGATE = "\ud800-\udfff"
+_CONTROL_IN_ONE_LINE = re.compile(f"[\x00-\x1f{_SURROGATE}]")
+_CONTROL_IN_LINES = re.compile(f"[\x00-\x08\x0b\x0c\x0e-\x1f{_SURROGATE}]")
+
+
+class _MultiLine:
+    """Marks a text field that may span lines: `description: Annotated[str | None, MULTI_LINE]`."""
+
+    def __repr__(self) -> str:
+        return "MULTI_LINE"
+
+
+MULTI_LINE = _MultiLine()
+
+
+def text_problem(value: str, *, multi_line: bool = False) -> str | None:
+    """Why `value` is not acceptable text, or None when it is."""
+    found = (_CONTROL_IN_LINES if multi_line else _CONTROL_IN_ONE_LINE).search(value)
+    if found is None:
+        return None
+    char = found.group()
+    if "\ud800" <= char <= "\udfff":
+        return "must be valid Unicode (it holds an unpaired surrogate)"
+    if char in "\t\n\r":
+        return "must be a single line (no line break or tab)"
+    return f"must not contain control characters (found U+{ord(char):04X})"
+
+
+def acceptable_text(value: str, path: str, *, max_length: int, multi_line: bool = False) -> str:
+    """`value` when it is acceptable text of 1 to `max_length` characters, or ValidationFailed at `path`
+    (for text that reaches `core` without a model)."""
+    if not value or len(value) > max_length:
+        raise ValidationFailed.at(path, f"must be 1 to {max_length} characters")
+    if problem := text_problem(value, multi_line=multi_line):
+        raise ValidationFailed.at(path, problem)
+    return value
+
+
+def text_errors(data: Any, path: str, *, multi_line: bool = False) -> list[FieldError]:
+    """Every unacceptable string in `data` (keys included), at its path."""
+    if isinstance(data, str):
+        problem = text_problem(data, multi_line=multi_line)
+        return [FieldError(path, problem)] if problem else []
+    errors: list[FieldError] = []
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if isinstance(key, str) and (problem := text_problem(key)):
+                errors.append(FieldError(path, f"has a key that {problem}"))
+            errors += text_errors(value, f"{path}.{key}", multi_line=multi_line)
+    elif isinstance(data, list):
+        for index, value in enumerate(data):
+            errors += text_errors(value, f"{path}.{index}", multi_line=multi_line)
+    return errors
+
+
+def unacceptable_parameters(items: list[tuple[str, Any]], *, multi_line: bool = False) -> list[FieldError]:
+    """`text_errors` of form or query parameters (a name may repeat)."""
+    return [error for name, value in items for error in text_errors(value, name, multi_line=multi_line)]
+
+
+def refuse_unacceptable_text(values: dict[str, Any], *, prefix: str = "") -> None:
+    """ValidationFailed naming every unacceptable string of a flat mapping (query, path ids, form)."""
+    if errors := unacceptable_parameters([(f"{prefix}{name}", value) for name, value in values.items()]):
+        raise failed(errors)
+
+
+class _TextChecked(BaseModel):
+    """Every text field of a subclass is checked by `text_problem`; MULTI_LINE ones may span lines."""
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _acceptable_text(cls, value: Any, info: ValidationInfo) -> Any:
+        if isinstance(value, str | list | dict):
+            field = cls.model_fields[info.field_name]
+            multi_line = any(marker is MULTI_LINE for marker in field.metadata)
+            if errors := text_errors(value, info.field_name, multi_line=multi_line):
+                raise ValueError(errors[0].message)
+        return value
+
+
+class Input(_TextChecked):
     """Base of request bodies: unknown fields are refused, so typos never pass silently."""
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=False)
@@ -109,7 +250,7 @@ def normalize_email(value: str, *, path: str) -> str:
         raise ValidationFailed.at(path, str(exc)) from None
 
 
-class QueryInput(BaseModel):
+class QueryInput(_TextChecked):
     """Base of query strings: unknown parameters are ignored, as most HTTP APIs do."""
 
     model_config = ConfigDict(extra="ignore")

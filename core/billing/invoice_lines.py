@@ -16,7 +16,7 @@ from sqlmodel import Session
 
 from core.base import money
 from core.base.errors import FieldError, ValidationFailed
-from core.base.validation import LINES_MAX, MAX_SAFE_INTEGER, TEXT_MAX, Input, MinorUnits, Percent, failed
+from core.base.validation import LINES_MAX, MAX_SAFE_INTEGER, MULTI_LINE, TEXT_MAX, Input, MinorUnits, Percent, failed
 from core.catalog import products
 from core.models import Invoice, InvoiceLine, Price, Product
 
@@ -32,7 +32,7 @@ class ItemFields(Input):
 
     price: str | None = Field(default=None, description="price_ id or UUID; omit for an ad-hoc line",
                               examples=["price_3f9a1c0e5b7d4e2a8c6b4d2f0e1a3c5b"])
-    description: str | None = Field(default=None, max_length=TEXT_MAX,
+    description: Annotated[str | None, MULTI_LINE] = Field(default=None, max_length=TEXT_MAX,
                                     description="Required for ad-hoc lines; defaults to the product name")
     quantity: Quantity = 1  # an int default keeps the documented default a JSON number
     unit: Unit = Field(default="NOS", description="Unit code: NOS (count), HRS (hours), DAY, MON (months), KGS, …",

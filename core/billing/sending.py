@@ -19,7 +19,7 @@ from core.access import accounts
 from core.access.principal import Principal
 from core.base.errors import InvalidState, UpstreamFailed, ValidationFailed
 from core.base.money import format_money
-from core.base.validation import EMAIL_MAX, Input, email_or_error
+from core.base.validation import EMAIL_MAX, MULTI_LINE, Input, email_or_error
 from core.billing import events, invoices
 from core.billing.invoice_render import InvoiceOut
 from core.billing.pdf import filename_for, render_invoice
@@ -38,7 +38,7 @@ class SendInput(Input):
     to: EmailAddress | None = Field(default=None, description="Recipient; overrides the customer's e-mail")
     cc: list[EmailAddress] = Field(default_factory=list, max_length=CC_MAX,
                                    description=f"Up to {CC_MAX} addresses copied")
-    message: str | None = Field(default=None, max_length=MESSAGE_MAX,
+    message: Annotated[str | None, MULTI_LINE] = Field(default=None, max_length=MESSAGE_MAX,
                                 description="Text added to the e-mail body")
 
 

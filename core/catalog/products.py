@@ -20,6 +20,7 @@ from core.base.clock import iso, now
 from core.base.errors import ValidationFailed
 from core.base.lookup import owned
 from core.base.validation import (
+    MULTI_LINE,
     NAME_MAX,
     TEXT_MAX,
     Input,
@@ -60,7 +61,7 @@ ActiveFilter = Annotated[bool | None, BeforeValidator(_true_or_false)]
 
 class ProductCreate(Input):
     name: str = Field(min_length=1, max_length=NAME_MAX)
-    description: str | None = Field(default=None, max_length=TEXT_MAX,
+    description: Annotated[str | None, MULTI_LINE] = Field(default=None, max_length=TEXT_MAX,
                                     description="Free text; null or the empty string clears it")
     active: StrictBool = True
 
@@ -69,7 +70,7 @@ class ProductCreate(Input):
 
 class ProductUpdate(Input):
     name: str | None = Field(default=None, min_length=1, max_length=NAME_MAX)
-    description: str | None = Field(default=None, max_length=TEXT_MAX,
+    description: Annotated[str | None, MULTI_LINE] = Field(default=None, max_length=TEXT_MAX,
                                     description="Free text; null or the empty string clears it")
     active: StrictBool | None = Field(default=None, description="false archives, true restores")
 

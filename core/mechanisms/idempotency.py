@@ -20,6 +20,7 @@ from sqlmodel import Session, select
 from core.base.clock import now
 from core.base.db import transaction
 from core.base.errors import Conflict, FieldError, IdempotencyMismatch, ValidationFailed
+from core.base.validation import text_problem
 from core.models import IdempotencyRecord
 
 KEY_MAX = 255
@@ -48,6 +49,8 @@ def request_fingerprint(body: object) -> str:
 def check_key(key: str) -> str:
     if not key or len(key) > KEY_MAX:
         raise ValidationFailed.at("Idempotency-Key", f"must be 1 to {KEY_MAX} characters")
+    if problem := text_problem(key):
+        raise ValidationFailed.at("Idempotency-Key", problem)
     return key
 
 

@@ -201,3 +201,18 @@ def test_one_idempotency_key_cannot_act_on_another_invoice(client, tenant):
 def test_an_empty_idempotency_key_is_a_validation_error_at_its_argument(client, tenant):
     error = error_of(call(client, tenant.key, "create_customer", name="A", idempotency_key=""))
     assert error["code"] == "validation" and error["errors"][0]["path"] == "idempotency_key"
+
+
+def test_a_control_character_in_an_idempotency_key_is_a_validation_error_at_its_argument(client, tenant):
+    error = error_of(call(client, tenant.key, "create_customer", name="A", idempotency_key="k\x00"))
+    assert error["code"] == "validation" and error["errors"][0]["path"] == "idempotency_key"
+
+
+def test_a_control_character_in_a_tool_argument_is_a_validation_error_at_its_name(client, tenant):
+    error = error_of(call(client, tenant.key, "create_customer", name="A\x00"))
+    assert error["code"] == "validation" and error["errors"][0]["path"] == "name"
+
+
+def test_a_control_character_in_an_id_argument_is_a_validation_error_at_its_name(client, tenant):
+    error = error_of(call(client, tenant.key, "get_invoice", invoice="in_\x00"))
+    assert error["code"] == "validation" and error["errors"][0]["path"] == "invoice"

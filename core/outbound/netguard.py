@@ -154,6 +154,8 @@ def _embedded_ipv4(address: IPAddress) -> ipaddress.IPv4Address | None:
 
 _NUMERIC_LABEL = re.compile(r"^(?:[0-9]+|0[xX][0-9a-fA-F]*)$")
 _HOST_NAME = re.compile(r"^[a-z0-9_.-]+$")
+MAX_HOST_NAME = 253
+MAX_LABEL = 63
 
 
 def check_url(
@@ -217,6 +219,8 @@ def _addresses(host: str, port: int, resolver: Resolver) -> list[IPAddress]:
     _check_host_name(host)
     try:
         resolved = resolver(host, port)
+    except UnicodeError:  # the resolver's IDNA codec refuses a name the checks above let through
+        raise UnsafeAddress(f"host {host[:300]!r} is not a valid host name") from None
     except OSError as exc:
         raise UnsafeAddress(f"host {host!r} could not be resolved: {exc}") from None
     if not resolved:
@@ -232,13 +236,21 @@ def _ip_literal(host: str) -> IPAddress | None:
 
 
 def _check_host_name(host: str) -> None:
-    last_label = host.removesuffix(".").rsplit(".", 1)[-1]
-    if _NUMERIC_LABEL.match(last_label):
+    """A DNS name as RFC 1035 allows it: labels of 1 to 63 characters, 253 in all. No final dot:
+    `example.com.` names the same host as `example.com` but would slip past host allow-lists and
+    certificate names written without it."""
+    if _NUMERIC_LABEL.match(host.removesuffix(".").rsplit(".", 1)[-1]):
         raise UnsafeAddress(
             f"host {host!r} looks like an IPv4 address but is not a canonical dotted quad"
         )
     if not _HOST_NAME.match(host):
         raise UnsafeAddress(f"host {host!r} contains characters not allowed in a host name")
+    if host.endswith("."):
+        raise UnsafeAddress(f"host {host!r} must not end with a dot")
+    if len(host) > MAX_HOST_NAME:
+        raise UnsafeAddress(f"host {host[:64]!r}... is longer than {MAX_HOST_NAME} characters")
+    if any(not 1 <= len(label) <= MAX_LABEL for label in host.split(".")):
+        raise UnsafeAddress(f"host {host!r} has an empty label or one longer than {MAX_LABEL} characters")
 
 
 def _parse_resolved(host: str, text: str) -> IPAddress:

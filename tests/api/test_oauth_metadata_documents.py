@@ -116,6 +116,26 @@ def test_private_address_is_refused_by_the_address_rules(browser, test_settings)
     assert "not a public address" in page.text
 
 
+BAD_HOST_NAMES = ["https://a..example.com/client.json", "https://" + "a" * 64 + ".example.com/client.json",
+                  "https://example.com./client.json", "https://example.com../client.json"]
+
+
+@pytest.mark.parametrize("client_id", BAD_HOST_NAMES)
+def test_a_document_url_whose_host_dns_cannot_carry_is_an_error_page(browser, client_id):
+    page = page_for(browser, client_id)
+    assert page.status_code == 400
+    assert "location" not in page.headers
+
+
+@pytest.mark.parametrize("client_id", BAD_HOST_NAMES)
+def test_a_document_url_whose_host_dns_cannot_carry_is_invalid_client_at_the_token_endpoint(client, client_id):
+    response = client.post("/oauth/token", data={
+        "grant_type": "authorization_code", "code": "c", "redirect_uri": REDIRECT_URI,
+        "code_verifier": "v" * 43, "client_id": client_id})
+    assert response.status_code == 400, response.text
+    assert response.json()["error"] == "invalid_client"
+
+
 def test_client_id_url_needs_a_path(browser, documents):
     page = page_for(browser, documents.origin + "/")
     assert page.status_code == 400

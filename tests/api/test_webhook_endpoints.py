@@ -117,6 +117,10 @@ def test_unknown_field_is_422(tenant):
     "https://internal.example.com/hook",           # a name resolving to a private address
     "https://mixed.example.com/hook",              # one of its addresses is loopback
     "https://unknown.example.com/hook",            # does not resolve
+    "https://a..example.com/hook",                 # an empty label
+    "https://" + "a" * 64 + ".example.com/hook",   # a label over 63 characters
+    "https://public.example.com./hook",            # a trailing dot
+    "https://public.example.com../hook",           # trailing dots
     "not a url",
 ])
 def test_disallowed_url_is_422_at_url(tenant, url):

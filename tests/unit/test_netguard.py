@@ -126,6 +126,13 @@ REFUSED = [
     ("https://1.2.3.4.5/", "canonical dotted quad"),
     ("https://93.184.216.034/", "not valid"),
     ("https://0177.0.0.1/", "not valid"),
+    # host names DNS cannot carry (the system resolver's IDNA codec would raise)
+    ("https://a..b.example/", "empty label"),
+    ("https://.public.example/", "empty label"),
+    ("https://" + "a" * 64 + ".example/", "longer than 63"),
+    ("https://" + "a." * 127 + "example/", "longer than 253"),
+    ("https://public.example./", "must not end with a dot"),
+    ("https://public.example../", "must not end with a dot"),
     # host names resolving to refused addresses, including one bad address among good ones
     ("https://loopback.example/", "resolves to 127.0.0.1"),
     ("https://metadata.example/", "link-local"),
@@ -139,6 +146,20 @@ REFUSED = [
 def test_refused_urls(url: str, message: str) -> None:
     with pytest.raises(UnsafeAddress, match=message.replace("(", r"\(").replace(")", r"\)")):
         check_url(url, resolver=fake_resolver)
+
+
+def test_labels_of_63_characters_in_a_name_of_253_are_accepted() -> None:
+    host = ".".join(["a" * 63] * 3 + ["b" * 61])
+    assert len(host) == 253
+    assert check_url(f"https://{host}/", resolver=lambda _host, _port: ["93.184.216.34"]).host == host
+
+
+def test_a_name_the_resolver_cannot_encode_is_refused_not_raised() -> None:
+    def idna_resolver(host: str, port: int) -> list[str]:
+        host.encode("idna")  # as socket.getaddrinfo does
+        return ["93.184.216.34"]
+    with pytest.raises(UnsafeAddress, match="not a valid host name"):
+        check_url("https://xn--a-ecp.example/", resolver=lambda host, port: idna_resolver("a" * 64, port))
 
 
 def test_unsafe_address_is_a_value_error() -> None:

@@ -43,8 +43,6 @@ def _signup_again(visit: Visit, values: dict, errors: dict[str, str]) -> Respons
 def signup(visit: Visit) -> Response:
     values = {"email": visit.text("email", EMAIL_MAX + 1), "name": visit.text("name", NAME_MAX + 1)}
     password = visit.text("password", PASSWORD_MAX, strip=False)
-    if len(values["name"]) > NAME_MAX:
-        return _signup_again(visit, values, {"name": f"must be at most {NAME_MAX} characters"})
     try:
         with transaction() as session:
             user, _account = accounts.create_account(session, email=values["email"], password=password,
@@ -75,7 +73,7 @@ def login(visit: Visit) -> Response:
         outcome = login_throttle.attempt_login(session, email, password, visit.client_ip())
     if outcome.throttled:
         response = render(visit.request, "error.html", status_code=429, title="Too many sign-in attempts",
-                          message="Sign-in is paused for this account or network after too many failed attempts.",
+                          message="Sign-in from your network is paused after too many failed attempts.",
                           retry_after=outcome.retry_after, back_url="/login", back_label="Back to sign-in")
         response.headers["Retry-After"] = str(outcome.retry_after)
         return response

@@ -1,24 +1,46 @@
 """Password sign-in with throttling of failed attempts, counted in the database.
 
-Failures are counted per e-mail address (guessing one account's password) and per client address
-(trying many accounts from one place), in fixed windows shared by every server process. Once
-either count reaches its limit, further attempts are refused before the password is checked.
+Failures are counted in fixed windows shared by every server process, under three keys:
+
+- per account and client address together (guessing one account's password from one place): the
+  limit that stops an ordinary attacker, and only from where they are;
+- per client address across accounts (trying many accounts from one place);
+- per account across every address, a much higher ceiling reached only by a distributed attack.
+  Reaching it locks nobody out: it lowers, for that account, what each address may still fail, so
+  the real user signing in from their own address still gets in.
+
+An attempt that a limit refuses is answered before the account is looked up and is not counted,
+so the answer is the same whether or not the account exists. Client addresses count by network:
+an IPv4 address alone, an IPv6 address by its /64 (one subscriber's allocation). Bucket keys are
+keyed hashes (HMAC with a key derived from the secret key), so no e-mail or address is stored in
+clear, nor as a hash anyone could reverse by hashing guesses.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import ipaddress
 from dataclasses import dataclass
 
 from sqlmodel import Session, select
 
+from config.settings import get_settings
 from core.access.accounts import check_password, hash_password
-from core.base.crypto import sha256_hex
 from core.mechanisms import ratelimit
 from core.models import User
 
-FAILURES_PER_EMAIL = ratelimit.Limit("login_failures_email", 10, 15 * 60)
+FAILURES_PER_ACCOUNT_AND_CLIENT = ratelimit.Limit("login_failures_pair", 10, 15 * 60)
 # Higher: many people may sign in from behind one address (an office, a carrier NAT).
 FAILURES_PER_CLIENT = ratelimit.Limit("login_failures_ip", 50, 15 * 60)
+# Well above what one address can reach on its own (4 windows x 10 = 40 an hour), so only an
+# attack from several networks gets there. Windows must stay within ratelimit.purge_old's 2 hours.
+FAILURES_PER_ACCOUNT = ratelimit.Limit("login_failures_account", 100, 60 * 60)
+# While an account is over its ceiling, each address may fail this many times on it per window of
+# FAILURES_PER_ACCOUNT_AND_CLIENT (the same counter, read against a lower limit): a person who
+# mistypes still gets a few tries, a distributed attack gets a few guesses per address, not ten.
+FAILURES_PER_ACCOUNT_AND_CLIENT_UNDER_ATTACK = ratelimit.Limit(FAILURES_PER_ACCOUNT_AND_CLIENT.name, 3,
+                                                               FAILURES_PER_ACCOUNT_AND_CLIENT.window_seconds)
 
 _dummy_hash: str | None = None
 
@@ -33,22 +55,67 @@ class LoginOutcome:
         return self.retry_after is not None
 
 
-def _subjects(email: str, client_ip: str) -> list[tuple[ratelimit.Limit, str]]:
-    # Hashed: the bucket key stays short and keeps no address in clear.
-    return [(FAILURES_PER_EMAIL, sha256_hex(email.strip().lower())),
-            (FAILURES_PER_CLIENT, sha256_hex(client_ip or "unknown"))]
+@dataclass(frozen=True)
+class _Subjects:
+    pair: str
+    client: str
+    account: str
 
 
-def retry_after(session: Session, email: str, client_ip: str) -> int | None:
-    """Seconds until sign-in may be tried again, or None when not throttled."""
-    waits = [usage.retry_after for limit, subject in _subjects(email, client_ip)
-             if (usage := ratelimit.peek(session, limit, subject)).exceeded]
+def _normalized_email(email: str) -> str:
+    """As the sign-in looks the user up, so every spelling that reaches one account counts for it."""
+    return email.strip().lower()
+
+
+def client_network(client_ip: str) -> str:
+    """The unit an address is counted by: an IPv4 address, or the /64 network of an IPv6 address."""
+    try:
+        address = ipaddress.ip_address((client_ip or "").strip())
+    except ValueError:
+        return (client_ip or "").strip() or "unknown"  # not an IP (a Unix socket, a test client)
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.IPv6Network((address, 64), strict=False))
+    return str(address)
+
+
+def _hash(*parts: str) -> str:
+    key = hashlib.sha256(b"login-throttle:" + get_settings().signing_key).digest()
+    return hmac.new(key, "\x00".join(parts).encode(), hashlib.sha256).hexdigest()
+
+
+def _subjects(email: str, client_ip: str) -> _Subjects:
+    account, network = _normalized_email(email), client_network(client_ip)
+    return _Subjects(pair=_hash("pair", account, network), client=_hash("client", network),
+                     account=_hash("account", account))
+
+
+def retry_after(session: Session, email: str, client_ip: str, *, now: float | None = None) -> int | None:
+    """Seconds until sign-in to `email` from `client_ip` may be tried again, or None when not throttled."""
+    subjects = _subjects(email, client_ip)
+    pair = ratelimit.peek(session, FAILURES_PER_ACCOUNT_AND_CLIENT, subjects.pair, now=now)
+    client = ratelimit.peek(session, FAILURES_PER_CLIENT, subjects.client, now=now)
+    waits = [usage.retry_after for usage in (pair, client) if usage.exceeded]
+    if ratelimit.peek(session, FAILURES_PER_ACCOUNT_AND_CLIENT_UNDER_ATTACK, subjects.pair, now=now).exceeded:
+        account = ratelimit.peek(session, FAILURES_PER_ACCOUNT, subjects.account, now=now)
+        if account.exceeded:  # lifted when either window ends
+            waits.append(min(pair.retry_after, account.retry_after))
     return max(waits) if waits else None
 
 
-def record_failure(session: Session, email: str, client_ip: str) -> None:
-    for limit, subject in _subjects(email, client_ip):
-        ratelimit.hit(session, limit, subject)
+def record_failure(session: Session, email: str, client_ip: str, *, now: float | None = None) -> None:
+    subjects = _subjects(email, client_ip)
+    ratelimit.hit(session, FAILURES_PER_ACCOUNT_AND_CLIENT, subjects.pair, now=now)
+    ratelimit.hit(session, FAILURES_PER_CLIENT, subjects.client, now=now)
+    ratelimit.hit(session, FAILURES_PER_ACCOUNT, subjects.account, now=now)
+
+
+def _record_success(session: Session, email: str, client_ip: str) -> None:
+    """Forget this account's failures from this address (only its owner can): the person typed it
+    right in the end. The address's count across accounts and the account's count stay, or signing
+    in to one's own account would reset them."""
+    ratelimit.forget(session, FAILURES_PER_ACCOUNT_AND_CLIENT, _subjects(email, client_ip).pair)
 
 
 def _verify_against_nothing(password: str) -> None:
@@ -59,14 +126,16 @@ def _verify_against_nothing(password: str) -> None:
     check_password(User(email="", password_hash=_dummy_hash), password)
 
 
-def attempt_login(session: Session, email: str, password: str, client_ip: str) -> LoginOutcome:
-    """Check the credentials unless throttled; a failure is counted in `session` (commit it)."""
-    if (wait := retry_after(session, email, client_ip)) is not None:
+def attempt_login(session: Session, email: str, password: str, client_ip: str, *,
+                  now: float | None = None) -> LoginOutcome:
+    """Check the credentials unless throttled; the counting is done in `session` (commit it)."""
+    if (wait := retry_after(session, email, client_ip, now=now)) is not None:
         return LoginOutcome(user=None, retry_after=wait)
-    user = session.exec(select(User).where(User.email == email.strip().lower())).first()
+    user = session.exec(select(User).where(User.email == _normalized_email(email))).first()
     if user is None:
         _verify_against_nothing(password)
     elif check_password(user, password):
+        _record_success(session, email, client_ip)
         return LoginOutcome(user=user)
-    record_failure(session, email, client_ip)
+    record_failure(session, email, client_ip, now=now)
     return LoginOutcome(user=None)

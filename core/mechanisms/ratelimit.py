@@ -52,6 +52,10 @@ def _duration(seconds: int) -> str:
     return "hour" if seconds == 3600 else f"{seconds} seconds"
 
 
+def _bucket(limit: Limit, subject: str) -> str:
+    return f"{limit.name}:{subject}"
+
+
 def _upsert(session: Session):
     dialect = session.get_bind().dialect.name
     return (postgresql if dialect == "postgresql" else sqlite).insert(RateLimitWindow)
@@ -61,8 +65,7 @@ def hit(session: Session, limit: Limit, subject: str, *, cost: int = 1, now: flo
     """Count `cost` requests for `subject` and report the usage (the caller commits)."""
     current = time.time() if now is None else now
     window_start = int(current // limit.window_seconds) * limit.window_seconds
-    bucket = f"{limit.name}:{subject}"
-    insert = _upsert(session).values(bucket=bucket, window_start=window_start, count=cost)
+    insert = _upsert(session).values(bucket=_bucket(limit, subject), window_start=window_start, count=cost)
     statement = insert.on_conflict_do_update(
         index_elements=["bucket", "window_start"],
         set_={"count": RateLimitWindow.count + cost},
@@ -80,10 +83,15 @@ def hit(session: Session, limit: Limit, subject: str, *, cost: int = 1, now: flo
 def peek(session: Session, limit: Limit, subject: str, *, now: float | None = None) -> Usage:
     current = time.time() if now is None else now
     window_start = int(current // limit.window_seconds) * limit.window_seconds
-    row = session.get(RateLimitWindow, (f"{limit.name}:{subject}", window_start))
+    row = session.get(RateLimitWindow, (_bucket(limit, subject), window_start))
     count = row.count if row else 0
     return Usage(limit.requests, max(0, limit.requests - count), window_start + limit.window_seconds,
                  count >= limit.requests, limit.window_seconds)
+
+
+def forget(session: Session, limit: Limit, subject: str) -> None:
+    """Drop what `subject` has counted against `limit`, in every window."""
+    session.execute(delete(RateLimitWindow).where(RateLimitWindow.bucket == _bucket(limit, subject)))
 
 
 def purge_old(session: Session, *, older_than_seconds: int = 7200) -> None:

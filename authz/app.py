@@ -42,7 +42,8 @@ CROSS_ORIGIN = Middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["P
 
 def routes() -> list[BaseRoute]:
     return [
-        Route("/oauth/authorize", authorize, methods=["GET", "POST"]),
+        # OPTIONS answered here (405), or the Mount below would approve a CORS preflight of it.
+        Route("/oauth/authorize", authorize, methods=["GET", "POST", "OPTIONS"]),
         Mount("/oauth", routes=[
             Route("/token", token, methods=["POST"]),
             Route("/register", register, methods=["POST"]),
@@ -151,6 +152,8 @@ def _oauth_error(error: str, description: str, status_code: int = 400) -> Respon
 
 
 async def authorize(request: Request) -> Response:
+    if request.method == "OPTIONS":
+        return Response(status_code=405, headers={"Allow": "GET, POST"})
     form = await request.form(max_files=0, max_fields=MAX_FORM_FIELDS) if request.method == "POST" else None
     if unacceptable_parameters(request.query_params.multi_items() + (form.multi_items() if form else [])):
         return consent.render_authorization_error(request, error="invalid_request", description=UNACCEPTABLE_TEXT)
@@ -172,6 +175,10 @@ def _authorize(request: Request, form) -> Response:
         try:
             grant = server.get_consent_grant(oauth_request, end_user=user)
         except OAuth2Error as error:
+            if error.redirect_uri and user is None:
+                # RFC 9700 §4.11.2: the user signs in before any redirect, or anyone could register a
+                # client and bounce browsers off this site to theirs.
+                return sign_in_first(path_with_query(request))
             if error.redirect_uri:
                 return server.error_redirect(oauth_request, error)
             return consent.render_authorization_error(

@@ -151,18 +151,33 @@ class DocumentServer:
         self.httpd.server_close()
 
 
+def get_code(browser: httpx.Client, client_id: str, *, scopes: list[str] | None = None, **extra) -> tuple[str, str]:
+    """Consent (as the signed-in `browser`) to an authorization request with a fresh PKCE pair;
+    returns the code and its verifier. `extra` adds or (None) removes request parameters."""
+    verifier, challenge = pkce_pair()
+    response = submit_consent(browser, authorize_query(client_id, challenge, **extra), scopes=scopes)
+    return redirect_params(response)["code"][0], verifier
+
+
+def exchange(http: httpx.Client, client_id: str, code: str, verifier: str | None, *, headers=None,
+             secret: str | None = None, **extra) -> httpx.Response:
+    """The token request for a code. `client_id` goes in the form unless `headers` authenticate
+    the client; `secret` adds client_secret_post; `extra` adds or (None) removes form fields."""
+    data = {"grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT_URI,
+            "code_verifier": verifier, "client_id": None if headers else client_id, "client_secret": secret, **extra}
+    return http.post("/oauth/token", data={k: v for k, v in data.items() if v is not None}, headers=headers or {})
+
+
+def refresh(http: httpx.Client, client_id: str | None, refresh_token: str, *, headers=None, **extra) -> httpx.Response:
+    data = {"grant_type": "refresh_token", "refresh_token": refresh_token, "client_id": client_id, **extra}
+    return http.post("/oauth/token", data={k: v for k, v in data.items() if v is not None}, headers=headers or {})
+
+
 def obtain(client, app_client, *, resource=None, scopes=None, scope=None):
     """A whole authorization by a signed-in `client`: consent (`scopes` None keeps the pre-ticked
     boxes), then the code exchanged for the token response."""
-    verifier_, challenge = pkce_pair()
-    extra = {"resource": resource, "scope": scope}
-    response = submit_consent(client, authorize_query(app_client["client_id"], challenge, **extra), scopes=scopes)
-    code = redirect_params(response)["code"][0]
-    data = {"grant_type": "authorization_code", "code": code, "code_verifier": verifier_,
-            "redirect_uri": "http://127.0.0.1:8765/callback", "client_id": app_client["client_id"]}
-    if resource:
-        data["resource"] = resource
-    token = client.post("/oauth/token", data=data)
+    code, verifier_ = get_code(client, app_client["client_id"], scopes=scopes, resource=resource, scope=scope)
+    token = exchange(client, app_client["client_id"], code, verifier_, resource=resource)
     assert token.status_code == 200, token.text
     return token.json()
 

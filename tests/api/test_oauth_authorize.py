@@ -52,6 +52,46 @@ def test_missing_client_id_is_an_error_page(browser):
     assert "invalid_client" in response.text
 
 
+# --- loopback redirect URIs: only the port may differ (RFC 8252 §7.3, RFC 9700 §4.1.3) -----------
+
+
+def test_loopback_redirect_uri_may_use_another_port(browser, app_client):
+    response = submit_consent(browser, query(app_client, redirect_uri="http://127.0.0.1:53682/callback"))
+    assert response.headers["location"].startswith("http://127.0.0.1:53682/callback?code=")
+
+
+def assert_error_page(response):
+    assert response.status_code == 400
+    assert "location" not in response.headers
+    assert "invalid_request" in response.text
+
+
+@pytest.mark.parametrize("redirect_uri", [
+    "http://user@127.0.0.1:53682/callback",
+    "http://evil.example@127.0.0.1:8765/callback",
+])
+def test_loopback_redirect_uri_with_userinfo_is_an_error_page(browser, app_client, redirect_uri):
+    assert_error_page(browser.get(query(app_client, redirect_uri=redirect_uri), follow_redirects=False))
+
+
+@pytest.mark.parametrize("redirect_uri", ["http://127.0.0.1:53682/callback#x", "http://127.0.0.1:8765/callback#"])
+def test_loopback_redirect_uri_with_fragment_is_an_error_page(browser, app_client, redirect_uri):
+    assert_error_page(browser.get(query(app_client, redirect_uri=redirect_uri), follow_redirects=False))
+
+
+@pytest.mark.parametrize("redirect_uri", [
+    "HTTP://127.0.0.1:53682/callback",
+    "http://localhost:53682/callback",
+    "http://127.0.0.1:53682/Callback",
+    "http://127.0.0.1:53682/callback?",
+    "http://127.0.0.1:0/callback",
+    "http://127.0.0.1:/callback",
+    "http://127.0.0.1:53682\\@evil.example/callback",
+])
+def test_loopback_redirect_uri_differing_beyond_the_port_is_an_error_page(browser, app_client, redirect_uri):
+    assert_error_page(browser.get(query(app_client, redirect_uri=redirect_uri), follow_redirects=False))
+
+
 # --- errors after: a redirect with error, state and iss -----------------------------------------
 
 
@@ -99,9 +139,11 @@ def test_mcp_request_with_only_unoffered_scopes_is_invalid_scope(browser, app_cl
     assert_error_redirect(browser.get(url, follow_redirects=False), "invalid_scope")
 
 
-def test_errors_are_redirected_even_when_signed_out(client, app_client):
+def test_a_signed_out_visitor_signs_in_before_an_error_is_redirected(client, app_client):
     url = query(app_client, resource="https://elsewhere.example/api")
-    assert_error_redirect(client.get(url, follow_redirects=False), "invalid_target")
+    response = client.get(url, follow_redirects=False)
+    assert response.status_code == 303
+    assert response.headers["location"].startswith("/login?next=")
 
 
 # --- signed out ------------------------------------------------------------------------------------

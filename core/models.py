@@ -295,7 +295,8 @@ class IdempotencyRecord(SQLModel, table=True):
     key: str = Field(max_length=255)
     request_hash: str = Field(max_length=64)
     state: str = Field(default="running", max_length=16)  # running, done
-    locked_until: datetime = _ts()
+    locked_until: datetime = _ts()  # the running claim's lease
+    claim_token: str = Field(default="", max_length=32)  # the running claim's holder
     response_status: int | None = None
     response_body: str | None = None
     response_headers: dict | None = Field(default=None, sa_type=JSON)

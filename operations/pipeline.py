@@ -179,17 +179,18 @@ def _run(operation: Operation, call: Call, claim: idempotency.Claim | None, pres
          usage: ratelimit.Usage) -> Outcome:
     session = call.session
     try:
-        try:
-            result = operation.handler(call)
-        except DomainError:
-            session.rollback()
-            raise
-        if operation.own_limit is not None:
-            usage = operation.own_limit(session, call.principal)
-        reply = presenter.success(result)
-        if claim is not None:
-            idempotency.finish(session, claim, reply)
-        session.commit()
+        with idempotency.keep(claim):
+            try:
+                result = operation.handler(call)
+            except DomainError:
+                session.rollback()
+                raise
+            if operation.own_limit is not None:
+                usage = operation.own_limit(session, call.principal)
+            reply = presenter.success(result)
+            if claim is not None:
+                idempotency.finish(session, claim, reply)
+            session.commit()
         return Outcome(reply=reply, usage=usage, result=result)
     except DomainError as error:
         session.rollback()

@@ -3,13 +3,24 @@
 A request claims its key in a short transaction of its own, so a concurrent retry with the same
 key sees the claim and gets `409 conflict` instead of running twice. The response is stored in the
 same transaction as the work it reports, so a stored key never describes work that was lost.
+
+A claim is a lease: `LEASE` long, renewed by the live request every `LEASE / 3` (`keep`). A request
+whose process died stops renewing, and a retry takes the key over once the lease lapses. Each claim
+carries a token that the takeover replaces; storing the response (`finish`) is conditional on it,
+in the transaction of the work, so a request that lost its lease cannot commit: of two executions
+of one key, at most one ever takes effect.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import secrets
+import threading
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -25,8 +36,10 @@ from core.models import IdempotencyRecord
 
 KEY_MAX = 255
 RETENTION = timedelta(hours=24)
-# A claim older than this belongs to a request that died; a retry may take it over.
-CLAIM_TIMEOUT = timedelta(minutes=5)
+# A claim not renewed for this long belongs to a request that died; a retry may take it over.
+LEASE = timedelta(seconds=30)
+
+log = logging.getLogger("invoicing.idempotency")
 
 
 @dataclass(frozen=True)
@@ -39,6 +52,11 @@ class StoredResponse:
 @dataclass(frozen=True)
 class Claim:
     record_id: uuid.UUID
+    token: str  # this holder's; replaced when a retry takes the key over
+
+
+def _new_token() -> str:
+    return secrets.token_hex(16)
 
 
 def request_fingerprint(body: object) -> str:
@@ -64,16 +82,16 @@ def begin(account_id: uuid.UUID, method: str, path: str, key: str, fingerprint: 
     with transaction() as session:
         # A claim can be released (server fault) between our insert and our read: then insert again.
         for _ in range(3):
-            current = now()
+            current, token = now(), _new_token()
             claimed = session.execute(
                 _insert(session).values(
                     id=uuid.uuid4(), account_id=account_id, method=method, path=path, key=key,
-                    request_hash=fingerprint, state="running", locked_until=current + CLAIM_TIMEOUT,
-                    created_at=current,
+                    request_hash=fingerprint, state="running", locked_until=current + LEASE,
+                    claim_token=token, created_at=current,
                 ).on_conflict_do_nothing().returning(IdempotencyRecord.id)
             ).scalar_one_or_none()
             if claimed is not None:
-                return Claim(claimed)
+                return Claim(claimed, token)
             record = session.exec(select(IdempotencyRecord).where(
                 IdempotencyRecord.account_id == account_id, IdempotencyRecord.method == method,
                 IdempotencyRecord.path == path, IdempotencyRecord.key == key,
@@ -102,24 +120,67 @@ def _restart(session: Session, record: IdempotencyRecord, fingerprint: str) -> C
     current = now()
     record.request_hash = fingerprint
     record.state = "running"
-    record.locked_until = current + CLAIM_TIMEOUT
+    record.locked_until = current + LEASE
+    record.claim_token = _new_token()
     record.created_at = current
     record.response_status = record.response_body = record.response_headers = None
     session.add(record)
-    return Claim(record.id)
+    return Claim(record.id, record.claim_token)
+
+
+def _held(claim: Claim):
+    return (IdempotencyRecord.id == claim.record_id) & (IdempotencyRecord.claim_token == claim.token) & (
+        IdempotencyRecord.state == "running")
 
 
 def finish(session: Session, claim: Claim, response: StoredResponse) -> None:
-    """Store the response, inside the transaction of the work it reports."""
-    session.execute(update(IdempotencyRecord).where(IdempotencyRecord.id == claim.record_id).values(
+    """Store the response, inside the transaction of the work it reports. Conflict when the claim
+    was taken over meanwhile: the caller rolls back, so the work is not done twice."""
+    stored = session.execute(update(IdempotencyRecord).where(_held(claim)).values(
         state="done", response_status=response.status, response_body=response.body,
         response_headers=response.headers))
+    if stored.rowcount != 1:
+        raise Conflict("This request outlived its claim on the Idempotency-Key and a retry took it over; "
+                       "its work was not saved. Retry to get the retry's answer.")
 
 
 def release(claim: Claim) -> None:
-    """Forget the claim (server fault): a retry with the same key runs again."""
+    """Forget the claim (server fault): a retry with the same key runs again. A claim taken over
+    by another request stays theirs."""
     with transaction() as session:
-        session.execute(delete(IdempotencyRecord).where(IdempotencyRecord.id == claim.record_id))
+        session.execute(delete(IdempotencyRecord).where(_held(claim)))
+
+
+def renew(claim: Claim) -> bool:
+    """Extend the lease; False when the claim is no longer this holder's."""
+    with transaction() as session:
+        return session.execute(update(IdempotencyRecord).where(_held(claim)).values(
+            locked_until=now() + LEASE)).rowcount == 1
+
+
+@contextmanager
+def keep(claim: Claim | None) -> Iterator[None]:
+    """Renew `claim`'s lease from a background thread while the block runs."""
+    if claim is None:
+        yield
+        return
+    stop = threading.Event()
+
+    def renew_until_stopped() -> None:
+        while not stop.wait(LEASE.total_seconds() / 3):
+            try:
+                if not renew(claim):
+                    return
+            except Exception:  # a busy or unreachable database: try again on the next beat
+                log.warning("could not renew an idempotency claim", exc_info=True)
+
+    # Not joined when the block ends: a beat already under way may wait on the row the block's own
+    # transaction holds. A late beat changes nothing, as a finished or released claim is not held.
+    threading.Thread(target=renew_until_stopped, name="idempotency-lease", daemon=True).start()
+    try:
+        yield
+    finally:
+        stop.set()
 
 
 def purge_expired(session: Session) -> None:

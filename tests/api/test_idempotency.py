@@ -1,6 +1,8 @@
 """Idempotency-Key: replay, mismatch, in-flight conflict, 5xx not stored, scoping, 428, concurrency."""
 
+import contextlib
 import threading
+import time
 import uuid
 from datetime import timedelta
 
@@ -10,7 +12,7 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 from starlette.testclient import TestClient
 
-from core.base import db
+from core.base import db, errors
 from core.base.clock import now
 from core.mechanisms import idempotency
 from core.models import Customer, IdempotencyRecord
@@ -79,11 +81,83 @@ def test_same_key_while_first_runs_is_409_conflict(tenant):
     assert customer_count() == 0
 
 
-def test_a_stale_claim_is_taken_over(tenant):
+def test_a_claim_whose_lease_lapsed_is_taken_over(tenant):
     idempotency.begin(tenant.account_id, "POST", "/api/v1/customers", "key-1", fingerprint({"name": "A"}))
     with db.transaction() as session:
         session.execute(IdempotencyRecord.__table__.update().values(locked_until=now() - timedelta(seconds=1)))
     assert tenant.post("/customers", json={"name": "A"}, idem="key-1").status_code == 201
+
+
+def test_a_claim_lease_is_well_under_five_minutes(tenant):
+    idempotency.begin(tenant.account_id, "POST", "/x", "k", "f")
+    with db.transaction() as session:
+        record = session.execute(select(IdempotencyRecord)).scalar_one()
+    assert record.locked_until - record.created_at == idempotency.LEASE <= timedelta(seconds=30)
+
+
+def test_a_live_request_renews_its_lease_so_no_retry_takes_over(tenant, monkeypatch):
+    monkeypatch.setattr(idempotency, "LEASE", timedelta(milliseconds=600))
+    started, release = threading.Event(), threading.Event()
+    create = operation("create_customer").handler
+
+    def slow(call):
+        started.set()
+        release.wait(10)
+        return create(call)
+    monkeypatch.setattr(operation("create_customer"), "handler", slow)
+    first = []
+    thread = threading.Thread(target=lambda: first.append(tenant.post("/customers", json={"name": "A"}, idem="k")))
+    thread.start()
+    started.wait(10)
+    retries = []
+    for _ in range(4):  # 1.6 s: well past two leases
+        time.sleep(0.4)
+        retries.append(tenant.post("/customers", json={"name": "A"}, idem="k").status_code)
+    release.set()
+    thread.join(10)
+    assert retries == [409] * 4
+    assert first[0].status_code == 201
+    assert customer_count() == 1
+
+
+def test_a_request_that_lost_its_claim_saves_nothing(tenant, monkeypatch):
+    """Its lease lapsed without renewal (a stalled process) and a retry took the key over and
+    finished: the first request's own work is rolled back, so the key acts once."""
+    monkeypatch.setattr(idempotency, "keep", lambda claim: contextlib.nullcontext())
+    started, release = threading.Event(), threading.Event()
+    create = operation("create_customer").handler
+
+    def stalled_once(call):
+        if not started.is_set():
+            started.set()
+            release.wait(10)
+        return create(call)
+    monkeypatch.setattr(operation("create_customer"), "handler", stalled_once)
+    first = []
+    thread = threading.Thread(target=lambda: first.append(tenant.post("/customers", json={"name": "A"}, idem="k")))
+    thread.start()
+    started.wait(10)
+    with db.transaction() as session:
+        session.execute(IdempotencyRecord.__table__.update().values(locked_until=now() - timedelta(seconds=1)))
+    retry = tenant.post("/customers", json={"name": "A"}, idem="k")
+    release.set()
+    thread.join(10)
+    assert retry.status_code == 201
+    assert first[0].status_code == 409 and "took it over" in first[0].json()["detail"]
+    assert customer_count() == 1
+    replay = tenant.post("/customers", json={"name": "A"}, idem="k")
+    assert replay.headers["idempotent-replayed"] == "true" and replay.json() == retry.json()
+
+
+def test_a_holder_that_lost_its_claim_cannot_release_the_new_one(tenant):
+    first = idempotency.begin(tenant.account_id, "POST", "/x", "k", "f")
+    with db.transaction() as session:
+        session.execute(IdempotencyRecord.__table__.update().values(locked_until=now() - timedelta(seconds=1)))
+    second = idempotency.begin(tenant.account_id, "POST", "/x", "k", "f")
+    idempotency.release(first)
+    assert not idempotency.renew(first) and idempotency.renew(second)
+    with pytest.raises(errors.Conflict):
+        idempotency.begin(tenant.account_id, "POST", "/x", "k", "f")
 
 
 def test_server_fault_is_not_stored_and_a_retry_runs_again(tenant, monkeypatch):

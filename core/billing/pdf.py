@@ -1,27 +1,38 @@
 """The invoice as a PDF (fpdf2), drawn from the invoice's API shape (`invoice_to_api(..., with_lines=True)`).
 
 Text is set in DejaVu Sans, vendored in core/billing/fonts (no package on PyPI ships it without heavy or
-unrelated dependencies), so Latin-extended, Greek and Cyrillic names print; CJK does not.
+unrelated dependencies), so Latin-extended, Greek and Cyrillic names print; CJK does not: every printed
+text first goes through `printable`, which prints a character the fonts lack as U+FFFD (and drops
+invisible ones), so no text can make rendering fail. Any text wraps at spaces, and a word wider than its
+column is broken between characters (fpdf2's own word wrapping); only a line description is cut (with
+"…") so that its table row fits one page.
 Drafts carry a large diagonal DRAFT mark on every page; the lines table repeats its headings on
 every page it spans.
 """
 
 from __future__ import annotations
 
+import functools
+import unicodedata
 from datetime import date
 from pathlib import Path
 
 from fpdf import FPDF, FontFace
-from fpdf.enums import Align, TableBordersLayout, XPos, YPos
+from fpdf.enums import Align, MethodReturnValue, TableBordersLayout, WrapMode, XPos, YPos
 
 from core.base.money import format_money
 from core.billing.presentation import STATUS_LABELS, UNIT_NAMES, address_lines, bank_rows, exact_number, plain_text, public_url
 
 FONTS = Path(__file__).parent / "fonts"
 FONT = "DejaVu"
+FONT_FILES = {"": "DejaVuSans.ttf", "B": "DejaVuSans-Bold.ttf"}
 PAGE_MARGIN = 15
-LINE_DESCRIPTION_SHOWN = 1200  # characters of a line description printed (a table row must fit a page)
-LINE_DESCRIPTION_ROWS = 20
+LINE_DESCRIPTION_SHOWN = 1200  # characters of a line description printed at most
+LINE_DESCRIPTION_LINES = 40  # printed (wrapped) lines at most: 40 x 4.2 mm, so a table row always fits a page
+TABLE_FONT_SIZE = 8
+TABLE_LINE_HEIGHT = 4.2
+TABLE_PADDING = (1, 1)
+MISSING_GLYPH = "\ufffd"  # printed for a character the fonts lack
 
 
 COLUMNS = ("#", "Description", "Qty", "Unit", "Unit price", "Disc.", "Tax", "Tax amount", "Amount")
@@ -62,12 +73,68 @@ def _amount(minor: int, currency: str) -> str:
     return format_money(minor, currency).rsplit(" ", 1)[0]
 
 
-def _shown_description(text: str) -> str:
-    rows = text.splitlines() or [""]
-    shown = "\n".join(rows[:LINE_DESCRIPTION_ROWS])
-    if len(shown) > LINE_DESCRIPTION_SHOWN:
-        shown = shown[:LINE_DESCRIPTION_SHOWN]
-    return shown + ("…" if shown != text else "")
+@functools.cache
+def _glyphs() -> frozenset[int]:
+    """The code points both vendored fonts (regular and bold) draw, as fpdf2 reads them."""
+    document = FPDF()
+    for style, name in FONT_FILES.items():
+        document.add_font(FONT, style, str(FONTS / name))
+    return frozenset(set.intersection(*(set(font.cmap) for font in document.fonts.values())))
+
+
+_LINE_BREAKS = ("\r\n", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
+_INVISIBLE = frozenset({"Cc", "Cf", "Mn", "Me"})  # controls, format characters, combining marks
+_MARKS = frozenset({"Mn", "Me"})
+MARKS_PER_CHARACTER = 8  # combining marks kept on one character (Unicode's stream-safe format allows 30)
+
+
+@functools.lru_cache(maxsize=4096)
+def _shown(code: int) -> str | None:
+    """What a character prints as: itself when the fonts draw it, else a space, nothing or U+FFFD."""
+    char = chr(code)
+    category = unicodedata.category(char)
+    if char == "\n" or char == "\xad" or (code in _glyphs() and category != "Cf"):
+        return char  # soft hyphens stay: fpdf2 breaks words there
+    if char == "\t" or category == "Zs":
+        return " "
+    if category in _INVISIBLE:
+        return None  # invisible: format characters (bidi, joiners: no shaping here) and marks the fonts lack
+    return MISSING_GLYPH
+
+
+class _Substitutes:
+    """The `str.translate` table of `_shown` (bounded cache: callers choose the characters)."""
+
+    def __getitem__(self, code: int) -> str | None:
+        return _shown(code)
+
+
+_SUBSTITUTES = _Substitutes()
+
+
+def printable(value: object, *, multiline: bool = False) -> str:
+    """`value` as the PDF prints it: NFC-composed, line breaks as "\n" (or spaces for one-line fields such
+    as names and addresses), every character the fonts lack as U+FFFD, invisible ones dropped."""
+    text = plain_text(value)
+    if not text:
+        return ""
+    for line_break in _LINE_BREAKS:
+        text = text.replace(line_break, "\n")
+    if not multiline:
+        text = " ".join(text.split("\n"))
+    text = unicodedata.normalize("NFC", text).translate(_SUBSTITUTES)
+    return (text if text.isascii() else _few_marks(text)).strip()
+
+
+def _few_marks(text: str) -> str:
+    """At most MARKS_PER_CHARACTER combining marks in a row: they take no width, so an endless run of them
+    is one endless "word" that fpdf2 measures again with every mark added."""
+    kept, run = [], 0
+    for char in text:
+        run = run + 1 if unicodedata.category(char) in _MARKS else 0
+        if run <= MARKS_PER_CHARACTER:
+            kept.append(char)
+    return "".join(kept)
 
 
 # --- the document ----------------------------------------------------------------------------
@@ -79,14 +146,14 @@ class _InvoiceDocument(FPDF):
         self.view = view
         self.currency = view["currency"]
         self.is_draft = view.get("status") == "draft" or not view.get("number")
-        self.add_font(FONT, "", str(FONTS / "DejaVuSans.ttf"))
-        self.add_font(FONT, "B", str(FONTS / "DejaVuSans-Bold.ttf"))
+        self.number = printable(view.get("number"))
+        for style, name in FONT_FILES.items():
+            self.add_font(FONT, style, str(FONTS / name))
         self.set_margins(PAGE_MARGIN, PAGE_MARGIN, PAGE_MARGIN)
         self.set_auto_page_break(True, margin=PAGE_MARGIN + 5)
         issuer = view.get("issuer") or {}
-        label = view.get("number") or "Draft"
-        self.set_title(f"Invoice {label}")
-        self.set_author(plain_text(issuer.get("legal_name")))
+        self.set_title(f"Invoice {self.number or 'Draft'}")
+        self.set_author(printable(issuer.get("legal_name")))
         self.set_creator("invoicing")
         self.set_font(FONT, size=9)
 
@@ -105,7 +172,7 @@ class _InvoiceDocument(FPDF):
         self.set_y(-PAGE_MARGIN)
         self.set_font(FONT, size=7)
         self.set_text_color(120)
-        label = self.view.get("number") or "Draft invoice"
+        label = self.number or "Draft invoice"
         self.cell(0, 4, f"{label} · page {self.page_no()} of {{nb}}", align="C")
         self.set_text_color(0)
 
@@ -113,11 +180,13 @@ class _InvoiceDocument(FPDF):
 
     def _line(self, text: str, *, size: float = 9, bold: bool = False, width: float = 0, height: float = 4.5,
               align: str = "L") -> None:
+        """`text` (already `printable`) wrapped within `width`; a page break inside it keeps the column's x."""
         self.set_font(FONT, "B" if bold else "", size)
-        self.multi_cell(width, height, text, align=align, new_x=XPos.LEFT, new_y=YPos.NEXT)
+        self.multi_cell(width, height, text, align=align, new_x=XPos.LEFT, new_y=YPos.NEXT,
+                        wrapmode=WrapMode.WORD)
 
     def _column(self, x: float, y: float, width: float, rows: list[tuple[str, dict]]) -> float:
-        """Rows of text at (x, y) within `width`; returns the y below them."""
+        """Rows of text at (x, y) within `width`; returns the y below them (on the page they end on)."""
         self.set_xy(x, y)
         for text, style in rows:
             self.set_x(x)
@@ -126,60 +195,78 @@ class _InvoiceDocument(FPDF):
 
     def title_block(self) -> None:
         view, issuer = self.view, self.view.get("issuer") or {}
-        top = self.get_y()
-        name = plain_text(issuer.get("trade_name")) or plain_text(issuer.get("legal_name"))
+        top, first_page = self.get_y(), self.page
+        name = printable(issuer.get("trade_name")) or printable(issuer.get("legal_name"))
         left: list[tuple[str, dict]] = [(name, {"size": 16, "bold": True, "height": 8})]
-        legal = plain_text(issuer.get("legal_name"))
+        legal = printable(issuer.get("legal_name"))
         if legal and legal != name:
             left.append((legal, {}))
-        left += [(line, {}) for line in address_lines(issuer.get("address"))]
-        if issuer.get("tax_id"):
-            left.append((f"Tax ID: {plain_text(issuer['tax_id'])}", {}))
-        for key in ("email", "phone"):
-            if issuer.get(key):
-                left.append((plain_text(issuer[key]), {}))
-        status = STATUS_LABELS.get(view.get("status"), plain_text(view.get("status")))
+        left += [(printable(line), {}) for line in address_lines(issuer.get("address"))]
+        if printable(issuer.get("tax_id")):
+            left.append((f"Tax ID: {printable(issuer['tax_id'])}", {}))
+        left += [(printable(issuer.get(key)), {}) for key in ("email", "phone") if printable(issuer.get(key))]
+        status = STATUS_LABELS.get(view.get("status")) or printable(view.get("status"))
         right: list[tuple[str, dict]] = [
             ("INVOICE", {"size": 16, "bold": True, "height": 8, "align": "R"}),
-            (view.get("number") or "Draft", {"size": 11, "bold": True, "height": 6, "align": "R"}),
+            (self.number or "Draft", {"size": 11, "bold": True, "height": 6, "align": "R"}),
             (f"Issue date: {_date(view.get('issue_date'))}", {"align": "R"}),
             (f"Due date: {_date(view.get('due_date'))}", {"align": "R"}),
             (f"Status: {status}", {"align": "R"}),
-            (f"Currency: {self.currency}", {"align": "R"}),
+            (f"Currency: {printable(self.currency)}", {"align": "R"}),
         ]
         usable = self.w - 2 * PAGE_MARGIN
-        bottom_left = self._column(PAGE_MARGIN, top, usable * 0.6, left)
+        # The short right column first: the issuer's column may run on to the next page.
         bottom_right = self._column(PAGE_MARGIN + usable * 0.6, top, usable * 0.4, right)
-        self.set_xy(PAGE_MARGIN, max(bottom_left, bottom_right) + 6)
+        bottom_left = self._column(PAGE_MARGIN, top, usable * 0.6, left)
+        bottom = max(bottom_left, bottom_right) if self.page == first_page else bottom_left
+        self.set_xy(PAGE_MARGIN, bottom + 6)
 
     def parties(self) -> None:
         customer = self.view.get("customer_details") or {}
         rows: list[tuple[str, dict]] = [("Bill to", {"size": 8, "bold": True}),
-                                        (plain_text(customer.get("name")), {"size": 10, "bold": True, "height": 5.5})]
-        rows += [(line, {}) for line in address_lines(customer.get("address"))]
-        if customer.get("email"):
-            rows.append((plain_text(customer["email"]), {}))
-        if customer.get("tax_id"):
-            rows.append((f"Tax ID: {plain_text(customer['tax_id'])}", {}))
+                                        (printable(customer.get("name")), {"size": 10, "bold": True, "height": 5.5})]
+        rows += [(printable(line), {}) for line in address_lines(customer.get("address"))]
+        if printable(customer.get("email")):
+            rows.append((printable(customer["email"]), {}))
+        if printable(customer.get("tax_id")):
+            rows.append((f"Tax ID: {printable(customer['tax_id'])}", {}))
         bottom = self._column(PAGE_MARGIN, self.get_y(), (self.w - 2 * PAGE_MARGIN) * 0.6, rows)
         self.set_xy(PAGE_MARGIN, bottom + 6)
 
+    def _shown_description(self, value: object) -> str:
+        """A line description cut so that its cell wraps to at most LINE_DESCRIPTION_LINES lines (and
+        LINE_DESCRIPTION_SHOWN characters), ended with "…" when cut: a table row must fit one page."""
+        text = printable(value, multiline=True)
+        shown = text[:LINE_DESCRIPTION_SHOWN]
+        width = COLUMN_WIDTHS[COLUMNS.index("Description")]
+        lines = self.multi_cell(width, TABLE_LINE_HEIGHT, shown, dry_run=True, output=MethodReturnValue.LINES,
+                                padding=TABLE_PADDING, wrapmode=WrapMode.WORD)
+        if shown == text and len(lines) <= LINE_DESCRIPTION_LINES:
+            return text
+        lines = lines[:LINE_DESCRIPTION_LINES]
+        last, room = lines[-1].rstrip(), width - 2 * TABLE_PADDING[1]
+        while last and self.get_string_width(last + "…") > room:
+            last = last[:-1].rstrip()
+        return "\n".join([*lines[:-1], last + "…"])
+
     def lines_table(self) -> None:
         lines = (self.view.get("lines") or {}).get("data", [])
-        self.set_font(FONT, size=8)
+        self.set_font(FONT, size=TABLE_FONT_SIZE)
         headings = FontFace(emphasis="BOLD", fill_color=(235, 235, 235))
+        rows = [(
+            str(index), self._shown_description(line.get("description")), exact_number(line["quantity"]),
+            printable(UNIT_NAMES.get(line.get("unit"), line.get("unit"))),
+            _amount(line["unit_amount"], self.currency), f"{exact_number(line['discount_percent'])}%",
+            f"{exact_number(line['tax_rate'])}%", _amount(line["tax_amount"], self.currency),
+            _amount(line["amount"], self.currency),
+        ) for index, line in enumerate(lines, start=1)]
         with self.table(col_widths=COLUMN_WIDTHS, width=sum(COLUMN_WIDTHS), text_align=COLUMN_ALIGN,
                         headings_style=headings, borders_layout=TableBordersLayout.HORIZONTAL_LINES,
-                        line_height=4.2, padding=(1, 1), repeat_headings=1, align=Align.L) as table:
+                        line_height=TABLE_LINE_HEIGHT, padding=TABLE_PADDING, repeat_headings=1, align=Align.L,
+                        wrapmode=WrapMode.WORD) as table:
             table.row(COLUMNS)
-            for index, line in enumerate(lines, start=1):
-                table.row((
-                    str(index), _shown_description(plain_text(line.get("description"))), exact_number(line["quantity"]),
-                    UNIT_NAMES.get(line.get("unit"), plain_text(line.get("unit"))),
-                    _amount(line["unit_amount"], self.currency), f"{exact_number(line['discount_percent'])}%",
-                    f"{exact_number(line['tax_rate'])}%", _amount(line["tax_amount"], self.currency),
-                    _amount(line["amount"], self.currency),
-                ))
+            for row in rows:
+                table.row(row)
         self.ln(4)
 
     def totals(self) -> None:
@@ -188,19 +275,24 @@ class _InvoiceDocument(FPDF):
                 ("Taxable amount", view["taxable"]), ("Tax", view["tax"]), ("Total", view["total"])]
         if not self.is_draft:
             rows.append(("Amount due", view["amount_due"]))
-        label_width, value_width = 40, 40
+        shown = [(label, format_money(amount, currency)) for label, amount in rows]
+        # The amounts' column grows with the widest amount (up to 9,007,199,254,740,991 JPY), never over the labels.
+        self.set_font(FONT, "B", 10)
+        label_width = 40
+        value_width = max(40, *(self.get_string_width(value) + 2 * self.c_margin + 1 for _, value in shown))
         x = self.w - PAGE_MARGIN - label_width - value_width
-        for label, amount in rows:
+        for label, value in shown:
             bold = label in ("Total", "Amount due")
             if self.will_page_break(6):
                 self.add_page()
             self.set_x(x)
             self.set_font(FONT, "B" if bold else "", 10 if bold else 9)
             self.cell(label_width, 6, label)
-            self.cell(value_width, 6, format_money(amount, currency), align="R", new_x=XPos.LMARGIN, new_y=YPos.NEXT)
-        if view.get("amount_in_words"):
+            self.cell(value_width, 6, value, align="R", new_x=XPos.LMARGIN, new_y=YPos.NEXT)
+        if printable(view.get("amount_in_words")):
             self.ln(2)
-            self._line(f"Amount in words: {view['amount_in_words']}", size=8)
+            self.set_x(PAGE_MARGIN)
+            self._line(f"Amount in words: {printable(view['amount_in_words'])}", size=8)
         self.ln(4)
 
     def _section(self, heading: str, body: str) -> None:
@@ -214,12 +306,14 @@ class _InvoiceDocument(FPDF):
 
     def notes(self, origin: str | None) -> None:
         view, issuer = self.view, self.view.get("issuer") or {}
-        if view.get("description"):
-            self._section("Notes", plain_text(view["description"]))
-        bank = [f"{label}: {value}" for label, value in bank_rows(issuer.get("bank"))]
+        description = printable(view.get("description"), multiline=True)
+        if description:
+            self._section("Notes", description)
+        bank = [f"{label}: {printable(value)}" for label, value in bank_rows(issuer.get("bank")) if printable(value)]
         if bank:
             self._section("Payment details", "\n".join(bank))
-        if view.get("footer"):
-            self._section("Terms", plain_text(view["footer"]))
+        footer = printable(view.get("footer"), multiline=True)
+        if footer:
+            self._section("Terms", footer)
         if view.get("public_url_token") and not self.is_draft:
-            self._section("View this invoice online", public_url(view["public_url_token"], origin))
+            self._section("View this invoice online", printable(public_url(view["public_url_token"], origin)))

@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import io
+import logging
 from datetime import date
 from decimal import Decimal
 
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
 from pypdf import PdfReader
 
-from core.billing.pdf import filename_for, render_invoice
+from core.base.validation import LINES_MAX, MAX_SAFE_INTEGER, NAME_MAX, PHONE_MAX, TAX_ID_MAX, TEXT_MAX
+from core.billing.business import BusinessInput
+from core.billing.invoice_inputs import InvoiceFields
+from core.billing.invoice_lines import ItemFields
+from core.billing.pdf import LINE_DESCRIPTION_LINES, MARKS_PER_CHARACTER, filename_for, render_invoice
+from core.catalog.customers import CustomerCreate
 
 ORIGIN = "https://billing.example.com"
 
@@ -147,3 +156,210 @@ def test_very_long_line_description_is_cut_to_fit_a_page():
                                               ("A/B 1", "A_B_1.pdf")])
 def test_filename(number, expected):
     assert filename_for({"number": number, "id": "in_0123"}) == expected
+
+
+# --- every valid text renders: long words, many lines, scripts the fonts lack ---------------------------
+
+LONGEST_EMAIL = "x" * 64 + "@" + "d" * 63 + "." + "e" * 63 + "." + "f" * 53 + ".example"  # 254 characters
+
+
+def fill(piece: str, length: int) -> str:
+    """`piece` repeated to exactly `length` characters."""
+    return (piece * length)[:length]
+
+
+def longest(piece: str, *, lines: int = 3) -> dict:
+    """An invoice whose every printed text is as long as validation allows, made of `piece` repeated."""
+    name, text = fill(piece, NAME_MAX), fill(piece, TEXT_MAX)
+    issuer_address = {"line1": name, "line2": name, "city": name, "region": name, "postal_code": fill(piece, 32),
+                      "country_code": "GB", "country": name}
+    customer_address = {"line1": name, "line2": name, "city": name, "state": name, "postal_code": fill(piece, 32),
+                        "country": name}
+    return view(
+        lines=[line(description=text) for _ in range(lines)], description=text, footer=text,
+        issuer={"legal_name": name, "trade_name": fill(piece[::-1], NAME_MAX), "tax_id": fill(piece, TAX_ID_MAX),
+                "email": LONGEST_EMAIL, "phone": fill(piece, PHONE_MAX), "address": issuer_address,
+                "bank": {"bank_name": name, "account_name": name, "account_number": fill(piece, 64),
+                         "routing_number": fill(piece, 64)}},
+        customer_details={"name": name, "email": LONGEST_EMAIL, "tax_id": fill(piece, TAX_ID_MAX),
+                          "address": customer_address})
+
+
+def squeezed(pdf: bytes) -> str:
+    """The text without page footers or any whitespace, so a word broken across printed lines (and pages)
+    reads whole."""
+    rows = [row for page in pages_of(pdf) for row in page.splitlines() if " · page " not in row]
+    return "".join("".join(rows).split())
+
+
+@pytest.mark.parametrize("piece", ["W", "i", "W W", "漢", "😀", "e\u0301", "\u202eשלום", "\U0001d518", "ﷺ", "a\n"],
+                         ids=["widest", "narrowest", "short-words", "cjk", "emoji", "combining", "rtl", "astral",
+                              "wide-ligature", "newlines"])
+def test_every_text_at_its_longest_renders(piece):
+    assert render_invoice(longest(piece), origin=ORIGIN).startswith(b"%PDF-")
+
+
+def test_250_lines_with_the_longest_one_word_descriptions_render_a_row_per_page():
+    pages = pages_of(render_invoice(view(lines=[line(description="W" * TEXT_MAX)] * LINES_MAX), origin=ORIGIN))
+    assert [page.count("…") for page in pages[:LINES_MAX]] == [1] * LINES_MAX
+    assert "Total 162.00 EUR" in "\n".join(pages)
+
+
+def test_long_word_in_a_line_description_is_broken_across_printed_lines_whole():
+    word = "Supercalifragilistic" * 20
+    pdf = render_invoice(view(lines=[line(description=word)]), origin=ORIGIN)
+    assert word in squeezed(pdf)
+    assert "…" not in text_of(pdf)
+
+
+def test_line_description_too_tall_for_a_page_is_cut_with_an_ellipsis():
+    pdf = render_invoice(view(lines=[line(description="W" * TEXT_MAX), line(description="Next line")]), origin=ORIGIN)
+    text = text_of(pdf)
+    assert "WWWW" in text and "…" in text
+    assert "Next line" in text
+
+
+def test_line_description_of_many_short_lines_is_cut_with_an_ellipsis():
+    text = text_of(render_invoice(view(lines=[line(description="row\n" * 2500)]), origin=ORIGIN))
+    assert text.count("row") <= LINE_DESCRIPTION_LINES
+    assert "…" in text
+
+
+def test_long_words_in_the_customer_block_print_whole():
+    customer = {"name": "N" * NAME_MAX, "email": LONGEST_EMAIL, "tax_id": "T" * TAX_ID_MAX,
+                "address": {"line1": "S" * 256, "city": "C" * 256}}
+    text = squeezed(render_invoice(view(customer_details=customer), origin=ORIGIN))
+    for expected in ("N" * NAME_MAX, LONGEST_EMAIL, "T" * TAX_ID_MAX, "S" * 256, "C" * 256):
+        assert expected in text
+
+
+def test_long_words_in_the_issuer_block_and_bank_details_print_whole():
+    issuer = {"legal_name": "L" * NAME_MAX, "trade_name": "T" * NAME_MAX, "phone": "P" * PHONE_MAX,
+              "address": {"line1": "S" * 256}, "bank": {"bank_name": "B" * 256, "account_number": "A" * 64}}
+    text = squeezed(render_invoice(view(issuer=issuer), origin=ORIGIN))
+    for expected in ("L" * NAME_MAX, "T" * NAME_MAX, "P" * PHONE_MAX, "S" * 256, "B" * 256, "A" * 64):
+        assert expected in text
+
+
+def test_issuer_block_taller_than_a_page_continues_on_the_next_one():
+    pages = pages_of(render_invoice(longest("W", lines=1), origin=ORIGIN))
+    assert "INVOICE" in pages[0] and "Bill to" not in pages[0]
+    assert any("Bill to" in page for page in pages[1:])
+
+
+def test_longest_notes_and_terms_of_one_word_print_whole_across_pages():
+    pdf = render_invoice(view(description="N" * TEXT_MAX, footer="F" * TEXT_MAX), origin=ORIGIN)
+    text = squeezed(pdf)
+    assert "N" * TEXT_MAX in text and "F" * TEXT_MAX in text
+    assert len(pages_of(pdf)) > 1
+
+
+def test_notes_keep_their_line_breaks():
+    text = text_of(render_invoice(view(description="First row\r\nSecond row"), origin=ORIGIN))
+    assert "First row\nSecond row" in text
+
+
+def test_one_line_fields_print_a_line_break_as_a_space():
+    customer = {"name": "Jane\nDoe", "address": {"line1": "1 Main St\r\nFloor 2"}}
+    text = text_of(render_invoice(view(customer_details=customer), origin=ORIGIN))
+    assert "Jane Doe" in text and "1 Main St Floor 2" in text
+
+
+def test_characters_the_fonts_lack_print_as_the_replacement_character():
+    text = text_of(render_invoice(view(customer_details={"name": "王小明 Ltd"}), origin=ORIGIN))
+    assert "\ufffd\ufffd\ufffd Ltd" in text
+
+
+def test_rendering_logs_no_missing_glyph_warning(caplog):
+    with caplog.at_level(logging.WARNING):
+        render_invoice(longest("漢😀\U0001d518\t"), origin=ORIGIN)
+    assert not [record for record in caplog.records if "missing" in record.getMessage()]
+
+
+def test_emoji_and_combining_marks_the_fonts_have_print():
+    text = text_of(render_invoice(view(lines=[line(description="Cafe\u0301 😀 Ελληνικά")]), origin=ORIGIN))
+    assert "Café 😀 Ελληνικά" in text
+
+
+def test_bidi_and_other_invisible_format_characters_are_not_printed():
+    text = text_of(render_invoice(view(lines=[line(description="\u202eabc\u202c\u200b\u2066def\u2069\ufeff")]),
+                                  origin=ORIGIN))
+    assert "abcdef" in text
+    assert not any(char in text for char in "\u202e\u202c\u200b\u2066\u2069\ufeff")
+
+
+def test_control_characters_are_dropped_and_tabs_print_as_spaces():
+    text = text_of(render_invoice(view(description="a\tb\x07c\x00d\x85e"), origin=ORIGIN))
+    assert "a bcd\ne" in text
+
+
+def test_unpaired_surrogate_prints_as_the_replacement_character():
+    text = text_of(render_invoice(view(lines=[line(description="bad \ud800 text")]), origin=ORIGIN))
+    assert "bad \ufffd text" in text
+
+
+def test_an_endless_run_of_combining_marks_keeps_only_a_few():
+    text = text_of(render_invoice(view(lines=[line(description="a" + "\u0301" * TEXT_MAX)]), origin=ORIGIN))
+    assert text.count("\u0301") <= MARKS_PER_CHARACTER
+
+
+def test_largest_amounts_render_and_totals_stay_on_one_line():
+    big = MAX_SAFE_INTEGER
+    jpy = view(currency="JPY", lines=[line(quantity=Decimal("999999999.999999"), unit_amount=big, amount=big,
+                                           discount_percent=Decimal("99.999999"), tax_rate=Decimal("99.999999"),
+                                           tax_amount=big)],
+               subtotal=big, discount=big, taxable=big, tax=big, total=big, amount_due=big)
+    text = text_of(render_invoice(jpy, origin=ORIGIN))
+    assert "Total 9,007,199,254,740,991 JPY" in text
+    assert "Amount due 9,007,199,254,740,991 JPY" in text
+
+
+# Any invoice whose texts pass validation renders (property test over the real input models).
+
+_CONTROLS = [chr(code) for code in range(32)]
+
+
+def _texts(max_size: int, *, multi_line: bool = False, min_size: int = 0):
+    excluded = [char for char in _CONTROLS if not (multi_line and char in "\t\n\r")]
+    alphabet = st.characters(exclude_categories=("Cs",), exclude_characters=excluded)
+    repeated = st.builds(lambda piece, size: fill(piece, size), st.text(alphabet, min_size=1, max_size=6),
+                         st.one_of(st.just(max_size), st.integers(max(min_size, 1), max_size)))
+    return st.one_of(st.text(alphabet, min_size=min_size, max_size=40), repeated)
+
+
+def _address(region_key: str):
+    keys = ("line1", "line2", "city", region_key, "country")
+    return st.fixed_dictionaries({key: st.none() | _texts(256) for key in keys}
+                                 | {"postal_code": st.none() | _texts(32)})
+
+
+@st.composite
+def _valid_invoices(draw) -> dict:
+    name = _texts(NAME_MAX, min_size=1)
+    try:
+        business = BusinessInput.model_validate({
+            "legal_name": draw(name), "trade_name": draw(st.none() | name), "country_code": "GB", "currency": "EUR",
+            "tax_id": draw(st.none() | _texts(TAX_ID_MAX)), "email": draw(st.sampled_from([None, LONGEST_EMAIL])),
+            "phone": draw(st.none() | _texts(PHONE_MAX)), "address": draw(_address("region")),
+            "bank": draw(st.fixed_dictionaries({key: st.none() | _texts(size) for key, size in
+                                                (("bank_name", 256), ("account_name", 256), ("account_number", 64),
+                                                 ("routing_number", 64))}))})
+        customer = CustomerCreate.model_validate({
+            "name": draw(name), "email": draw(st.sampled_from([None, LONGEST_EMAIL])),
+            "tax_id": draw(st.none() | _texts(TAX_ID_MAX)), "address": draw(_address("state"))})
+        fields = InvoiceFields.model_validate({"description": draw(st.none() | _texts(TEXT_MAX, multi_line=True)),
+                                               "footer": draw(st.none() | _texts(TEXT_MAX, multi_line=True))})
+        items = [ItemFields.model_validate({"description": description, "unit_amount": 10000, "quantity": "1.5",
+                                            "unit": "HRS", "discount_percent": "10", "tax_rate": "20"})
+                 for description in draw(st.lists(_texts(TEXT_MAX, multi_line=True, min_size=1), min_size=1, max_size=3))]
+    except ValidationError:
+        assume(False)
+    return view(issuer=business.model_dump(), customer_details=customer.model_dump(),
+                description=fields.description, footer=fields.footer,
+                lines=[line(description=item.description) for item in items])
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(_valid_invoices())
+def test_any_invoice_whose_texts_pass_validation_renders(invoice):
+    assert render_invoice(invoice, origin=ORIGIN).startswith(b"%PDF-")

@@ -122,7 +122,7 @@ def run_tool(tool: Tool, arguments: dict[str, Any], authorization: str | None) -
         error = error or ValidationFailed.at("idempotency_key", problem)
     invocation = Invocation(
         credential=authorization, resource=resources.mcp(), request_id=new_request_id(), params=ids,
-        query=query, query_items=sorted((name, json.dumps(value)) for name, value in query.items()),
+        query=query, typed_query=True, query_items=sorted((name, json.dumps(value)) for name, value in query.items()),
         body=json.dumps(rest).encode() if operation.body is not None else b"",
         idempotency_key=key, idempotency_scope=("MCP", tool.name), body_error=error, counted=True)
     return execute(operation, invocation, _Presenter())

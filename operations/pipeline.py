@@ -93,6 +93,7 @@ class Invocation:
     params: dict[str, str] = field(default_factory=dict)
     query: dict[str, str] = field(default_factory=dict)
     query_items: list[tuple[str, str]] = field(default_factory=list)  # every value, for the fingerprint
+    typed_query: bool = False  # query values are JSON values (MCP), not strings: validated strictly
     body: bytes = b""
     idempotency_key: str | None = None
     idempotency_scope: tuple[str, str] = ("", "")  # (method, path) or (surface, operation name)
@@ -132,7 +133,7 @@ def execute(operation: Operation, invocation: Invocation, presenter: Presenter) 
         if invocation.body_error:
             raise invocation.body_error
         refuse_unacceptable_text(invocation.params)
-        query = parse(operation.query, invocation.query) if operation.query else None
+        query = parse(operation.query, invocation.query, strict=invocation.typed_query) if operation.query else None
         body_json = load_json(invocation.body) if operation.body else None
         if operation.body_required and body_json is None:
             raise ValidationFailed.at("body", "a JSON body is required")

@@ -207,14 +207,15 @@ def failed(errors: list[FieldError]) -> ValidationFailed:
     return ValidationFailed(f"Invalid request: {detail}", errors=errors)
 
 
-def parse(model: type[M], data: Any, *, prefix: str = "") -> M:
-    """Validate `data` into `model`, raising ValidationFailed with every field error."""
+def parse(model: type[M], data: Any, *, prefix: str = "", strict: bool = False) -> M:
+    """Validate `data` into `model`, raising ValidationFailed with every field error. `strict` for
+    values that arrive typed (JSON), where no string should stand for a number or `true` for 1."""
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise ValidationFailed.at(prefix.rstrip(".") or "body", "must be a JSON object")
     try:
-        return model.model_validate(data)
+        return model.model_validate(data, strict=strict or None)
     except ValidationError as exc:
         raise failed(field_errors(exc, prefix)) from None
 

@@ -216,3 +216,18 @@ def test_a_control_character_in_a_tool_argument_is_a_validation_error_at_its_nam
 def test_a_control_character_in_an_id_argument_is_a_validation_error_at_its_name(client, tenant):
     error = error_of(call(client, tenant.key, "get_invoice", invoice="in_\x00"))
     assert error["code"] == "validation" and error["errors"][0]["path"] == "invoice"
+
+
+@pytest.mark.parametrize("limit", [True, 1.5, "5"])
+def test_a_query_argument_of_the_wrong_json_type_is_a_validation_error(client, tenant, limit):
+    error = error_of(call(client, tenant.key, "list_invoices", limit=limit))
+    assert error["code"] == "validation" and error["errors"][0]["path"] == "limit"
+
+
+def test_a_query_argument_of_the_right_json_type_is_taken(client, tenant):
+    assert structured(client, tenant.key, "list_customers", limit=5, include_deleted=True)["data"] == []
+
+
+def test_date_and_status_filters_are_taken_over_mcp(client, tenant):
+    listed = structured(client, tenant.key, "list_invoices", status="draft", **{"from": "2026-01-01", "to": "2026-12-31"})
+    assert listed["data"] == []

@@ -105,12 +105,10 @@ def run_tool(tool: Tool, arguments: dict[str, Any], authorization: str | None) -
     ids: dict[str, str] = {}
     if tool.id_argument:
         value = arguments.pop(tool.id_argument, None)
-        if not (isinstance(value, str) and value):
-            error = ValidationFailed.at(tool.id_argument, "is required: an id string")
-        elif problem := text_problem(value):
-            error = ValidationFailed.at(tool.id_argument, problem)
-        else:
+        if isinstance(value, str) and value:
             ids["id"] = value
+        else:
+            error = ValidationFailed.at(tool.id_argument, "is required: an id string")
     query_names = _field_names(operation.query)
     query = {name: value for name, value in arguments.items() if name in query_names}
     rest = {name: value for name, value in arguments.items() if name not in query_names}

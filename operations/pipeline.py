@@ -29,11 +29,12 @@ from core.base.errors import (
     DomainError,
     IdempotencyKeyRequired,
     InternalError,
+    NotFound,
     RateLimited,
     UpstreamFailed,
     ValidationFailed,
 )
-from core.base.validation import load_json, parse, refuse_unacceptable_text
+from core.base.validation import load_json, parse, text_problem
 from core.mechanisms import idempotency, ratelimit
 from core.mechanisms.idempotency import StoredResponse as Reply
 
@@ -132,7 +133,8 @@ def execute(operation: Operation, invocation: Invocation, presenter: Presenter) 
         principal.require(operation.scope)
         if invocation.body_error:
             raise invocation.body_error
-        refuse_unacceptable_text(invocation.params)
+        if any(text_problem(value) for value in invocation.params.values()):
+            raise NotFound("No such object: ids never hold control characters.")  # malformed ids are 404
         query = parse(operation.query, invocation.query, strict=invocation.typed_query) if operation.query else None
         body_json = load_json(invocation.body) if operation.body else None
         if operation.body_required and body_json is None:

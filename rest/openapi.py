@@ -135,11 +135,30 @@ def _operation(op: Endpoint, refs: dict, schemas: dict) -> dict:
     return result
 
 
+def _links(created: Endpoint, operations: list[Endpoint]) -> dict:
+    """OpenAPI links from a create operation to what takes the new object's id: `/things/{id}…` of
+    its own collection, and query parameters named after it (`invoice` of `/invoice-items`)."""
+    if created.method != "POST" or created.status != 201 or "{" in created.path:
+        return {}
+    new_id = "$response.body#/data/id"
+    links = {}
+    noun = created.path.strip("/").removesuffix("s").replace("-", "_")  # /invoices -> invoice
+    for op in operations:
+        if op.path.startswith(created.path + "/{id}"):
+            links[op.operation_id] = {"operationId": op.operation_id, "parameters": {"path.id": new_id}}
+        elif "{" not in op.path and op.query is not None and noun in op.query.model_fields:
+            links[op.operation_id] = {"operationId": op.operation_id, "parameters": {f"query.{noun}": new_id}}
+    return links
+
+
 def build(operations: list[Endpoint]) -> dict:
     refs, schemas = _model_refs(operations)
     paths: dict[str, dict] = {}
     for op in operations:
-        paths.setdefault(op.path, {})[op.method.lower()] = _operation(op, refs, schemas)
+        operation = _operation(op, refs, schemas)
+        if links := _links(op, operations):
+            operation["responses"][str(op.status)]["links"] = links
+        paths.setdefault(op.path, {})[op.method.lower()] = operation
     schemas["Problem"] = _problem_schema()
     _drop_impossible_null_defaults(schemas)
     _drop_impossible_null_defaults(paths)

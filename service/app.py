@@ -10,6 +10,8 @@ from __future__ import annotations
 import contextlib
 
 from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
 from starlette.routing import Mount
 
 from authz import connected_apps, verifier
@@ -18,7 +20,9 @@ from authz.metadata import authorization_server_metadata
 from config.settings import get_settings
 from core.access import credentials
 from mcp_server.app import McpEndpoint
+from pages.routing import error_page
 from rest.app import create_rest_app
+from rest.framework import unrouted
 from web.app import routes as web_routes
 from well_known.app import routes as well_known_routes
 
@@ -41,4 +45,12 @@ def create_app() -> Starlette:
         async with mcp.lifespan():  # Starlette runs no lifespan of a mounted app: the SDK's runs here
             yield
 
-    return Starlette(routes=routes, lifespan=lifespan)
+    return Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: _not_found})
+
+
+def _not_found(request: Request, exc: Exception) -> Response:
+    """What no mount took. A mount matches no path holding a line break (Starlette's `{path:path}`
+    stops at one), so the API's own 404 problem is given here too."""
+    if request.url.path.startswith("/api/v1/"):
+        return unrouted(request, exc)
+    return error_page(request, 404, "Page not found", "There is nothing at this address.")

@@ -148,12 +148,6 @@ def unacceptable_parameters(items: list[tuple[str, Any]], *, multi_line: bool = 
     return [error for name, value in items for error in text_errors(value, name, multi_line=multi_line)]
 
 
-def refuse_unacceptable_text(values: dict[str, Any], *, prefix: str = "") -> None:
-    """ValidationFailed naming every unacceptable string of a flat mapping (query, path ids, form)."""
-    if errors := unacceptable_parameters([(f"{prefix}{name}", value) for name, value in values.items()]):
-        raise failed(errors)
-
-
 class _TextChecked(BaseModel):
     """Every text field of a subclass is checked by `text_problem`; MULTI_LINE ones may span lines."""
 

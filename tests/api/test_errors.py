@@ -173,3 +173,14 @@ def test_unknown_query_parameters_are_ignored(tenant):
 def test_invalid_query_parameter_is_422_at_its_name(tenant):
     body = assert_problem(tenant.get("/customers", params={"query": "x" * 300}), 422, "validation", "validation")
     assert [e["path"] for e in body["errors"]] == ["query"]
+
+
+@pytest.mark.parametrize("path", ["/prices/a%0Ab", "/customers/%0A/restore", "/no-such-thing%0A"])
+def test_a_path_with_a_line_break_is_a_404_problem(tenant, path):
+    assert_problem(tenant.get(path), 404, "not_found", "not-found")
+
+
+def test_an_unknown_page_outside_the_api_is_an_html_404(client):
+    response = client.get("/no/such/page%0A")
+    assert response.status_code == 404
+    assert response.headers["content-type"].startswith("text/html")

@@ -8,7 +8,7 @@ PORT ?= 8000
 # -n: parallel processes; loadfile keeps a module's tests (and their servers) in one process.
 PYTEST := $(PY) -m pytest -q -n 2 --dist loadfile
 
-.PHONY: run test lint test-sqlite test-postgres install migrate demo clean
+.PHONY: run test lint test-sqlite test-postgres fuzz install migrate demo clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -49,6 +49,14 @@ test-sqlite: install
 
 test-postgres: install
 	$(PY) scripts/with-fresh-postgres.py -- $(PYTEST)
+
+# Long property-based runs (tests marked `fuzz`: hostile input to every operation and tool, the
+# OpenAPI fuzz, stateful chains), on SQLite and, when set, PostgreSQL. `make test` runs them bounded.
+FUZZ_EXAMPLES ?= 500
+fuzz: install
+	INVOICING_TEST_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) env -u INVOICING_TEST_DATABASE_URL $(PYTEST) -m fuzz
+	@if [ -n "$$INVOICING_TEST_POSTGRES_URL" ]; then INVOICING_TEST_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) \
+		$(PY) scripts/with-fresh-postgres.py -- $(PYTEST) -m fuzz; fi
 
 clean:
 	rm -rf $(VENV) var

@@ -141,6 +141,7 @@ def seed_ids(tenant) -> dict[str, str]:
             "/invoices/": invoice["id"], "/invoice-items/": invoice["lines"]["data"][0]["id"]}
 
 
+@pytest.mark.fuzz
 @pytest.mark.parametrize("method, path", sorted({(op.method, op.path) for op in operations()}))
 def test_no_operation_answers_a_server_error(api_schema, client, method, path):
     operation = api_schema[path][method]

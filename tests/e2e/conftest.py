@@ -2,9 +2,10 @@
 
 `live_server` is one running server (its origin, `http://127.0.0.1:<port>`). `live_server_factory`
 starts more on the same database: `live_server_factory()` gives one origin,
-`live_server_factory.start_many(2)` starts two in parallel. Every process is stopped after the test;
-if one dies early, its log is in the error. Starting takes seconds, so `live_server_pair` keeps two
-processes running for a whole test module (tables are still emptied after each test).
+`live_server_factory.start_many(2)` starts two in parallel, `live_server_factory.kill(origin)`
+crashes one (SIGKILL). Every process is stopped after the test; if one dies early, its log is in
+the error. Starting takes seconds, so `live_server_pair` keeps two processes running for a whole
+test module (tables are still emptied after each test).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ class LiveServers:
         self.settings = settings
         self.log_dir = log_dir
         self.processes: list[tuple[subprocess.Popen, Path]] = []
+        self.by_origin: dict[str, subprocess.Popen] = {}
 
     def __call__(self, **env: str) -> str:
         return self.start_many(1, **env)[0]
@@ -79,6 +81,7 @@ class LiveServers:
                 cwd=Path(__file__).resolve().parents[2],
             )
         self.processes.append((process, log))
+        self.by_origin[origin] = process
         return origin, process, log
 
     @staticmethod
@@ -95,6 +98,12 @@ class LiveServers:
             time.sleep(0.05)
         raise RuntimeError(f"server {origin} did not answer within {STARTUP_TIMEOUT} s:\n{_tail(log)}")
 
+    def kill(self, origin: str) -> None:
+        """Crash the server at `origin`: SIGKILL, no graceful shutdown, then reap the process."""
+        process = self.by_origin[origin]
+        process.kill()
+        process.wait(timeout=10)
+
     def stop_all(self) -> None:
         for process, _ in self.processes:
             if process.poll() is None:
@@ -106,6 +115,7 @@ class LiveServers:
                 process.kill()
                 process.wait()
         self.processes.clear()
+        self.by_origin.clear()
 
 
 @pytest.fixture

@@ -123,8 +123,9 @@ def has_lone_surrogate(value: Any) -> bool:
     return False
 
 
-def first_segment(path: str) -> str:
-    return path.split(".", 1)[0]
+def names_a_sent_path(path: str, names: set[str]) -> bool:
+    """Whether an error `path` points at one of `names` or inside it (a name may hold a dot)."""
+    return path in names or path.split(".", 1)[0] in names or any(path.startswith(f"{name}.") for name in names)
 
 
 def lift_request_limit(monkeypatch) -> None:

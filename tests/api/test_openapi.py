@@ -1,6 +1,5 @@
 """GET /api/v1/openapi.json: public, valid OpenAPI 3.1, generated from the operations themselves."""
 
-import os
 
 import pytest
 import schemathesis
@@ -10,6 +9,7 @@ from openapi_spec_validator import validate
 from schemathesis import GenerationMode
 
 from rest.app import operations
+from tests import hostile
 from tests.conftest import make_tenant
 
 
@@ -117,8 +117,6 @@ def test_every_internal_reference_resolves(document):
 
 # --- property-based: no operation answers 5xx to any input, valid or not -----------------------
 
-# Examples per operation and mode; raise it for a deeper (slower) hunt: INVOICING_TEST_FUZZ_EXAMPLES=200.
-FUZZ_EXAMPLES = int(os.environ.get("INVOICING_TEST_FUZZ_EXAMPLES", "10"))
 
 
 @pytest.fixture(scope="module")
@@ -128,17 +126,10 @@ def api_schema(app):
 
 def seed_ids(tenant) -> dict[str, str]:
     """Real ids of the tenant's resources, so id paths are fuzzed against records, not only 404s."""
-    def data(response):
-        assert response.status_code in (200, 201), response.text
-        return response.json()["data"]
-
-    customer = data(tenant.post("/customers", json={"name": "Fuzz Customer", "email": "fuzz@example.com"}))
-    product = data(tenant.post("/products", json={"name": "Fuzz Product"}))
-    price = data(tenant.post("/prices", json={"product": product["id"], "unit_amount": 1000, "currency": "USD"}))
-    invoice = data(tenant.post("/invoices", json={"customer": customer["id"], "items": [{"price": price["id"]}]},
-                               idem=True))
-    return {"/customers/": customer["id"], "/products/": product["id"], "/prices/": price["id"],
-            "/invoices/": invoice["id"], "/invoice-items/": invoice["lines"]["data"][0]["id"]}
+    records = hostile.seed(tenant)
+    return {"/customers/": records["customer"]["id"], "/products/": records["product"]["id"],
+            "/prices/": records["price"]["id"], "/invoices/": records["draft"]["id"],
+            "/invoice-items/": records["draft"]["lines"]["data"][0]["id"]}
 
 
 @pytest.mark.fuzz
@@ -150,7 +141,7 @@ def test_no_operation_answers_a_server_error(api_schema, client, method, path):
     cases = st.one_of(operation.as_strategy(GenerationMode.POSITIVE), operation.as_strategy(GenerationMode.NEGATIVE))
 
     @given(case=cases)
-    @settings(max_examples=FUZZ_EXAMPLES, derandomize=True, deadline=None, database=None, phases=[Phase.generate],
+    @settings(max_examples=hostile.EXAMPLES, derandomize=True, deadline=None, database=None, phases=[Phase.generate],
               suppress_health_check=list(HealthCheck))
     def fuzz(case):
         generated = {k: v for k, v in (case.headers or {}).items() if k.lower() != "authorization"}

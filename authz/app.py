@@ -23,6 +23,7 @@ from authz import consent, metadata_documents, redirect_uris, scoping
 from authz.adapter import HttpInput, HttpOAuth2Request, bound
 from authz.errors import safe_description
 from authz.server import server
+from config.settings import get_settings
 from core.access import resources
 from core.base.db import transaction
 from core.base.validation import text_errors, unacceptable_parameters
@@ -33,8 +34,6 @@ from pages.sessions import current_user
 
 MAX_FORM_FIELDS = 100
 MAX_REGISTRATION_BYTES = 16 * 1024
-# Registration is open; this keeps one address from filling the clients table.
-REGISTRATIONS_PER_ADDRESS = ratelimit.Limit("oauth-register", 30, 3600)
 UNACCEPTABLE_TEXT = "The request holds control characters or invalid Unicode in its parameters."
 CROSS_ORIGIN = Middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["POST"],
                           allow_headers=["Authorization", "Content-Type"], max_age=86400)
@@ -86,9 +85,14 @@ async def register(request: Request) -> Response:
     return await run_in_threadpool(_in_transaction, lambda: server.create_endpoint_response("client_registration", http))
 
 
+def registrations_per_address() -> ratelimit.Limit:
+    return ratelimit.Limit("oauth-register", get_settings().rate_limit_registrations, 3600)
+
+
 def _count_registration(address: str) -> ratelimit.Usage:
     with transaction() as session:
-        return ratelimit.hit(session, REGISTRATIONS_PER_ADDRESS, address)
+        # Registration is open; this keeps one address from filling the clients table.
+        return ratelimit.hit(session, registrations_per_address(), address)
 
 
 async def _machine_endpoint(request: Request, handle) -> Response:

@@ -29,6 +29,14 @@ class Settings(BaseSettings):
     # X-Forwarded-Proto are believed; empty (the default) believes none, so a client cannot spoof
     # its address around per-address throttles.
     forwarded_allow_ips: str = ""
+    # Rate limits (defaults: the specification's and docs/decisions.md's). Raise them to benchmark,
+    # or for a trusted integration; every process on one database must use the same values.
+    rate_limit_requests: int = Field(default=120, ge=1)  # API requests per credential per minute
+    rate_limit_sends: int = Field(default=10, ge=1)  # invoice sends per credential per hour
+    rate_limit_emails: int = Field(default=50, ge=1)  # invoice e-mails per account per hour
+    # Failed sign-ins per account and address per 15 minutes; per address 5x that, per account 10x an hour.
+    rate_limit_sign_in: int = Field(default=10, ge=1)
+    rate_limit_registrations: int = Field(default=30, ge=1)  # OAuth client registrations per address per hour
 
     @property
     def base_url(self) -> str:

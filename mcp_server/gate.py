@@ -49,7 +49,7 @@ def _jsonrpc_error(request_id: Any, code: int, message: str, status: int, header
 def _authenticate(authorization: str | None, count: bool) -> tuple[Principal, ratelimit.Usage | None]:
     with transaction() as session:
         principal = credentials.authenticate(session, authorization, resource=resources.mcp())
-        usage = ratelimit.hit(session, ratelimit.API_REQUESTS, principal.rate_limit_subject) if count else None
+        usage = ratelimit.hit(session, ratelimit.api_requests(), principal.rate_limit_subject) if count else None
     return principal, usage
 
 

@@ -156,7 +156,7 @@ def _authenticate(operation: Operation, invocation: Invocation) -> tuple[Princip
     with transaction() as session:
         principal = credentials.authenticate(session, invocation.credential, resource=invocation.resource)
         count = ratelimit.peek if operation.own_limit or invocation.counted else ratelimit.hit
-        usage = count(session, ratelimit.API_REQUESTS, principal.rate_limit_subject)
+        usage = count(session, ratelimit.api_requests(), principal.rate_limit_subject)
     return principal, usage
 
 

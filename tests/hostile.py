@@ -130,8 +130,8 @@ def names_a_sent_path(path: str, names: set[str]) -> bool:
 
 def lift_request_limit(monkeypatch) -> None:
     """Hundreds of examples from one key would otherwise test only the `429` path after 120."""
-    from core.mechanisms import ratelimit
-    monkeypatch.setattr(ratelimit, "API_REQUESTS", ratelimit.Limit(ratelimit.API_REQUESTS.name, 10**9, 60))
+    from config.settings import get_settings
+    monkeypatch.setattr(get_settings(), "rate_limit_requests", 10**9)
 
 
 # --- records for hostile input to act on ----------------------------------------------------

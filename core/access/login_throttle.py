@@ -30,17 +30,31 @@ from core.access.accounts import check_password, hash_password
 from core.mechanisms import ratelimit
 from core.models import User
 
-FAILURES_PER_ACCOUNT_AND_CLIENT = ratelimit.Limit("login_failures_pair", 10, 15 * 60)
-# Higher: many people may sign in from behind one address (an office, a carrier NAT).
-FAILURES_PER_CLIENT = ratelimit.Limit("login_failures_ip", 50, 15 * 60)
-# Well above what one address can reach on its own (4 windows x 10 = 40 an hour), so only an
-# attack from several networks gets there. Windows must stay within ratelimit.purge_old's 2 hours.
-FAILURES_PER_ACCOUNT = ratelimit.Limit("login_failures_account", 100, 60 * 60)
-# While an account is over its ceiling, each address may fail this many times on it per window of
-# FAILURES_PER_ACCOUNT_AND_CLIENT (the same counter, read against a lower limit): a person who
-# mistypes still gets a few tries, a distributed attack gets a few guesses per address, not ten.
-FAILURES_PER_ACCOUNT_AND_CLIENT_UNDER_ATTACK = ratelimit.Limit(FAILURES_PER_ACCOUNT_AND_CLIENT.name, 3,
-                                                               FAILURES_PER_ACCOUNT_AND_CLIENT.window_seconds)
+PAIR_WINDOW = 15 * 60
+# While an account is over its ceiling, each address may fail this many times on it per pair
+# window (the same counter, read against a lower limit): a person who mistypes still gets a few
+# tries, a distributed attack gets a few guesses per address, not ten.
+UNDER_ATTACK_ALLOWANCE = 3
+
+
+def failures_per_account_and_client() -> ratelimit.Limit:
+    """The limit that stops an ordinary attacker (INVOICING_RATE_LIMIT_SIGN_IN, default 10)."""
+    return ratelimit.Limit("login_failures_pair", get_settings().rate_limit_sign_in, PAIR_WINDOW)
+
+
+def failures_per_client() -> ratelimit.Limit:
+    """Higher: many people may sign in from behind one address (an office, a carrier NAT)."""
+    return ratelimit.Limit("login_failures_ip", 5 * get_settings().rate_limit_sign_in, PAIR_WINDOW)
+
+
+def failures_per_account() -> ratelimit.Limit:
+    """Well above what one address can reach on its own (4 pair windows an hour), so only an attack
+    from several networks gets there. Windows must stay within ratelimit.purge_old's 2 hours."""
+    return ratelimit.Limit("login_failures_account", 10 * get_settings().rate_limit_sign_in, 60 * 60)
+
+
+def failures_per_account_and_client_under_attack() -> ratelimit.Limit:
+    return ratelimit.Limit("login_failures_pair", UNDER_ATTACK_ALLOWANCE, PAIR_WINDOW)
 
 _dummy_hash: str | None = None
 
@@ -94,11 +108,11 @@ def _subjects(email: str, client_ip: str) -> _Subjects:
 def retry_after(session: Session, email: str, client_ip: str, *, now: float | None = None) -> int | None:
     """Seconds until sign-in to `email` from `client_ip` may be tried again, or None when not throttled."""
     subjects = _subjects(email, client_ip)
-    pair = ratelimit.peek(session, FAILURES_PER_ACCOUNT_AND_CLIENT, subjects.pair, now=now)
-    client = ratelimit.peek(session, FAILURES_PER_CLIENT, subjects.client, now=now)
+    pair = ratelimit.peek(session, failures_per_account_and_client(), subjects.pair, now=now)
+    client = ratelimit.peek(session, failures_per_client(), subjects.client, now=now)
     waits = [usage.retry_after for usage in (pair, client) if usage.exceeded]
-    if ratelimit.peek(session, FAILURES_PER_ACCOUNT_AND_CLIENT_UNDER_ATTACK, subjects.pair, now=now).exceeded:
-        account = ratelimit.peek(session, FAILURES_PER_ACCOUNT, subjects.account, now=now)
+    if ratelimit.peek(session, failures_per_account_and_client_under_attack(), subjects.pair, now=now).exceeded:
+        account = ratelimit.peek(session, failures_per_account(), subjects.account, now=now)
         if account.exceeded:  # lifted when either window ends
             waits.append(min(pair.retry_after, account.retry_after))
     return max(waits) if waits else None
@@ -106,16 +120,16 @@ def retry_after(session: Session, email: str, client_ip: str, *, now: float | No
 
 def record_failure(session: Session, email: str, client_ip: str, *, now: float | None = None) -> None:
     subjects = _subjects(email, client_ip)
-    ratelimit.hit(session, FAILURES_PER_ACCOUNT_AND_CLIENT, subjects.pair, now=now)
-    ratelimit.hit(session, FAILURES_PER_CLIENT, subjects.client, now=now)
-    ratelimit.hit(session, FAILURES_PER_ACCOUNT, subjects.account, now=now)
+    ratelimit.hit(session, failures_per_account_and_client(), subjects.pair, now=now)
+    ratelimit.hit(session, failures_per_client(), subjects.client, now=now)
+    ratelimit.hit(session, failures_per_account(), subjects.account, now=now)
 
 
 def _record_success(session: Session, email: str, client_ip: str) -> None:
     """Forget this account's failures from this address (only its owner can): the person typed it
     right in the end. The address's count across accounts and the account's count stay, or signing
     in to one's own account would reset them."""
-    ratelimit.forget(session, FAILURES_PER_ACCOUNT_AND_CLIENT, _subjects(email, client_ip).pair)
+    ratelimit.forget(session, failures_per_account_and_client(), _subjects(email, client_ip).pair)
 
 
 def _verify_against_nothing(password: str) -> None:

@@ -86,14 +86,14 @@ def send_invoice(session: Session, principal: Principal, id_text: str,
 
 def send_limit_usage(session: Session, principal: Principal) -> ratelimit.Usage:
     """Where the caller stands against the per-key send limit (for RateLimit-* headers)."""
-    return ratelimit.peek(session, ratelimit.SENDS_PER_KEY, principal.rate_limit_subject)
+    return ratelimit.peek(session, ratelimit.sends_per_key(), principal.rate_limit_subject)
 
 
 def _count_send(session: Session, principal: Principal) -> ratelimit.Usage:
     """One send per key (10 an hour) and one invoice e-mail per account (50 an hour)."""
-    per_key = ratelimit.hit(session, ratelimit.SENDS_PER_KEY, principal.rate_limit_subject)
+    per_key = ratelimit.hit(session, ratelimit.sends_per_key(), principal.rate_limit_subject)
     per_key.raise_if_exceeded("invoice sends per API key")
-    per_account = ratelimit.hit(session, ratelimit.EMAILS_PER_ACCOUNT, str(principal.account_id))
+    per_account = ratelimit.hit(session, ratelimit.emails_per_account(), str(principal.account_id))
     per_account.raise_if_exceeded("invoice e-mails per account")
     return per_key
 

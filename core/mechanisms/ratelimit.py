@@ -10,6 +10,7 @@ from sqlalchemy import delete
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session
 
+from config.settings import get_settings
 from core.base.errors import RateLimited
 from core.models import RateLimitWindow
 
@@ -21,9 +22,17 @@ class Limit:
     window_seconds: int
 
 
-API_REQUESTS = Limit("api", 120, 60)
-SENDS_PER_KEY = Limit("send", 10, 3600)
-EMAILS_PER_ACCOUNT = Limit("email", 50, 3600)
+def api_requests() -> Limit:
+    """Every API request of one credential (REST and MCP together)."""
+    return Limit("api", get_settings().rate_limit_requests, 60)
+
+
+def sends_per_key() -> Limit:
+    return Limit("send", get_settings().rate_limit_sends, 3600)
+
+
+def emails_per_account() -> Limit:
+    return Limit("email", get_settings().rate_limit_emails, 3600)
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ import pytest
 from sqlmodel import select
 
 from authz.models import OAuthClient
+from config.settings import get_settings
 from core.base import db
 from tests.oauth_flow import REDIRECT_URI
 
@@ -114,9 +115,7 @@ def test_cross_origin_answers_allow_any_origin(client):
 
 
 def test_registrations_per_address_are_limited(client, monkeypatch):
-    from authz import app as authz_app
-    from core.mechanisms.ratelimit import Limit
-    monkeypatch.setattr(authz_app, "REGISTRATIONS_PER_ADDRESS", Limit("oauth-register", 2, 3600))
+    monkeypatch.setattr(get_settings(), "rate_limit_registrations", 2)
     assert post(client, {"redirect_uris": [REDIRECT_URI]}).status_code == 201
     assert post(client, {"redirect_uris": [REDIRECT_URI]}).status_code == 201
     response = post(client, {"redirect_uris": [REDIRECT_URI]})

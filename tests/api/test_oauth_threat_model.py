@@ -73,7 +73,7 @@ from starlette.testclient import TestClient
 
 from authz import verifier
 from authz.models import OAuthAuthorizationCode, OAuthClient, OAuthToken
-from config.settings import Settings
+from config.settings import Settings, get_settings
 from core.base import crypto, db
 from core.base.clock import now
 from tests.mcp.jsonrpc import post as mcp_post
@@ -682,9 +682,7 @@ def test_4_13_no_proxy_is_believed_by_default():
 
 def test_4_13_forwarded_for_is_not_believed_in_process(client, monkeypatch):
     """RFC 9700 §4.13: a client cannot dodge a per-address limit with X-Forwarded-For."""
-    from authz import app as authz_app
-    from core.mechanisms.ratelimit import Limit
-    monkeypatch.setattr(authz_app, "REGISTRATIONS_PER_ADDRESS", Limit("oauth-register", 2, 3600))
+    monkeypatch.setattr(get_settings(), "rate_limit_registrations", 2)
     statuses = [client.post("/oauth/register", json={"redirect_uris": [REDIRECT_URI]},
                             headers={"X-Forwarded-For": f"203.0.113.{n}"}).status_code for n in range(3)]
     assert statuses == [201, 201, 429]

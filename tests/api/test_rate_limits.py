@@ -21,7 +21,7 @@ def fixed_window(monkeypatch):
 def spend(tenant, count):
     """Use up `count` requests of the tenant's key in the current window, straight in the database."""
     with db.transaction() as session:
-        ratelimit.hit(session, ratelimit.API_REQUESTS, f"key:{tenant.key_id}", cost=count)
+        ratelimit.hit(session, ratelimit.api_requests(), f"key:{tenant.key_id}", cost=count)
 
 
 def test_headers_on_every_authenticated_response(tenant, fixed_window):
@@ -116,15 +116,15 @@ def test_unauthenticated_requests_are_not_counted_and_carry_no_limit_headers(cli
 def test_hit_and_peek_report_usage():
     with db.transaction() as session:
         for _ in range(3):
-            usage = ratelimit.hit(session, ratelimit.SENDS_PER_KEY, "subject", now=1000.0)
-        peeked = ratelimit.peek(session, ratelimit.SENDS_PER_KEY, "subject", now=1000.0)
+            usage = ratelimit.hit(session, ratelimit.sends_per_key(), "subject", now=1000.0)
+        peeked = ratelimit.peek(session, ratelimit.sends_per_key(), "subject", now=1000.0)
     assert (usage.remaining, usage.exceeded, usage.reset) == (7, False, 3600)
     assert (peeked.remaining, peeked.exceeded) == (7, False)
 
 
 def test_usage_raise_if_exceeded_names_the_limit():
     with db.transaction() as session:
-        usage = ratelimit.hit(session, ratelimit.SENDS_PER_KEY, "s", cost=11, now=10.0)
+        usage = ratelimit.hit(session, ratelimit.sends_per_key(), "s", cost=11, now=10.0)
     with pytest.raises(Exception) as caught:
         usage.raise_if_exceeded("e-mails")
     assert caught.value.code == "rate_limited"
@@ -134,10 +134,34 @@ def test_usage_raise_if_exceeded_names_the_limit():
 def test_purge_removes_old_windows_only():
     current = time.time()
     with db.transaction() as session:
-        ratelimit.hit(session, ratelimit.API_REQUESTS, "old", now=current - 3 * 3600)
-        ratelimit.hit(session, ratelimit.API_REQUESTS, "new", now=current)
+        ratelimit.hit(session, ratelimit.api_requests(), "old", now=current - 3 * 3600)
+        ratelimit.hit(session, ratelimit.api_requests(), "new", now=current)
     with db.transaction() as session:
         ratelimit.purge_old(session)
     with db.transaction() as session:
         buckets = list(session.exec(select(RateLimitWindow.bucket)))
     assert buckets == ["api:new"]
+
+
+def test_the_request_limit_is_an_operator_setting(tenant, fixed_window, monkeypatch):
+    from config.settings import get_settings
+    monkeypatch.setattr(get_settings(), "rate_limit_requests", 3)
+    statuses = [tenant.get("/customers").status_code for _ in range(4)]
+    assert statuses == [200, 200, 200, 429]
+
+
+def test_the_send_limit_is_an_operator_setting(monkeypatch):
+    from config.settings import get_settings
+    monkeypatch.setattr(get_settings(), "rate_limit_sends", 1000)
+    monkeypatch.setattr(get_settings(), "rate_limit_emails", 5000)
+    assert (ratelimit.sends_per_key().requests, ratelimit.emails_per_account().requests) == (1000, 5000)
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "many"])
+def test_a_rate_limit_setting_must_be_a_positive_integer(monkeypatch, value):
+    from pydantic import ValidationError
+
+    from config.settings import Settings
+    monkeypatch.setenv("INVOICING_RATE_LIMIT_REQUESTS", value)
+    with pytest.raises(ValidationError):
+        Settings()

@@ -264,7 +264,7 @@ def test_success_carries_the_send_limit_headers(tenant, mailbox):
 
 
 def test_eleventh_send_within_an_hour_per_key_is_429(tenant, mailbox):
-    seed(ratelimit.SENDS_PER_KEY, f"key:{tenant.key_id}", 9)
+    seed(ratelimit.sends_per_key(), f"key:{tenant.key_id}", 9)
     invoice = draft(tenant)
     assert send(tenant, invoice["id"]).status_code == 200
     response = send(tenant, invoice["id"])
@@ -277,7 +277,7 @@ def test_eleventh_send_within_an_hour_per_key_is_429(tenant, mailbox):
 
 
 def test_send_limit_is_per_key(tenant, mailbox):
-    seed(ratelimit.SENDS_PER_KEY, f"key:{tenant.key_id}", 10)
+    seed(ratelimit.sends_per_key(), f"key:{tenant.key_id}", 10)
     invoice = draft(tenant)
     assert send(tenant, invoice["id"]).status_code == 429
     other_key = tenant.as_key(tenant.key_with(["invoices:send"]))
@@ -285,14 +285,14 @@ def test_send_limit_is_per_key(tenant, mailbox):
 
 
 def test_rate_limited_send_leaves_the_draft_a_draft(tenant, mailbox):
-    seed(ratelimit.SENDS_PER_KEY, f"key:{tenant.key_id}", 10)
+    seed(ratelimit.sends_per_key(), f"key:{tenant.key_id}", 10)
     invoice = draft(tenant)
     assert send(tenant, invoice["id"]).status_code == 429
     assert tenant.get(f"/invoices/{invoice['id']}").json()["data"]["status"] == "draft"
 
 
 def test_fifty_first_email_per_account_is_429_whatever_the_key(tenant, mailbox):
-    seed(ratelimit.EMAILS_PER_ACCOUNT, str(tenant.account_id), 49)
+    seed(ratelimit.emails_per_account(), str(tenant.account_id), 49)
     invoice = draft(tenant)
     assert send(tenant, invoice["id"]).status_code == 200
     other_key = tenant.as_key(tenant.key_with(["invoices:send"]))
@@ -304,7 +304,7 @@ def test_fifty_first_email_per_account_is_429_whatever_the_key(tenant, mailbox):
 
 
 def test_account_limit_does_not_touch_other_accounts(tenant, other_tenant, mailbox):
-    seed(ratelimit.EMAILS_PER_ACCOUNT, str(tenant.account_id), 50)
+    seed(ratelimit.emails_per_account(), str(tenant.account_id), 50)
     invoice = draft(other_tenant)
     assert send(other_tenant, invoice["id"]).status_code == 200
 
@@ -312,5 +312,5 @@ def test_account_limit_does_not_touch_other_accounts(tenant, other_tenant, mailb
 def test_send_is_exempt_from_the_request_limit(tenant, mailbox):
     helper = tenant.as_key(tenant.key_with(["invoices:write", "clients:write"]))
     invoice_id = draft(helper)["id"]
-    seed(ratelimit.API_REQUESTS, f"key:{tenant.key_id}", 120)
+    seed(ratelimit.api_requests(), f"key:{tenant.key_id}", 120)
     assert send(tenant, invoice_id).status_code == 200

@@ -177,7 +177,7 @@ def test_sending_over_the_per_key_limit_is_a_rate_limited_tool_error(client, ten
 
     draft = structured(client, tenant.key, "create_invoice", customer=customer(tenant)["id"], items=[adhoc()])
     with db.transaction() as session:
-        ratelimit.hit(session, ratelimit.SENDS_PER_KEY, f"key:{tenant.key_id}", cost=10)
+        ratelimit.hit(session, ratelimit.sends_per_key(), f"key:{tenant.key_id}", cost=10)
     error = error_of(call(client, tenant.key, "send_invoice", invoice=draft["id"]))
     assert error["code"] == "rate_limited" and error["retry_after_seconds"] >= 1
     assert structured(client, tenant.key, "get_invoice", invoice=draft["id"])["status"] == "draft"

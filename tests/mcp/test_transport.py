@@ -138,7 +138,7 @@ def test_a_body_over_the_limit_is_413(client, tenant):
 
 def test_requests_over_the_limit_are_429_with_retry_after(client, tenant, fixed_window):
     with db.transaction() as session:
-        ratelimit.hit(session, ratelimit.API_REQUESTS, f"key:{tenant.key_id}", cost=120)
+        ratelimit.hit(session, ratelimit.api_requests(), f"key:{tenant.key_id}", cost=120)
     response = post(client, "tools/list", key=tenant.key)
     assert response.status_code == 429
     assert int(response.headers["retry-after"]) >= 1
@@ -147,7 +147,7 @@ def test_requests_over_the_limit_are_429_with_retry_after(client, tenant, fixed_
 
 def test_a_tool_call_over_the_limit_is_429_too(client, tenant, fixed_window):
     with db.transaction() as session:
-        ratelimit.hit(session, ratelimit.API_REQUESTS, f"key:{tenant.key_id}", cost=120)
+        ratelimit.hit(session, ratelimit.api_requests(), f"key:{tenant.key_id}", cost=120)
     response = post(client, "tools/call", {"name": "list_customers", "arguments": {}}, key=tenant.key)
     assert response.status_code == 429
     assert response.json()["error"]["data"]["retry_after_seconds"] >= 1
@@ -163,7 +163,7 @@ def test_the_limit_comes_before_the_scope_as_on_rest(client, tenant, fixed_windo
 def test_tool_calls_count_once_against_the_limit(client, tenant, fixed_window):
     post(client, "tools/call", {"name": "list_customers", "arguments": {}}, key=tenant.key)
     with db.transaction() as session:
-        usage = ratelimit.peek(session, ratelimit.API_REQUESTS, f"key:{tenant.key_id}")
+        usage = ratelimit.peek(session, ratelimit.api_requests(), f"key:{tenant.key_id}")
     assert usage.remaining == 119
 
 

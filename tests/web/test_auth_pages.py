@@ -202,7 +202,7 @@ def test_signed_in_visit_to_login_goes_to_next(signed_in):
 # Failures count per (account, address), per address and per account. Addresses come from
 # `browser_at`; the other browsers sign in from "testclient", Starlette's default.
 
-PAIR = login_throttle.FAILURES_PER_ACCOUNT_AND_CLIENT
+PAIR = login_throttle.failures_per_account_and_client()
 ATTACKER = "198.51.100.7"
 HOUR = 1_800_000_000 - 1_800_000_000 % 3600  # a fixed start of a clock hour, for windows in tests
 
@@ -276,7 +276,7 @@ def test_successful_login_forgets_that_accounts_failures_from_that_address(brows
 def test_successful_login_keeps_the_address_count_across_accounts(browser, other_browser):
     browser.sign_up()
     with db.transaction() as session:
-        for n in range(login_throttle.FAILURES_PER_CLIENT.requests - 1):
+        for n in range(login_throttle.failures_per_client().requests - 1):
             login_throttle.record_failure(session, f"guess{n}@example.com", "testclient")
     assert other_browser.sign_in(browser.email).status_code == 303  # no reset by signing in to one's own
     record_failures("one-more@example.com", "testclient", 1)
@@ -285,7 +285,7 @@ def test_successful_login_keeps_the_address_count_across_accounts(browser, other
 
 def test_login_is_throttled_per_client_address_across_emails(browser):
     with db.transaction() as session:
-        for n in range(login_throttle.FAILURES_PER_CLIENT.requests):
+        for n in range(login_throttle.failures_per_client().requests):
             login_throttle.record_failure(session, f"guess{n}@example.com", "testclient")
     response = browser.sign_in("fresh@example.com")
     assert response.status_code == 429
@@ -294,28 +294,28 @@ def test_login_is_throttled_per_client_address_across_emails(browser):
 
 def test_account_ceiling_cuts_what_each_address_may_still_fail(browser, browser_at):
     browser.sign_up()
-    fail_from_many_addresses(browser.email, login_throttle.FAILURES_PER_ACCOUNT.requests)
+    fail_from_many_addresses(browser.email, login_throttle.failures_per_account().requests)
     attacker = browser_at(ATTACKER)
-    for _ in range(login_throttle.FAILURES_PER_ACCOUNT_AND_CLIENT_UNDER_ATTACK.requests):
+    for _ in range(login_throttle.failures_per_account_and_client_under_attack().requests):
         assert attacker.sign_in(browser.email, password="wrong password").status_code == 401
     assert attacker.sign_in(browser.email).status_code == 429  # well before the pair limit of 10
 
 
 def test_account_ceiling_does_not_lock_the_user_out(browser, browser_at):
     browser.sign_up()
-    fail_from_many_addresses(browser.email, login_throttle.FAILURES_PER_ACCOUNT.requests * 2)
+    fail_from_many_addresses(browser.email, login_throttle.failures_per_account().requests * 2)
     assert browser_at("203.0.113.1").sign_in(browser.email).status_code == 303
 
 
 def test_below_the_account_ceiling_an_address_keeps_its_full_allowance():
-    fail_from_many_addresses("victim@example.com", login_throttle.FAILURES_PER_ACCOUNT.requests - PAIR.requests, now=HOUR)
+    fail_from_many_addresses("victim@example.com", login_throttle.failures_per_account().requests - PAIR.requests, now=HOUR)
     record_failures("victim@example.com", ATTACKER, PAIR.requests - 1, now=HOUR)  # one short of the ceiling
     assert not throttled("victim@example.com", ATTACKER, now=HOUR)
 
 
 def test_one_address_alone_cannot_reach_the_account_ceiling():
-    windows_per_ceiling = login_throttle.FAILURES_PER_ACCOUNT.window_seconds // PAIR.window_seconds
-    assert PAIR.requests * windows_per_ceiling < login_throttle.FAILURES_PER_ACCOUNT.requests
+    windows_per_ceiling = login_throttle.failures_per_account().window_seconds // PAIR.window_seconds
+    assert PAIR.requests * windows_per_ceiling < login_throttle.failures_per_account().requests
 
 
 def test_throttled_answer_is_the_same_for_unknown_and_existing_accounts(browser, browser_at):
@@ -344,7 +344,7 @@ def test_pair_count_expires_with_its_window():
 
 
 def test_address_count_expires_with_its_window():
-    limit = login_throttle.FAILURES_PER_CLIENT
+    limit = login_throttle.failures_per_client()
     with db.transaction() as session:
         for n in range(limit.requests):
             login_throttle.record_failure(session, f"guess{n}@example.com", ATTACKER, now=HOUR)
@@ -353,7 +353,7 @@ def test_address_count_expires_with_its_window():
 
 
 def test_account_ceiling_lasts_until_the_end_of_its_window():
-    ceiling, allowance = login_throttle.FAILURES_PER_ACCOUNT, login_throttle.FAILURES_PER_ACCOUNT_AND_CLIENT_UNDER_ATTACK
+    ceiling, allowance = login_throttle.failures_per_account(), login_throttle.failures_per_account_and_client_under_attack()
     fail_from_many_addresses("victim@example.com", ceiling.requests, now=HOUR)
     last_window = HOUR + ceiling.window_seconds - PAIR.window_seconds
     record_failures("victim@example.com", ATTACKER, allowance.requests, now=last_window)

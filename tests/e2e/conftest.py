@@ -3,9 +3,10 @@
 `live_server` is one running server (its origin, `http://127.0.0.1:<port>`). `live_server_factory`
 starts more on the same database: `live_server_factory()` gives one origin,
 `live_server_factory.start_many(2)` starts two in parallel, `live_server_factory.kill(origin)`
-crashes one (SIGKILL). Every process is stopped after the test; if one dies early, its log is in
-the error. Starting takes seconds, so `live_server_pair` keeps two processes running for a whole
-test module (tables are still emptied after each test).
+crashes one (SIGKILL), `live_server_factory.start_worker()` starts an `invoicing worker`. Every
+process is stopped after the test; if one dies early, its log is in the error. Starting takes
+seconds, so `live_server_pair` keeps two processes running for a whole test module (tables are
+still emptied after each test).
 """
 
 from __future__ import annotations
@@ -97,6 +98,15 @@ class LiveServers:
                 pass
             time.sleep(0.05)
         raise RuntimeError(f"server {origin} did not answer within {STARTUP_TIMEOUT} s:\n{_tail(log)}")
+
+    def start_worker(self, **env: str) -> None:
+        """Start an `invoicing worker` process (webhook delivery, clean-up) on the test database."""
+        log = self.log_dir / f"worker-{len(self.processes)}.log"
+        with log.open("wb") as out:
+            process = subprocess.Popen([sys.executable, "-m", "service.cli", "worker"],
+                                       env=self._environment(self.settings.origin, env), stdout=out,
+                                       stderr=subprocess.STDOUT, cwd=Path(__file__).resolve().parents[2])
+        self.processes.append((process, log))
 
     def kill(self, origin: str) -> None:
         """Crash the server at `origin`: SIGKILL, no graceful shutdown, then reap the process."""

@@ -102,3 +102,106 @@ def test_concurrent_retries_across_processes_create_one_customer(live_server_pai
                                 .where(Customer.account_id == tenant.account_id)).scalar_one()
     assert count == 1
     assert set(statuses) <= {201, 409} and 201 in statuses
+
+
+def _finalize_all(origins: list[str], key: str, invoice_ids: list[str]) -> list[httpx.Response]:
+    responses: list[httpx.Response] = []
+    barrier = threading.Barrier(len(invoice_ids))
+
+    def finalize(index: int, invoice_id: str) -> None:
+        with api(origins[index % len(origins)], key) as client:
+            barrier.wait()
+            responses.append(client.post(f"/invoices/{invoice_id}/finalize", headers={"Idempotency-Key": invoice_id}))
+
+    threads = [threading.Thread(target=finalize, args=pair) for pair in enumerate(invoice_ids)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return responses
+
+
+def _drafts(client: httpx.Client, count: int) -> list[str]:
+    customer = client.post("/customers", json={"name": "Scale"}).json()["data"]
+    body = {"customer": customer["id"], "items": [{"description": "Work", "unit_amount": 1000}]}
+    return [client.post("/invoices", json=body, headers={"Idempotency-Key": f"draft-{n}"}).json()["data"]["id"]
+            for n in range(count)]
+
+
+@postgresql_only
+def test_numbers_stay_gapless_when_two_processes_finalize_at_once(live_server_pair):
+    tenant = make_tenant(None)
+    with api(live_server_pair[0], tenant.key) as client:
+        drafts = _drafts(client, 20)
+    responses = _finalize_all(live_server_pair, tenant.key, drafts)
+    assert [r.status_code for r in responses] == [200] * 20
+    assert sorted(r.json()["data"]["number"] for r in responses) == [f"INV-{n:04d}" for n in range(1, 21)]
+
+
+def _mcp(origin: str, key: str, tool: str, **arguments) -> dict:
+    from tests.mcp.jsonrpc import HEADERS
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": arguments}}
+    response = httpx.post(f"{origin}/mcp", json=body, headers={**HEADERS, "Authorization": f"Bearer {key}"}, timeout=15)
+    assert response.status_code == 200, response.text
+    return response.json()["result"]
+
+
+def test_an_mcp_retry_on_the_other_process_replays_the_first_answer(live_server_pair):
+    first, second = live_server_pair
+    tenant = make_tenant(None)
+    customer = _mcp(first, tenant.key, "create_customer", name="Via MCP", idempotency_key="c-1")["structuredContent"]
+    again = _mcp(second, tenant.key, "create_customer", name="Via MCP", idempotency_key="c-1")["structuredContent"]
+    assert again == customer
+    assert _mcp(second, tenant.key, "get_customer", customer=customer["id"])["structuredContent"]["name"] == "Via MCP"
+    with db.transaction() as session:
+        assert session.execute(select(func.count()).select_from(Customer)
+                               .where(Customer.account_id == tenant.account_id)).scalar_one() == 1
+
+
+class _Receiver:
+    """A webhook receiver on loopback that records every delivery's `webhook-id`."""
+
+    def __init__(self) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        received = self.ids = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("content-length", 0)))
+                received.append(self.headers["webhook-id"])
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+
+
+@postgresql_only
+def test_two_workers_deliver_every_webhook_exactly_once(live_server_factory):
+    origins = live_server_factory.start_many(2)
+    receiver = _Receiver()
+    try:
+        tenant = make_tenant(None)
+        with api(origins[0], tenant.key) as client:
+            assert client.post("/webhook-endpoints", json={"url": receiver.url}).status_code == 201
+            drafts = _drafts(client, 10)
+        live_server_factory.start_worker()
+        live_server_factory.start_worker()
+        _finalize_all(origins, tenant.key, drafts)
+        expected = 20  # invoice.created and invoice.finalized for each of 10 invoices
+        deadline = time.monotonic() + 60
+        while len(receiver.ids) < expected and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(2)  # anything sent twice would arrive by now
+        assert len(receiver.ids) == expected
+        assert len(set(receiver.ids)) == expected
+    finally:
+        receiver.close()

@@ -33,7 +33,7 @@ def _view(call: Call, invoice, *, with_lines: bool) -> dict:
 
 def _list_invoices(call: Call) -> dict:
     result = invoices.list_invoices(call.session, call.principal.account_id, call.query)
-    return page(result, lambda row: _view(call, row, with_lines=False))
+    return {"data": invoices.invoices_to_api(call.session, result.rows), "next_cursor": result.next_cursor}
 
 
 def _delete_draft(call: Call) -> dict:

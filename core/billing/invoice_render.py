@@ -134,16 +134,37 @@ def issuer_details(session: Session, invoice: Invoice) -> dict | None:
     return business_to_api(profile) if profile is not None else None
 
 
-def _live_or_frozen(session: Session, invoice: Invoice) -> tuple[dict, dict | None]:
-    if invoice.status != "draft" and invoice.customer_snapshot is not None:
+_NOT_READ = object()
+
+
+def _live_or_frozen(session: Session, invoice: Invoice, issuer: object = _NOT_READ) -> tuple[dict, dict | None]:
+    if _is_frozen(invoice):
         return invoice.customer_snapshot, invoice.issuer_snapshot
     customer = session.get(Customer, invoice.customer_id)
-    return customer_details(customer), issuer_details(session, invoice)
+    return customer_details(customer), issuer_details(session, invoice) if issuer is _NOT_READ else issuer
 
 
-def invoice_to_api(session: Session, invoice: Invoice, *, with_lines: bool) -> dict:
+def _is_frozen(invoice: Invoice) -> bool:
+    return invoice.status != "draft" and invoice.customer_snapshot is not None
+
+
+def invoices_to_api(session: Session, rows: list[Invoice]) -> list[dict]:
+    """Invoices of one account without their lines, as a list shows them: the live customers and
+    the issuer that drafts show are read once for the page, not once per row."""
+    live = [invoice for invoice in rows if not _is_frozen(invoice)]
+    issuer = issuer_details(session, live[0]) if live else None
+    # Into the session's identity map, where each row's session.get finds them (it holds objects
+    # only while referenced: this list keeps them until the page is rendered).
+    customers = session.exec(select(Customer).where(Customer.id.in_({i.customer_id for i in live}))).all() if live else []
+    rendered = [invoice_to_api(session, invoice, with_lines=False, issuer=issuer) for invoice in rows]
+    del customers
+    return rendered
+
+
+def invoice_to_api(session: Session, invoice: Invoice, *, with_lines: bool, issuer: object = _NOT_READ) -> dict:
+    """`issuer`: the account's issuer details when the caller read them already (a list)."""
     status = status_of(invoice)
-    customer, issuer = _live_or_frozen(session, invoice)
+    customer, issuer = _live_or_frozen(session, invoice, issuer)
     fields = _InvoiceFields(
         id=ids.public_id("invoice", invoice.id), number=invoice.number, status=status,
         customer=ids.public_id("customer", invoice.customer_id),

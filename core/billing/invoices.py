@@ -33,14 +33,21 @@ from core.billing.invoice_inputs import (
     VoidInput,
 )
 from core.billing.invoice_lines import build_line, compute, refresh_prices, renumber
-from core.billing.invoice_render import INVOICE_STATUSES, customer_details, invoice_to_api, lines_of, status_of  # noqa: F401 (re-exported)
+from core.billing.invoice_render import (  # noqa: F401 (re-exported)
+    INVOICE_STATUSES,
+    customer_details,
+    invoice_to_api,
+    invoices_to_api,
+    lines_of,
+    status_of,
+)
 from core.catalog.customers import get_customer
 from core.mechanisms.pagination import Page, paginate
 from core.models import Customer, Invoice, InvoiceLine, Price
 
 __all__ = [
     "add_item", "create_invoice", "delete_draft", "finalize", "get_by_public_token", "get_invoice", "get_item",
-    "invoice_to_api", "lines_of", "list_invoices", "list_items", "mark_paid", "remove_item", "status_of",
+    "invoice_to_api", "invoices_to_api", "lines_of", "list_invoices", "list_items", "mark_paid", "remove_item", "status_of",
     "update_invoice", "void",
 ]
 

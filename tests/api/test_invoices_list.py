@@ -136,3 +136,27 @@ def test_finalize_of_a_listed_draft_moves_it_to_open(tenant):
     finalize(tenant, invoice["id"])
     assert ids_of(tenant.get("/invoices", params={"status": "draft"})) == []
     assert ids_of(tenant.get("/invoices", params={"status": "open"})) == [invoice["id"]]
+
+
+def _statements_for(tenant, path: str) -> int:
+    from sqlalchemy import event
+
+    from core.base import db
+    statements = []
+    listener = lambda *args: statements.append(args[2])  # noqa: E731
+    event.listen(db.get_engine(), "before_cursor_execute", listener)
+    try:
+        assert tenant.get(path).status_code == 200
+    finally:
+        event.remove(db.get_engine(), "before_cursor_execute", listener)
+    return len(statements)
+
+
+def test_a_page_of_drafts_costs_as_many_statements_as_a_page_of_one(tenant):
+    from tests.api.invoicing import customer as new_customer
+    from tests.api.invoicing import draft
+    draft(tenant)
+    one = _statements_for(tenant, "/invoices?limit=100")
+    for _ in range(12):
+        draft(tenant, customer_id=new_customer(tenant)["id"])
+    assert _statements_for(tenant, "/invoices?limit=100") == one

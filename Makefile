@@ -8,7 +8,7 @@ PORT ?= 8000
 # -n: parallel processes; loadfile keeps a module's tests (and their servers) in one process.
 PYTEST := $(PY) -m pytest -q -n 2 --dist loadfile
 
-.PHONY: run test lint test-sqlite test-postgres fuzz install migrate demo clean
+.PHONY: run test lint test-sqlite test-postgres fuzz bench install migrate demo clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -57,6 +57,13 @@ fuzz: install
 	INVOICING_TEST_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) env -u INVOICING_TEST_DATABASE_URL $(PYTEST) -m fuzz
 	@if [ -n "$$INVOICING_TEST_POSTGRES_URL" ]; then INVOICING_TEST_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) \
 		$(PY) scripts/with-fresh-postgres.py -- $(PYTEST) -m fuzz; fi
+
+# Throughput and latency against a bare Starlette baseline, written to docs/performance.md (needs wrk;
+# PostgreSQL too when INVOICING_TEST_POSTGRES_URL or BENCH_POSTGRES_URL names a server).
+bench: install
+	@command -v wrk >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get install -y -qq wrk >/dev/null; } || \
+		{ echo "make bench needs wrk: apt-get install wrk"; exit 1; }
+	$(PY) bench/run.py
 
 clean:
 	rm -rf $(VENV) var

@@ -231,7 +231,7 @@ def write_report(rows: list[dict], args, path: Path) -> None:
                      f"{row['ratio']:.1%} | {row['p50']:.2f} | {row['p99']:.2f} |")
     lines += ["", "Not measured yet: finalize, the OAuth refresh grant, data growth (10 k to 1 M rows), "
               "peak RSS and `--workers 2` (issue 11 is under way).", ""]
-    path.write_text("\n".join(lines))
+    path.write_text("\n".join(lines) + "\n" + (ROOT / "bench" / "history.md").read_text())
 
 
 def main() -> int:

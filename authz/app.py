@@ -19,14 +19,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 
-from authz import consent, metadata_documents, redirect_uris, scoping
+from authz import client_metadata, consent, metadata_documents, redirect_uris, scoping
 from authz.adapter import HttpInput, HttpOAuth2Request, bound
 from authz.errors import safe_description
 from authz.server import server
 from config.settings import get_settings
 from core.access import resources
 from core.base.db import transaction
-from core.base.validation import text_errors, unacceptable_parameters
+from core.base.validation import text_problem, unacceptable_parameters
 from core.mechanisms import ratelimit
 from pages.csrf import CsrfFailed, require_csrf
 from pages.routing import path_with_query, sign_in_first
@@ -65,10 +65,8 @@ async def revoke(request: Request) -> Response:
 async def register(request: Request) -> Response:
     body = await request.body()
     try:
-        if len(body) > MAX_REGISTRATION_BYTES:
-            raise ValueError
-        document = json.loads(body)
-    except ValueError:
+        document = client_metadata.loads(body) if len(body) <= MAX_REGISTRATION_BYTES else None
+    except client_metadata.MetadataError:
         document = None
     if not isinstance(document, dict):
         return _oauth_error(
@@ -79,8 +77,10 @@ async def register(request: Request) -> Response:
                                 f"{usage.limit} per hour. Retry after {usage.retry_after} seconds.", 429)
         response.headers["Retry-After"] = str(usage.retry_after)
         return response
-    if text_errors(document, "metadata"):
-        return _oauth_error("invalid_client_metadata", UNACCEPTABLE_TEXT)
+    try:
+        client_metadata.check_shape(document)
+    except client_metadata.MetadataError as exc:
+        return _oauth_error("invalid_client_metadata", safe_description(f"The metadata is refused: {exc}."))
     http = HttpInput(request.method, str(request.url), request.headers, json=document)
     return await run_in_threadpool(_in_transaction, lambda: server.create_endpoint_response("client_registration", http))
 
@@ -99,7 +99,14 @@ async def _machine_endpoint(request: Request, handle) -> Response:
     http = HttpInput(request.method, str(request.url), request.headers, await _form_params(request))
     if unacceptable_parameters(http.params + request.query_params.multi_items()):
         return _oauth_error("invalid_request", UNACCEPTABLE_TEXT)
-    client_ids = [dict(http.params).get("client_id"), _basic_auth_client_id(request)]
+    try:
+        basic_client_id = _basic_auth_client_id(request)
+    except ValueError:
+        response = _oauth_error("invalid_client", "The Basic credentials are not base64 of UTF-8 text "
+                                "without control characters.", 401)
+        response.headers["WWW-Authenticate"] = 'Basic realm="oauth"'
+        return response
+    client_ids = [dict(http.params).get("client_id"), basic_client_id]
     return await run_in_threadpool(_in_transaction, lambda: handle(http), client_ids)
 
 
@@ -111,13 +118,19 @@ async def _form_params(request: Request) -> list[tuple[str, str]]:
 
 
 def _basic_auth_client_id(request: Request) -> str | None:
+    """The client id of Basic credentials (None without them), checked here once so that Authlib,
+    which decodes them again, only ever sees UTF-8 text holding no control character. ValueError
+    when they are not that."""
     scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
     if scheme.lower() != "basic":
         return None
     try:
-        return unquote(base64.b64decode(credentials.strip()).decode().partition(":")[0])
+        client_id, _, secret = base64.b64decode(credentials.strip(), validate=True).decode().partition(":")
     except (binascii.Error, UnicodeDecodeError):
-        return None
+        raise ValueError("not base64 of UTF-8 text") from None
+    if any(text_problem(unquote(part)) for part in (client_id, secret)):
+        raise ValueError("control characters")
+    return unquote(client_id)
 
 
 def _in_transaction(handle, client_ids=()) -> Response:

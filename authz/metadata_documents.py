@@ -11,7 +11,6 @@ host that vouches for them.
 from __future__ import annotations
 
 import email.utils
-import json
 import os
 import re
 import ssl
@@ -22,7 +21,7 @@ import httpx
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import select
 
-from authz import redirect_uris
+from authz import client_metadata, redirect_uris
 from authz.clients import SUPPORTED_GRANT_TYPES, SUPPORTED_RESPONSE_TYPES
 from authz.models import OAuthClient
 from config.settings import get_settings
@@ -109,9 +108,9 @@ def fetch(client_id: str) -> tuple[dict, timedelta]:
     if response.status_code != 200:
         raise DocumentError(f"fetching it returned HTTP {response.status_code}")
     try:
-        metadata = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        raise DocumentError("it is not JSON") from None
+        metadata = client_metadata.loads(body)
+    except client_metadata.MetadataError as exc:
+        raise DocumentError(str(exc)) from None
     validate(client_id, metadata)
     return metadata, cache_lifetime(response.headers)
 
@@ -138,6 +137,10 @@ def _check_client_id_url(url: str) -> None:
 def validate(client_id: str, metadata: object) -> None:
     if not isinstance(metadata, dict):
         raise DocumentError("it is not a JSON object")
+    try:
+        client_metadata.check_shape(metadata)
+    except client_metadata.MetadataError as exc:
+        raise DocumentError(str(exc)) from None
     if metadata.get("client_id") != client_id:
         raise DocumentError("its client_id does not equal the URL it was fetched from")
     uris = metadata.get("redirect_uris")

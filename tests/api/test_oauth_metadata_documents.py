@@ -102,6 +102,12 @@ def test_redirect_uri_not_in_document_is_an_error_page(browser, documents):
     ({"redirect_uris": ["http://app.example.com/cb"]}, "http is allowed only"),
     ({"grant_types": ["client_credentials"]}, "grant_types"),
     ({"client_secret": "s"}, "client_secret"),
+    ({"grant_types": [["authorization_code"]]}, "grant_types must be a list of strings"),
+    ({"grant_types": 5}, "grant_types must be a list of strings"),
+    ({"response_types": [{}]}, "response_types must be a list of strings"),
+    ({"client_name": "App\u001b[31m"}, "client_name must not contain control characters"),
+    ({"client_name": "A\x00"}, "client_name must not contain control characters"),
+    ({"client_uri": 5}, "client_uri must be a string"),
 ])
 def test_invalid_documents_are_refused(browser, documents, fields, reason):
     client_id = documents.publish("/c.json", **fields)
@@ -134,6 +140,14 @@ def test_a_document_url_whose_host_dns_cannot_carry_is_invalid_client_at_the_tok
         "code_verifier": "v" * 43, "client_id": client_id})
     assert response.status_code == 400, response.text
     assert response.json()["error"] == "invalid_client"
+
+
+@pytest.mark.parametrize("body", [b"[" * 3000, b'{"client_name": "a\\ud800"}', b'{"x": NaN}'])
+def test_a_document_no_client_could_use_is_an_error_page(browser, documents, body):
+    documents.documents["/raw.json"] = (body, {"Content-Type": "application/json"})
+    page = page_for(browser, documents.origin + "/raw.json")
+    assert page.status_code == 400
+    assert "location" not in page.headers
 
 
 def test_client_id_url_needs_a_path(browser, documents):

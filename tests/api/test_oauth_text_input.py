@@ -50,3 +50,40 @@ def test_a_nul_in_an_authorization_request_is_an_error_page(browser, field):
     response = browser.get(authorize_query(params.pop("client_id"), challenge, **params), follow_redirects=False)
     assert response.status_code == 400
     assert "location" not in response.headers
+
+
+@pytest.mark.parametrize("credentials", [b"\xff:x", b"\x00:x", b"%00:x", b"cl_x:%00", b"cl_x:\x1b"])
+@pytest.mark.parametrize("endpoint", ["/oauth/token", "/oauth/revoke"])
+def test_basic_credentials_that_are_not_clean_text_are_invalid_client(client, endpoint, credentials):
+    import base64
+    header = {"Authorization": "Basic " + base64.b64encode(credentials).decode()}
+    response = client.post(endpoint, data={"grant_type": "refresh_token", "refresh_token": "r", "token": "t"},
+                           headers=header)
+    assert response.status_code == 401
+    assert response.json()["error"] == "invalid_client"
+
+
+def test_basic_credentials_that_are_not_base64_are_invalid_client(client):
+    response = client.post("/oauth/token", data={"grant_type": "refresh_token", "refresh_token": "r"},
+                           headers={"Authorization": "Basic %%%"})
+    assert response.status_code == 401
+
+
+@pytest.mark.parametrize("extra", [
+    {"grant_types": [["authorization_code"]]}, {"response_types": [1]}, {"scope": 5}, {"logo_uri": ["x"]},
+    {"jwks_uri": 5}, {"tos_uri": True}, {"token_endpoint_auth_method": ["none"]}, {"software_version": 1.5},
+    {"contacts": "a@example.com"}, {"jwks": "keys"},
+])
+def test_metadata_of_the_wrong_json_type_is_invalid_client_metadata(client, extra):
+    response = client.post("/oauth/register", json={"client_name": "A", "redirect_uris": [REDIRECT_URI], **extra})
+    assert response.status_code == 400
+    assert response.json()["error"] == "invalid_client_metadata"
+
+
+@pytest.mark.parametrize("raw", [b'{"redirect_uris": ["' + REDIRECT_URI.encode() + b'"], "x": 1e999}',
+                                 b'{"redirect_uris": ["' + REDIRECT_URI.encode() + b'"], "x": NaN}',
+                                 b"[" * 5000, b'{"a":' * 20 + b"1" + b"}" * 20])
+def test_metadata_json_that_is_not_finite_or_too_deep_is_invalid_client_metadata(client, raw):
+    response = client.post("/oauth/register", content=raw, headers={"Content-Type": "application/json"})
+    assert response.status_code == 400
+    assert response.json()["error"] == "invalid_client_metadata"

@@ -89,6 +89,8 @@ def _run(handlers: dict[str, Handler], signed_in: bool, request: Request, form: 
         back = path_with_query(request) if request.method == "GET" else (
             request.url.path if "GET" in handlers else "/")
         return sign_in_first(back)
+    if unacceptable_parameters(list(request.path_params.items())):  # no id holds a control character
+        return error_page(request, 404, "Not found", "There is nothing at this address.")
     sent = request.query_params.multi_items() + (form.multi_items() if form is not None else [])
     # Multi-line text is the loosest rule (what a text area takes); each form's own model is stricter.
     if unacceptable_parameters(sent, multi_line=True):

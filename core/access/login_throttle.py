@@ -119,17 +119,36 @@ def retry_after(session: Session, email: str, client_ip: str, *, now: float | No
 
 
 def record_failure(session: Session, email: str, client_ip: str, *, now: float | None = None) -> None:
-    subjects = _subjects(email, client_ip)
-    ratelimit.hit(session, failures_per_account_and_client(), subjects.pair, now=now)
-    ratelimit.hit(session, failures_per_client(), subjects.client, now=now)
-    ratelimit.hit(session, failures_per_account(), subjects.account, now=now)
+    _count(session, _subjects(email, client_ip), 1, now)
 
 
-def _record_success(session: Session, email: str, client_ip: str) -> None:
+def _count(session: Session, subjects: _Subjects, cost: int, now: float | None) -> list[ratelimit.Usage]:
+    """Count (or, with a negative cost, uncount) one attempt under all three keys."""
+    return [ratelimit.hit(session, failures_per_account_and_client(), subjects.pair, cost=cost, now=now),
+            ratelimit.hit(session, failures_per_client(), subjects.client, cost=cost, now=now),
+            ratelimit.hit(session, failures_per_account(), subjects.account, cost=cost, now=now)]
+
+
+def _reserve(session: Session, subjects: _Subjects, now: float | None) -> int | None:
+    """Count the attempt before its password is checked. The upsert hands each of several
+    concurrent attempts its own count (and holds the counter row until the caller commits), so a
+    burst cannot slip past a limit between a look and a count. Seconds to wait when this attempt
+    is one too many, else None."""
+    pair, client, account = _count(session, subjects, 1, now)
+    waits = [usage.retry_after for usage in (pair, client) if usage.exceeded]
+    attacked = account.exceeded and pair.limit - pair.remaining > failures_per_account_and_client_under_attack().requests
+    if attacked:
+        waits.append(min(pair.retry_after, account.retry_after))
+    return max(waits) if waits else None
+
+
+def _record_success(session: Session, email: str, client_ip: str, now: float | None) -> None:
     """Forget this account's failures from this address (only its owner can): the person typed it
     right in the end. The address's count across accounts and the account's count stay, or signing
-    in to one's own account would reset them."""
-    ratelimit.forget(session, failures_per_account_and_client(), _subjects(email, client_ip).pair)
+    in to one's own account would reset them; only this attempt, counted ahead, is taken back."""
+    subjects = _subjects(email, client_ip)
+    _count(session, subjects, -1, now)
+    ratelimit.forget(session, failures_per_account_and_client(), subjects.pair)
 
 
 def _verify_against_nothing(password: str) -> None:
@@ -142,14 +161,16 @@ def _verify_against_nothing(password: str) -> None:
 
 def attempt_login(session: Session, email: str, password: str, client_ip: str, *,
                   now: float | None = None) -> LoginOutcome:
-    """Check the credentials unless throttled; the counting is done in `session` (commit it)."""
+    """Check the credentials unless throttled. The attempt is counted before the check and taken
+    back when it succeeds, all in `session` (commit it)."""
     if (wait := retry_after(session, email, client_ip, now=now)) is not None:
+        return LoginOutcome(user=None, retry_after=wait)
+    if (wait := _reserve(session, _subjects(email, client_ip), now)) is not None:
         return LoginOutcome(user=None, retry_after=wait)
     user = session.exec(select(User).where(User.email == _normalized_email(email))).first()
     if user is None:
         _verify_against_nothing(password)
     elif check_password(user, password):
-        _record_success(session, email, client_ip)
+        _record_success(session, email, client_ip, now)
         return LoginOutcome(user=user)
-    record_failure(session, email, client_ip, now=now)
-    return LoginOutcome(user=None)
+    return LoginOutcome(user=None)  # a failure: counted ahead, by _reserve

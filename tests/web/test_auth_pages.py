@@ -440,3 +440,24 @@ def test_resending_verification_is_limited_per_hour(signed_in):
     response = signed_in.submit("/verify-email/resend", page="/")
     assert response.status_code == 429
     assert "retry-after" in response.headers
+
+
+def test_a_burst_of_concurrent_failures_cannot_slip_past_the_limit(signed_in):
+    import threading
+    email, limit = signed_in.email, login_throttle.failures_per_account_and_client().requests
+    checked: list[bool] = []
+    barrier = threading.Barrier(3 * limit)
+
+    def attempt() -> None:
+        barrier.wait()
+        with db.transaction() as session:
+            outcome = login_throttle.attempt_login(session, email, "wrong password", "198.51.100.7")
+        checked.append(not outcome.throttled)
+
+    threads = [threading.Thread(target=attempt) for _ in range(3 * limit)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(checked) == 3 * limit
+    assert checked.count(True) == limit

@@ -33,3 +33,11 @@ def test_a_line_break_in_the_sign_up_name_is_shown_at_the_name_field(browser):
     response = browser.submit("/signup", {"email": "new@example.com", "password": PASSWORD, "name": "Ada\nLovelace"})
     assert response.status_code == 422
     assert "single line" in response.text
+
+
+def test_a_control_character_in_a_page_path_id_is_a_404_page(signed_in):
+    page = signed_in.client.get("/settings/api-keys")
+    from tests.web.conftest import csrf_of
+    response = signed_in.client.post("/settings/api-keys/%00/revoke", data={"csrf_token": csrf_of(page.text)},
+                                     follow_redirects=False)
+    assert response.status_code == 404

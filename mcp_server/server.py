@@ -16,8 +16,7 @@ from core.access import resources
 from core.base.errors import DomainError, ValidationFailed
 from core.base.jsonout import dumps
 from core.base.money import format_money
-from core.base.validation import text_problem
-from core.mechanisms.idempotency import KEY_MAX
+from core.mechanisms.idempotency import check_key
 from mcp_server.tools import BY_NAME, TOOLS, Tool
 from operations.pipeline import Invocation, Outcome, Reply, execute, new_request_id
 
@@ -114,10 +113,11 @@ def run_tool(tool: Tool, arguments: dict[str, Any], authorization: str | None) -
     rest = {name: value for name, value in arguments.items() if name not in query_names}
     if rest and operation.body is None and error is None:
         error = ValidationFailed.at(next(iter(rest)), "unknown field")
-    if key is not None and not (isinstance(key, str) and 1 <= len(key) <= KEY_MAX):
-        error = error or ValidationFailed.at("idempotency_key", f"must be a string of 1 to {KEY_MAX} characters")
-    elif key is not None and (problem := text_problem(key)):
-        error = error or ValidationFailed.at("idempotency_key", problem)
+    if key is not None:
+        try:
+            check_key(key, path="idempotency_key")
+        except ValidationFailed as refused:
+            error = error or refused
     invocation = Invocation(
         credential=authorization, resource=resources.mcp(), request_id=new_request_id(), params=ids,
         query=query, typed_query=True, query_items=sorted((name, json.dumps(value)) for name, value in query.items()),

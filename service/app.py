@@ -8,10 +8,13 @@ connected-apps directory to `web`.
 from __future__ import annotations
 
 import contextlib
+import logging
 
+from sqlalchemy.exc import DataError, InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount
 
 from authz import connected_apps, verifier
@@ -25,6 +28,8 @@ from rest.app import create_rest_app
 from rest.framework import unrouted
 from web.app import routes as web_routes
 from well_known.app import routes as well_known_routes
+
+log = logging.getLogger("invoicing")
 
 
 def create_app() -> Starlette:
@@ -45,7 +50,25 @@ def create_app() -> Starlette:
         async with mcp.lifespan():  # Starlette runs no lifespan of a mounted app: the SDK's runs here
             yield
 
-    return Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: _not_found})
+    database_faults = dict.fromkeys((DataError, OperationalError, InterfaceError, PoolTimeout), _database_fault)
+    return Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: _not_found, **database_faults})
+
+
+def _database_fault(request: Request, exc: Exception) -> Response:
+    """A database fault outside the API's pipeline (pages, OAuth endpoints): a value the database
+    refuses is the request's fault (400); an unreachable database is 502, which a retry may cure."""
+    refused = isinstance(exc, DataError)
+    log.log(logging.WARNING if refused else logging.ERROR, "database fault on %s %s", request.method,
+            request.url.path, exc_info=not refused)
+    status = 400 if refused else 502
+    if request.url.path.startswith("/oauth/") and request.url.path != "/oauth/authorize":
+        error = "invalid_request" if refused else "temporarily_unavailable"
+        body = {"error": error, "error_description": "The request holds a value that cannot be stored." if refused
+                else "The database is unavailable; retry the request."}
+        return JSONResponse(body, status_code=status, headers={"Cache-Control": "no-store"})
+    if refused:
+        return error_page(request, status, "This request cannot be stored", "It holds a value the database refuses.")
+    return error_page(request, status, "Temporarily unavailable", "The database is unavailable; try again in a moment.")
 
 
 def _not_found(request: Request, exc: Exception) -> Response:

@@ -65,7 +65,9 @@ def calendar_date(value: object) -> object:
 
 def utc_moment(value: object) -> object:
     """A date (midnight UTC) or an ISO 8601 timestamp (UTC when no offset is given), in UTC to
-    the millisecond, within the calendar range; or ValueError (a pydantic validator)."""
+    the millisecond, within the calendar range; None stays None; or ValueError (a pydantic validator)."""
+    if value is None:
+        return None
     if not isinstance(value, str):
         raise ValueError("must be an ISO 8601 date or timestamp")
     if _DATE.fullmatch(value):

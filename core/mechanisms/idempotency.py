@@ -64,11 +64,13 @@ def request_fingerprint(body: object) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def check_key(key: str) -> str:
-    if not key or len(key) > KEY_MAX:
-        raise ValidationFailed.at("Idempotency-Key", f"must be 1 to {KEY_MAX} characters")
+def check_key(key: object, *, path: str = "Idempotency-Key") -> str:
+    """`key` when it is a usable idempotency key, else ValidationFailed at `path` (the header, or
+    the argument that carries it)."""
+    if not isinstance(key, str) or not 1 <= len(key) <= KEY_MAX:
+        raise ValidationFailed.at(path, f"must be a string of 1 to {KEY_MAX} characters")
     if problem := text_problem(key):
-        raise ValidationFailed.at("Idempotency-Key", problem)
+        raise ValidationFailed.at(path, problem)
     return key
 
 

@@ -65,3 +65,9 @@ def test_a_date_outside_the_range_is_a_tool_error_over_mcp(client, tenant):
     customer = tenant.post("/customers", json={"name": "A"}).json()["data"]
     error = error_of(call(client, tenant.key, "create_invoice", customer=customer["id"], issue_date="9999-12-31"))
     assert error["code"] == "validation" and error["errors"][0]["path"] == "issue_date"
+
+
+def test_a_null_payment_moment_means_now(tenant):
+    invoice = open_invoice(tenant)
+    response = pay(tenant, invoice["id"], {"paid_on": None})
+    assert response.status_code == 200, response.text

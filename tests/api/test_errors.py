@@ -184,3 +184,33 @@ def test_an_unknown_page_outside_the_api_is_an_html_404(client):
     response = client.get("/no/such/page%0A")
     assert response.status_code == 404
     assert response.headers["content-type"].startswith("text/html")
+
+
+def _raise(exc):
+    def broken(*_args, **_kwargs):
+        raise exc
+    return broken
+
+
+def test_an_unreachable_database_on_a_page_is_a_502_page(client, monkeypatch):
+    from pages import routing
+    monkeypatch.setattr(routing, "current_user", _raise(OperationalError("SELECT", {}, Exception("refused"))))
+    response = client.get("/login")
+    assert response.status_code == 502
+    assert response.headers["content-type"].startswith("text/html") and "refused" not in response.text
+
+
+def test_a_value_the_database_refuses_on_a_page_is_a_400_page(client, monkeypatch):
+    from sqlalchemy.exc import DataError
+
+    from pages import routing
+    monkeypatch.setattr(routing, "current_user", _raise(DataError("SELECT", {}, Exception("NUL"))))
+    assert client.get("/login").status_code == 400
+
+
+def test_an_unreachable_database_at_the_token_endpoint_is_temporarily_unavailable(client, monkeypatch):
+    from authz import app as authz_app
+    monkeypatch.setattr(authz_app, "_prefetch_documents", _raise(OperationalError("SELECT", {}, Exception("x"))))
+    response = client.post("/oauth/token", data={"grant_type": "refresh_token", "refresh_token": "r"})
+    assert response.status_code == 502
+    assert response.json()["error"] == "temporarily_unavailable"

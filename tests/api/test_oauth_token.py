@@ -11,37 +11,16 @@ from core.base import crypto, db
 from core.base.clock import now
 from tests.oauth_flow import (
     REDIRECT_URI,
-    authorize_query,
     basic,
+    exchange,
+    get_code,
     pkce_pair,
-    redirect_params,
+    refresh,
     register,
-    submit_consent,
 )
 
 API = "http://testserver/api/v1"
 MCP = "http://testserver/mcp"
-
-
-def get_code(browser, client_id, *, scopes=None, **extra):
-    verifier, challenge = pkce_pair()
-    response = submit_consent(browser, authorize_query(client_id, challenge, **extra), scopes=scopes)
-    return redirect_params(response)["code"][0], verifier
-
-
-def exchange(client, client_id, code, verifier, *, headers=None, secret=None, **extra):
-    data = {"grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT_URI,
-            "code_verifier": verifier, **extra}
-    if headers is None:
-        data["client_id"] = client_id
-    if secret is not None:
-        data["client_secret"] = secret
-    return client.post("/oauth/token", data=data, headers=headers or {})
-
-
-def refresh(client, client_id, refresh_token, **extra):
-    return client.post("/oauth/token", data={"grant_type": "refresh_token", "refresh_token": refresh_token,
-                                              "client_id": client_id, **extra})
 
 
 @pytest.fixture

@@ -83,6 +83,12 @@ class Operation:
     response: type[BaseModel] | None = None
     shape: Shape = "object"
 
+    @property
+    def reads_only(self) -> bool:
+        """A `…:read` scope grants no write, so its operations never write (their transaction is
+        read-only: on SQLite it takes no write lock)."""
+        return self.scope.endswith(":read")
+
 
 @dataclass(frozen=True)
 class Invocation:
@@ -143,7 +149,8 @@ def execute(operation: Operation, invocation: Invocation, presenter: Presenter) 
         claim = _claim(operation, invocation, principal, body_json)
         if isinstance(claim, Reply):
             return Outcome(reply=claim, usage=usage, replayed=True)
-        call = Call(session=new_session(), principal=principal, params=invocation.params, query=query, body=body)
+        call = Call(session=new_session(read_only=operation.reads_only), principal=principal, params=invocation.params,
+                    query=query, body=body)
         return _run(operation, call, claim, presenter, usage)
     except DomainError as error:
         return Outcome(error=error, usage=error.usage or usage)

@@ -16,6 +16,8 @@ from sqlmodel import Session, create_engine
 
 from config.settings import get_settings
 
+READ_ONLY = "invoicing_read_only"
+
 
 class UTCDateTime(TypeDecorator):
     """Timezone-aware UTC datetimes on both databases (SQLite stores them naive)."""
@@ -66,9 +68,10 @@ def _configure_sqlite(engine: Engine) -> None:
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn):
-        # Take the write lock up front: SQLite cannot upgrade a read transaction
-        # to a write one under contention without failing, and writes are short.
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
+        # Take the write lock up front: SQLite cannot upgrade a read transaction to a write one
+        # under contention without failing, and writes are short. A read-only session (see
+        # `read_only_session`) begins deferred, so reads never wait for one another or for writers.
+        conn.exec_driver_sql("BEGIN" if conn.get_execution_options().get(READ_ONLY) else "BEGIN IMMEDIATE")
 
 
 def make_engine(url: str) -> Engine:
@@ -110,6 +113,16 @@ def transaction() -> Iterator[Session]:
             yield session
 
 
-def new_session() -> Session:
-    """A session whose transactions the caller manages (commit as it goes)."""
-    return Session(get_engine(), expire_on_commit=False)
+def new_session(*, read_only: bool = False) -> Session:
+    """A session whose transactions the caller manages (commit as it goes). `read_only`: the caller
+    promises not to write (on SQLite its transactions then take no write lock; a flush raises)."""
+    if not read_only:
+        return Session(get_engine(), expire_on_commit=False)
+    session = Session(get_engine().execution_options(**{READ_ONLY: True}), expire_on_commit=False)
+    event.listen(session, "before_flush", _refuse_flush)
+    return session
+
+
+def _refuse_flush(session, _context, _instances) -> None:
+    if session.new or session.dirty or session.deleted:
+        raise RuntimeError("a read-only session was asked to write")

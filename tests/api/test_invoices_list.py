@@ -160,3 +160,32 @@ def test_a_page_of_drafts_costs_as_many_statements_as_a_page_of_one(tenant):
     for _ in range(12):
         draft(tenant, customer_id=new_customer(tenant)["id"])
     assert _statements_for(tenant, "/invoices?limit=100") == one
+
+
+def test_a_read_only_session_refuses_to_write(tenant):
+    import pytest
+
+    from core.base import db
+    from core.models import Customer
+    with db.new_session(read_only=True) as session:
+        session.add(Customer(account_id=tenant.account_id, name="Sneaky"))
+        with pytest.raises(RuntimeError, match="read-only"):
+            session.flush()
+
+
+def test_reads_take_no_write_lock_on_sqlite(tenant):
+    import pytest
+    from sqlalchemy import event
+
+    from core.base import db
+    if db.get_engine().dialect.name != "sqlite":
+        pytest.skip("the write lock is SQLite's")
+    statements = []
+    listener = lambda *args: statements.append(args[2])  # noqa: E731
+    event.listen(db.get_engine(), "before_cursor_execute", listener)
+    try:
+        tenant.get("/invoices")
+    finally:
+        event.remove(db.get_engine(), "before_cursor_execute", listener)
+    begins = [s for s in statements if s.startswith("BEGIN")]
+    assert begins == ["BEGIN IMMEDIATE", "BEGIN"]  # authentication counts the request; the read only reads

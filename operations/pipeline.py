@@ -17,13 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
-from sqlalchemy.exc import DataError, IntegrityError, InterfaceError, OperationalError
-from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlmodel import Session
 
 from core.access import credentials
 from core.access.principal import Principal
-from core.base.db import new_session, transaction
+from core.base.db import database_fault, new_session, transaction
 from core.base.errors import (
     Conflict,
     DomainError,
@@ -31,7 +29,6 @@ from core.base.errors import (
     InternalError,
     NotFound,
     RateLimited,
-    UpstreamFailed,
     ValidationFailed,
 )
 from core.base.validation import load_json, parse, text_problem
@@ -230,14 +227,11 @@ def as_domain_error(exc: Exception, request_id: str) -> DomainError:
     """An unexpected exception as the domain error a caller sees (logged, never leaked). Only an
     unreachable database is `upstream_failed`: a value it refuses is the caller's input, any other
     database fault is ours."""
-    if isinstance(exc, IntegrityError):
-        log.warning("write conflict (request %s): %s", request_id, exc.__class__.__name__)
-        return Conflict("The write clashed with another one; retry the request.")
-    if isinstance(exc, DataError):
-        log.warning("value refused by the database (request %s): %s", request_id, exc.orig)
-        return ValidationFailed.at("body", "holds a value the database cannot store")
-    if isinstance(exc, OperationalError | InterfaceError | PoolTimeout):
-        log.error("database unavailable (request %s)", request_id, exc_info=exc)
-        return UpstreamFailed("The database is unavailable; retry the request.")
+    if (fault := database_fault(exc)) is not None:
+        if fault.status >= 500:
+            log.error("database unavailable (request %s)", request_id, exc_info=exc)
+        else:
+            log.warning("database refused the request (request %s): %s", request_id, exc.__class__.__name__)
+        return fault
     log.error("unexpected error (request %s)", request_id, exc_info=exc)
     return InternalError("An unexpected error occurred; retry the request. Request id: " + request_id)

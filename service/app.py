@@ -10,8 +10,6 @@ from __future__ import annotations
 import contextlib
 import logging
 
-from sqlalchemy.exc import DataError, InterfaceError, OperationalError
-from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -22,6 +20,8 @@ from authz.app import routes as authz_routes
 from authz.metadata import authorization_server_metadata
 from config.settings import get_settings
 from core.access import credentials
+from core.base.db import DATABASE_FAULTS, database_fault
+from core.base.errors import ValidationFailed
 from mcp_server.app import McpEndpoint
 from pages.routing import error_page
 from rest.app import create_rest_app
@@ -50,25 +50,22 @@ def create_app() -> Starlette:
         async with mcp.lifespan():  # Starlette runs no lifespan of a mounted app: the SDK's runs here
             yield
 
-    database_faults = dict.fromkeys((DataError, OperationalError, InterfaceError, PoolTimeout), _database_fault)
+    database_faults = dict.fromkeys(DATABASE_FAULTS, _database_fault)
     return Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: _not_found, **database_faults})
 
 
 def _database_fault(request: Request, exc: Exception) -> Response:
-    """A database fault outside the API's pipeline (pages, OAuth endpoints): a value the database
-    refuses is the request's fault (400); an unreachable database is 502, which a retry may cure."""
-    refused = isinstance(exc, DataError)
-    log.log(logging.WARNING if refused else logging.ERROR, "database fault on %s %s", request.method,
-            request.url.path, exc_info=not refused)
-    status = 400 if refused else 502
+    """A database fault outside the API's pipeline (pages, OAuth endpoints), as the pipeline reads
+    it (`core.base.db.database_fault`); pages and OAuth answer bad input with 400, not 422."""
+    fault = database_fault(exc)
+    unavailable = fault.status >= 500
+    log.log(logging.ERROR if unavailable else logging.WARNING, "database fault on %s %s: %s", request.method,
+            request.url.path, exc.__class__.__name__, exc_info=unavailable)
+    status = 400 if isinstance(fault, ValidationFailed) else fault.status
     if request.url.path.startswith("/oauth/") and request.url.path != "/oauth/authorize":
-        error = "invalid_request" if refused else "temporarily_unavailable"
-        body = {"error": error, "error_description": "The request holds a value that cannot be stored." if refused
-                else "The database is unavailable; retry the request."}
+        body = {"error": "temporarily_unavailable" if unavailable else "invalid_request", "error_description": fault.detail}
         return JSONResponse(body, status_code=status, headers={"Cache-Control": "no-store"})
-    if refused:
-        return error_page(request, status, "This request cannot be stored", "It holds a value the database refuses.")
-    return error_page(request, status, "Temporarily unavailable", "The database is unavailable; try again in a moment.")
+    return error_page(request, status, fault.title, fault.detail)
 
 
 def _not_found(request: Request, exc: Exception) -> Response:

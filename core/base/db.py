@@ -11,10 +11,13 @@ from pathlib import Path
 
 from sqlalchemy import String, event
 from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import DataError, IntegrityError, InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.types import DateTime, TypeDecorator
 from sqlmodel import Session, create_engine
 
 from config.settings import get_settings
+from core.base.errors import Conflict, DomainError, UpstreamFailed, ValidationFailed
 
 READ_ONLY = "invoicing_read_only"
 
@@ -111,6 +114,23 @@ def transaction() -> Iterator[Session]:
     with Session(get_engine(), expire_on_commit=False) as session:
         with session.begin():
             yield session
+
+
+# What a database exception can tell a caller; anything else it raises is a fault of ours.
+DATABASE_FAULTS = (IntegrityError, DataError, OperationalError, InterfaceError, PoolTimeout)
+
+
+def database_fault(exc: BaseException) -> DomainError | None:
+    """The domain error a database exception means to the caller, or None when it means nothing
+    to them. Only an unreachable database is `upstream_failed` (a retry may cure it); a value the
+    database refuses is the caller's input; a unique clash is a conflict with a concurrent write."""
+    if isinstance(exc, IntegrityError):
+        return Conflict("The write clashed with another one; retry the request.")
+    if isinstance(exc, DataError):
+        return ValidationFailed.at("body", "holds a value the database cannot store")
+    if isinstance(exc, OperationalError | InterfaceError | PoolTimeout):
+        return UpstreamFailed("The database is unavailable; retry the request.")
+    return None
 
 
 def new_session(*, read_only: bool = False) -> Session:

@@ -110,11 +110,17 @@ def retry_after(session: Session, email: str, client_ip: str, *, now: float | No
     subjects = _subjects(email, client_ip)
     pair = ratelimit.peek(session, failures_per_account_and_client(), subjects.pair, now=now)
     client = ratelimit.peek(session, failures_per_client(), subjects.client, now=now)
+    account = ratelimit.peek(session, failures_per_account(), subjects.account, now=now)
+    pair_spent = ratelimit.peek(session, failures_per_account_and_client_under_attack(), subjects.pair, now=now).exceeded
+    return _wait(pair, client, account, pair_spent)
+
+
+def _wait(pair: ratelimit.Usage, client: ratelimit.Usage, account: ratelimit.Usage, pair_spent: bool) -> int | None:
+    """The longest wait the limits impose: the pair's, the address's, and, while the account is
+    over its ceiling and this pair has spent the allowance left under attack, until either window ends."""
     waits = [usage.retry_after for usage in (pair, client) if usage.exceeded]
-    if ratelimit.peek(session, failures_per_account_and_client_under_attack(), subjects.pair, now=now).exceeded:
-        account = ratelimit.peek(session, failures_per_account(), subjects.account, now=now)
-        if account.exceeded:  # lifted when either window ends
-            waits.append(min(pair.retry_after, account.retry_after))
+    if account.exceeded and pair_spent:
+        waits.append(min(pair.retry_after, account.retry_after))
     return max(waits) if waits else None
 
 
@@ -135,11 +141,8 @@ def _reserve(session: Session, subjects: _Subjects, now: float | None) -> int | 
     burst cannot slip past a limit between a look and a count. Seconds to wait when this attempt
     is one too many, else None."""
     pair, client, account = _count(session, subjects, 1, now)
-    waits = [usage.retry_after for usage in (pair, client) if usage.exceeded]
-    attacked = account.exceeded and pair.limit - pair.remaining > failures_per_account_and_client_under_attack().requests
-    if attacked:
-        waits.append(min(pair.retry_after, account.retry_after))
-    return max(waits) if waits else None
+    pair_spent = pair.limit - pair.remaining > failures_per_account_and_client_under_attack().requests
+    return _wait(pair, client, account, pair_spent)
 
 
 def _record_success(session: Session, email: str, client_ip: str, now: float | None) -> None:

@@ -58,7 +58,7 @@ create_invoice = Operation(
     "create_invoice",
     lambda call: _view(call, invoices.create_invoice(call.session, call.principal, call.body), with_lines=True),
     scope=WRITE, body=InvoiceCreate, body_required=True, idempotency="required", response=InvoiceWithLinesOut)
-get_invoice = Operation("get_invoice", lambda call: _view(call, _invoice(call), with_lines=True), scope=READ,
+get_invoice = Operation("get_invoice", lambda call: invoices.view_invoice(*call.account(), call.params["id"]), scope=READ,
                         response=InvoiceWithLinesOut)
 update_invoice = Operation(
     "update_invoice",

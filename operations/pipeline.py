@@ -21,7 +21,7 @@ from sqlmodel import Session
 
 from core.access import credentials
 from core.access.principal import Principal
-from core.base.db import database_fault, new_session, transaction
+from core.base.db import autocommit, database_fault, new_session, retrying_disconnects, transaction
 from core.base.errors import (
     Conflict,
     DomainError,
@@ -157,11 +157,12 @@ def execute(operation: Operation, invocation: Invocation, presenter: Presenter) 
 
 def _authenticate(operation: Operation, invocation: Invocation) -> tuple[Principal, ratelimit.Usage]:
     """The caller, and its request count in this window (counted unless the operation has its own limit)."""
-    with transaction() as session:
-        principal = credentials.authenticate(session, invocation.credential, resource=invocation.resource)
-        count = ratelimit.peek if operation.own_limit or invocation.counted else ratelimit.hit
-        usage = count(session, ratelimit.api_requests(), principal.rate_limit_subject)
-    return principal, usage
+    def look_up_and_count() -> tuple[Principal, ratelimit.Usage]:
+        with autocommit() as session:
+            principal = credentials.authenticate(session, invocation.credential, resource=invocation.resource)
+            count = ratelimit.peek if operation.own_limit or invocation.counted else ratelimit.hit
+            return principal, count(session, ratelimit.api_requests(), principal.rate_limit_subject)
+    return retrying_disconnects(look_up_and_count)
 
 
 def _claim(operation: Operation, invocation: Invocation, principal: Principal,

@@ -16,8 +16,7 @@ api.endpoint("POST", "/invoices/{id}/send", invoice_operations.send_invoice, ext
 @api.operation("GET", "/invoices/{id}/pdf", scope="invoices:read", media_type="application/pdf",
                summary="The invoice as a PDF (drafts carry a DRAFT mark)")
 def invoice_pdf(call: Call) -> Response:
-    invoice = invoices.get_invoice(call.session, call.principal.account_id, call.params["id"])
-    view = invoices.invoice_to_api(call.session, invoice, with_lines=True)
+    view = invoices.view_invoice(*call.account(), call.params["id"])
     disposition = f'attachment; filename="{filename_for(view)}"'
     return Response(render_invoice(view), media_type="application/pdf",
                     headers={"Content-Disposition": disposition, "Cache-Control": "private, no-store"})

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
+from typing import TypeVar
 
 from sqlalchemy import String, event
 from sqlalchemy.engine import Engine, make_url
-from sqlalchemy.exc import DataError, IntegrityError, InterfaceError, OperationalError
+from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.types import DateTime, TypeDecorator
 from sqlmodel import Session, create_engine
@@ -20,6 +22,7 @@ from config.settings import get_settings
 from core.base.errors import Conflict, DomainError, UpstreamFailed, ValidationFailed
 
 READ_ONLY = "invoicing_read_only"
+T = TypeVar("T")
 
 
 class UTCDateTime(TypeDecorator):
@@ -57,6 +60,49 @@ class DecimalText(TypeDecorator):
         return None if value is None else Decimal(value)
 
 
+SQLITE_BUSY_SECONDS = 30
+
+
+class _WriterTurns(sqlite3.Connection):
+    """A SQLite connection whose write transactions take turns with the process's other writers
+    on a lock of the engine (`turns`, set per engine) before they take SQLite's. SQLite makes a
+    writer that finds the database locked sleep and retry, up to 100 ms at a time, so under
+    contention some requests waited over a second while later ones went first; a thread waiting on
+    the lock wakes as soon as the writer before it has committed. (Other processes still meet
+    SQLite's own lock and its busy timeout.)"""
+
+    turns: threading.Lock
+    holds_turn = False
+
+    def take_turn(self) -> None:
+        if not self.turns.acquire(timeout=SQLITE_BUSY_SECONDS):
+            raise sqlite3.OperationalError("database is locked")
+        self.holds_turn = True
+
+    def give_turn_back(self) -> None:
+        if self.holds_turn:
+            self.holds_turn = False
+            self.turns.release()
+
+    def commit(self) -> None:
+        try:
+            super().commit()
+        finally:
+            self.give_turn_back()
+
+    def rollback(self) -> None:
+        try:
+            super().rollback()
+        finally:
+            self.give_turn_back()
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self.give_turn_back()
+
+
 def _configure_sqlite(engine: Engine) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection, _record):
@@ -65,7 +111,7 @@ def _configure_sqlite(engine: Engine) -> None:
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_SECONDS * 1000}")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.close()
 
@@ -74,7 +120,19 @@ def _configure_sqlite(engine: Engine) -> None:
         # Take the write lock up front: SQLite cannot upgrade a read transaction to a write one
         # under contention without failing, and writes are short. A read-only session (see
         # `read_only_session`) begins deferred, so reads never wait for one another or for writers.
-        conn.exec_driver_sql("BEGIN" if conn.get_execution_options().get(READ_ONLY) else "BEGIN IMMEDIATE")
+        if conn.get_execution_options().get(READ_ONLY):
+            conn.exec_driver_sql("BEGIN")
+            return
+        writer = conn.connection.dbapi_connection
+        try:
+            writer.take_turn()
+        except sqlite3.OperationalError as exc:
+            raise OperationalError("BEGIN IMMEDIATE", None, exc) from exc
+        try:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        except BaseException:
+            writer.give_turn_back()
+            raise
 
 
 def make_engine(url: str) -> Engine:
@@ -82,10 +140,15 @@ def make_engine(url: str) -> Engine:
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:":
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+        writer = type("WriterTurns", (_WriterTurns,), {"turns": threading.Lock()})
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_SECONDS,
+                                                  "factory": writer})
         _configure_sqlite(engine)
         return engine
-    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+    # No ping on every checkout (a round trip per transaction): connections are recycled before a
+    # server or proxy would drop them, and one dropped all the same fails a single statement, after
+    # which SQLAlchemy replaces the pool's connections (see `retrying_disconnects`).
+    return create_engine(url, pool_size=10, max_overflow=20, pool_recycle=1800)
 
 
 _engine: Engine | None = None
@@ -116,6 +179,32 @@ def transaction() -> Iterator[Session]:
             yield session
 
 
+@contextlib.contextmanager
+def autocommit() -> Iterator[Session]:
+    """A unit of independent statements (a credential's look-up and its request count): on
+    PostgreSQL each commits on its own, with no BEGIN and COMMIT round trips; on SQLite they run in
+    one short transaction. Use it only where no statement depends on another's rollback."""
+    engine = get_engine()
+    if engine.dialect.name != "postgresql":
+        with transaction() as session:
+            yield session
+        return
+    with Session(_derived(engine, {"isolation_level": "AUTOCOMMIT"}), expire_on_commit=False) as session:
+        with session.begin():
+            yield session
+
+
+def retrying_disconnects(unit: Callable[[], T]) -> T:
+    """Run `unit` once more when the database dropped its connection (a restart, an idle timeout):
+    SQLAlchemy has replaced the pool's connections by then. Only for a unit that is safe to repeat."""
+    try:
+        return unit()
+    except DBAPIError as exc:
+        if not exc.connection_invalidated:
+            raise
+        return unit()
+
+
 # What a database exception can tell a caller; anything else it raises is a fault of ours.
 DATABASE_FAULTS = (IntegrityError, DataError, OperationalError, InterfaceError, PoolTimeout)
 
@@ -133,14 +222,45 @@ def database_fault(exc: BaseException) -> DomainError | None:
     return None
 
 
+def _derived(engine: Engine, options: dict) -> Engine:
+    """`engine` with execution options, made once per engine (making one costs a fifth of a read)."""
+    key = tuple(sorted(options.items()))
+    derived = _derived_engines.get((id(engine), key))
+    if derived is None or derived[0] is not engine:
+        derived = (engine, engine.execution_options(**options))
+        _derived_engines[(id(engine), key)] = derived
+    return derived[1]
+
+
+_derived_engines: dict[tuple, tuple[Engine, Engine]] = {}
+
+
+def _engine_for_reads() -> Engine:
+    """The engine for sessions that never write. On PostgreSQL its statements run in autocommit:
+    under READ COMMITTED every statement takes its own snapshot inside a transaction too, so a
+    BEGIN and COMMIT would add two round trips and no consistency. On SQLite a deferred BEGIN
+    keeps one snapshot for the whole unit without taking the write lock."""
+    engine = get_engine()
+    options: dict = {READ_ONLY: True}
+    if engine.dialect.name == "postgresql":
+        options["isolation_level"] = "AUTOCOMMIT"
+    return _derived(engine, options)
+
+
 def new_session(*, read_only: bool = False) -> Session:
     """A session whose transactions the caller manages (commit as it goes). `read_only`: the caller
     promises not to write (on SQLite its transactions then take no write lock; a flush raises)."""
     if not read_only:
         return Session(get_engine(), expire_on_commit=False)
-    session = Session(get_engine().execution_options(**{READ_ONLY: True}), expire_on_commit=False)
-    event.listen(session, "before_flush", _refuse_flush)
-    return session
+    return Session(_engine_for_reads(), expire_on_commit=False)
+
+
+@event.listens_for(Session, "before_flush")
+def _refuse_flush(session, _context, _instances) -> None:
+    if session.bind is None or not session.bind.get_execution_options().get(READ_ONLY):
+        return
+    if session.new or session.dirty or session.deleted:
+        raise RuntimeError("a read-only session was asked to write")
 
 
 def _refuse_flush(session, _context, _instances) -> None:

@@ -40,6 +40,7 @@ from core.billing.invoice_render import (  # noqa: F401 (re-exported)
     invoices_to_api,
     lines_of,
     status_of,
+    view_invoice,
 )
 from core.catalog.customers import get_customer
 from core.mechanisms.pagination import Page, paginate
@@ -48,7 +49,7 @@ from core.models import Customer, Invoice, InvoiceLine, Price
 __all__ = [
     "add_item", "create_invoice", "delete_draft", "finalize", "get_by_public_token", "get_invoice", "get_item",
     "invoice_to_api", "invoices_to_api", "lines_of", "list_invoices", "list_items", "mark_paid", "remove_item", "status_of",
-    "update_invoice", "void",
+    "update_invoice", "view_invoice", "void",
 ]
 
 

@@ -1,0 +1,188 @@
+"""The request path's database work: how many statements a read costs, reads without transactions
+on PostgreSQL, SQLite writers taking turns, and surviving a dropped database connection."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from sqlalchemy import create_engine, event, text
+from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.pool import NullPool
+from sqlmodel import func, select
+
+from core.base import db
+from core.base.errors import UpstreamFailed
+from core.models import Customer
+from tests.api.invoicing import adhoc, draft
+
+
+def _dialect() -> str:
+    return db.get_engine().dialect.name
+
+
+def _statements_of(tenant, path: str) -> list[str]:
+    statements: list[str] = []
+    listener = lambda *args: statements.append(args[2].split()[0])  # noqa: E731
+    event.listen(db.get_engine(), "before_cursor_execute", listener)
+    try:
+        assert tenant.get(path).status_code == 200
+    finally:
+        event.remove(db.get_engine(), "before_cursor_execute", listener)
+    return statements
+
+
+def test_reading_an_invoice_costs_two_statements_and_authentication_two(tenant):
+    invoice = draft(tenant, items=[adhoc(f"Item {n}") for n in range(10)])
+    tenant.get("/business")  # the key's first use notes its use: not part of every request
+    expected = ["SELECT", "INSERT", "SELECT", "SELECT"]  # key, request count; invoice with its parties, lines
+    if _dialect() == "sqlite":
+        expected = ["BEGIN", "SELECT", "INSERT", "BEGIN", "SELECT", "SELECT"]
+    assert _statements_of(tenant, f"/invoices/{invoice['id']}") == expected
+
+
+def test_an_invoice_of_ten_lines_costs_the_statements_of_one_of_a_single_line(tenant):
+    one = draft(tenant, items=[adhoc()])
+    ten = draft(tenant, items=[adhoc(f"Item {n}") for n in range(10)])
+    tenant.get("/business")
+    assert len(_statements_of(tenant, f"/invoices/{ten['id']}")) == len(_statements_of(tenant, f"/invoices/{one['id']}"))
+
+
+def test_a_read_on_postgresql_runs_outside_a_transaction(tenant):
+    if _dialect() != "postgresql":
+        pytest.skip("SQLite keeps one snapshot for a read (a deferred BEGIN)")
+    with db.new_session(read_only=True) as session:
+        session.execute(text("SELECT 1"))
+        assert session.connection().connection.dbapi_connection.autocommit
+
+
+def test_a_connection_that_served_a_read_writes_in_a_transaction_again(tenant):
+    with db.new_session(read_only=True) as session:
+        session.execute(text("SELECT 1"))
+    with pytest.raises(LookupError):
+        with db.transaction() as session:
+            session.add(Customer(account_id=tenant.account_id, name="Rolled back"))
+            session.flush()
+            raise LookupError
+    with db.transaction() as session:
+        assert session.exec(select(func.count()).select_from(Customer)).one() == 0
+
+
+def test_authentication_survives_the_database_dropping_every_connection(tenant):
+    if _dialect() != "postgresql":
+        pytest.skip("an embedded SQLite database has no connection to drop")
+    assert tenant.get("/business").status_code == 200  # the pool now holds a connection
+    outsider = create_engine(db.get_engine().url, poolclass=NullPool)
+    with outsider.connect() as connection:
+        dropped = connection.execute(text("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                                          "WHERE datname = current_database() AND pid <> pg_backend_pid()")).scalar()
+    outsider.dispose()
+    assert dropped >= 1
+    assert tenant.get("/business").status_code == 200
+
+
+def test_a_unit_is_repeated_once_after_a_dropped_connection():
+    calls = []
+
+    def unit():
+        calls.append(1)
+        if len(calls) == 1:
+            raise DBAPIError("SELECT 1", None, Exception("server closed the connection"), connection_invalidated=True)
+        return "done"
+    assert db.retrying_disconnects(unit) == "done" and len(calls) == 2
+
+
+def test_a_unit_is_not_repeated_after_another_database_error():
+    calls = []
+
+    def unit():
+        calls.append(1)
+        raise DBAPIError("SELECT 1", None, Exception("syntax error"))
+    with pytest.raises(DBAPIError):
+        db.retrying_disconnects(unit)
+    assert len(calls) == 1
+
+
+# --- SQLite: writers of one process take turns ------------------------------------------------
+
+
+@pytest.fixture
+def sqlite_only():
+    if _dialect() != "sqlite":
+        pytest.skip("the writers' turns are SQLite's")
+
+
+def _write_customer_in_thread(account_id, name: str, done: threading.Event, errors: list) -> threading.Thread:
+    def write():
+        try:
+            with db.transaction() as session:
+                session.add(Customer(account_id=account_id, name=name))
+        except Exception as exc:  # reported to the test's thread
+            errors.append(exc)
+        finally:
+            done.set()
+    thread = threading.Thread(target=write)
+    thread.start()
+    return thread
+
+
+def _names() -> list[str]:
+    with db.transaction() as session:
+        return list(session.exec(select(Customer.name).order_by(Customer.created)))
+
+
+def test_a_writer_waits_for_the_writer_before_it_and_goes_once_it_commits(tenant, sqlite_only):
+    done, errors = threading.Event(), []
+    with db.transaction() as session:
+        session.add(Customer(account_id=tenant.account_id, name="First"))
+        session.flush()
+        second = _write_customer_in_thread(tenant.account_id, "Second", done, errors)
+        assert not done.wait(0.3)  # still waiting for its turn while the first holds it
+    assert done.wait(10) and not errors
+    second.join()
+    assert _names() == ["First", "Second"]
+
+
+def test_a_writer_gives_its_turn_back_when_it_rolls_back(tenant, sqlite_only):
+    with pytest.raises(LookupError):
+        with db.transaction() as session:
+            session.add(Customer(account_id=tenant.account_id, name="Rolled back"))
+            raise LookupError
+    done, errors = threading.Event(), []
+    _write_customer_in_thread(tenant.account_id, "Next", done, errors).join(10)
+    assert done.is_set() and not errors and _names() == ["Next"]
+
+
+def test_a_writer_gives_its_turn_back_when_its_connection_is_dropped(tenant, sqlite_only):
+    session = db.new_session()
+    session.execute(text("SELECT 1"))  # begins: the turn is taken
+    session.connection().invalidate()
+    session.close()
+    done, errors = threading.Event(), []
+    _write_customer_in_thread(tenant.account_id, "Next", done, errors).join(10)
+    assert done.is_set() and not errors
+
+
+def test_a_writer_that_waits_too_long_fails_as_an_unavailable_database(tenant, sqlite_only, monkeypatch):
+    monkeypatch.setattr(db, "SQLITE_BUSY_SECONDS", 0.2)
+    done, errors = threading.Event(), []
+    with db.transaction() as session:
+        session.execute(text("SELECT 1"))  # begins: the turn is taken
+        _write_customer_in_thread(tenant.account_id, "Late", done, errors).join(10)
+    assert len(errors) == 1 and isinstance(errors[0], OperationalError)
+    assert isinstance(db.database_fault(errors[0]), UpstreamFailed)
+
+
+def test_a_read_only_session_does_not_wait_for_a_writer(tenant, sqlite_only):
+    with db.transaction() as session:
+        session.add(Customer(account_id=tenant.account_id, name="Uncommitted"))
+        session.flush()
+        seen: list = []
+
+        def read():
+            with db.new_session(read_only=True) as reader:
+                seen.append(reader.exec(select(func.count()).select_from(Customer)).one())
+        reader = threading.Thread(target=read)
+        reader.start()
+        reader.join(10)
+        assert seen == [0]  # read while the writer still held its turn, and saw only committed rows

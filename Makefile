@@ -58,12 +58,19 @@ fuzz: install
 	@if [ -n "$$INVOICING_TEST_POSTGRES_URL" ]; then INVOICING_TEST_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) \
 		$(PY) scripts/with-fresh-postgres.py -- $(PYTEST) -m fuzz; fi
 
-# Throughput and latency against a bare Starlette baseline, written to docs/performance.md (needs wrk;
-# PostgreSQL too when INVOICING_TEST_POSTGRES_URL or BENCH_POSTGRES_URL names a server).
-bench: install
+# Throughput and latency against a bare Starlette baseline, memory, two processes and data growth,
+# written to docs/performance.md with plots (needs wrk; PostgreSQL too when INVOICING_TEST_POSTGRES_URL
+# or BENCH_POSTGRES_URL names a server). About 40 minutes; BENCH_ARGS="--repeats 1 --growth 10000"
+# for a quick look (python -m bench.run --help).
+BENCH_STAMP := $(VENV)/.bench-stamp
+$(BENCH_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e '.[test,bench]'
+	touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP)
 	@command -v wrk >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get install -y -qq wrk >/dev/null; } || \
 		{ echo "make bench needs wrk: apt-get install wrk"; exit 1; }
-	$(PY) bench/run.py
+	$(PY) -m bench.run $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) var

@@ -2,10 +2,14 @@
 
 For each database (SQLite, and PostgreSQL when BENCH_POSTGRES_URL or INVOICING_TEST_POSTGRES_URL
 names a server) it seeds one account in a fresh database, starts `invoicing serve` and, on the same
-uvicorn settings, `bench/baseline.py` answering the same bytes from memory; then `wrk` (Debian's
-package) loads each scenario at 1, 16 and 64 connections. Every figure is also given as a ratio to
-the baseline at the same concurrency. Rate limits are raised (operator settings) so that one key can
-be measured above 120 requests a minute.
+uvicorn settings, `bench/baseline.py` answering the same bytes from memory. `wrk` (Debian's package)
+loads each scenario at 1, 16 and 64 connections (the OAuth refresh grant, whose tokens are
+single-use, is loaded by `bench/refresh_load.py` instead); every cell is run `--repeats` times and
+the median kept, and every figure is also a ratio to the baseline at the same concurrency. Then:
+peak RSS, the numbering after the finalize load (no gap), `--workers 2` against one process, and
+data growth (first page and search at 10 k, 100 k and 1 M rows, then among 1,000 accounts) with
+the query plans. Rate limits are raised (operator settings) so one key can be measured above 120
+requests a minute. Plots need matplotlib (the `bench` extra).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import re
 import secrets
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -27,44 +32,68 @@ from pathlib import Path
 
 import httpx
 
+from bench import plans, report
+from bench.names import searched_word
+
 ROOT = Path(__file__).resolve().parents[1]
 HIGH = str(10**9)
+SERVE = [sys.executable, "-m", "service.cli", "serve", "--no-worker"]
 
 
 @dataclass(frozen=True)
 class Scenario:
     name: str
     method: str
-    path: str  # may hold {invoice}, {customer_query}
-    body: str | None = None  # may hold {customer}; POSTs get a fresh Idempotency-Key each
+    path: str  # may hold {invoice}, {customer_query}; `{draft}` takes a new draft per request
+    body: str | None = None  # may hold {customer}, {invoice}; POSTs get a fresh Idempotency-Key each
     mcp: bool = False
+    refresh: bool = False  # loaded by bench/refresh_load.py
 
 
 TEN_ITEMS = [{"description": f"Item {n}", "unit_amount": 1000 + n, "quantity": 2} for n in range(10)]
+GET_INVOICE = "GET /invoices/{id} (10 lines)"
 SCENARIOS = [
-    Scenario("GET /invoices/{id} (10 lines)", "GET", "/api/v1/invoices/{invoice}"),
+    Scenario(GET_INVOICE, "GET", "/api/v1/invoices/{invoice}"),
     Scenario("GET /invoices?limit=100", "GET", "/api/v1/invoices?limit=100"),
     Scenario("GET /customers?query=…", "GET", "/api/v1/customers?query={customer_query}"),
     Scenario("POST /invoices (10 items)", "POST", "/api/v1/invoices",
              json.dumps({"customer": "{customer}", "items": TEN_ITEMS})),
+    Scenario("POST /invoices/{id}/finalize", "POST", "/api/v1/invoices/{draft}/finalize"),
+    Scenario("POST /oauth/token (refresh grant)", "POST", "/oauth/token", refresh=True),
     Scenario("MCP get_invoice", "POST", "/mcp", json.dumps({
         "jsonrpc": "2.0", "id": 1, "method": "tools/call",
         "params": {"name": "get_invoice", "arguments": {"invoice": "{invoice}"}}}), mcp=True),
 ]
 
-# Each wrk thread has its own Lua state: the address of a fresh table tells them apart, so every
-# POST carries an Idempotency-Key no other request uses.
+# Each wrk thread has its own Lua state, numbered by `setup`: every POST carries an Idempotency-Key
+# no other request uses, and `{draft}` paths take the thread's next draft from the drafts file.
 LUA = """
+local threads = 0
+function setup(thread)
+  threads = threads + 1
+  thread:set("thread_number", threads)
+end
 local counter = 0
-local thread_tag = string.gsub(tostring({}), "table: ", "") .. "-" .. tostring(os.time())
+local drafts = {}
 local method, path, body = %s, %s, %s
 local headers = %s
+local drafts_file, thread_count, run_tag = %s, %d, %s
+function init(args)
+  if drafts_file then
+    for line in io.lines(drafts_file) do drafts[#drafts + 1] = line end
+  end
+end
 request = function()
   counter = counter + 1
-  if method == "POST" and not string.find(path, "/mcp") then
-    headers["Idempotency-Key"] = "bench-" .. thread_tag .. "-" .. tostring(counter)
+  local target = path
+  if drafts_file then
+    local index = (counter - 1) * thread_count + thread_number
+    target = string.gsub(path, "{draft}", drafts[index] or "in_00000000000000000000000000000000")
   end
-  return wrk.format(method, path, headers, body)
+  if method == "POST" and not string.find(path, "/mcp") then
+    headers["Idempotency-Key"] = "bench-" .. run_tag .. "-" .. thread_number .. "-" .. counter
+  end
+  return wrk.format(method, target, headers, body)
 end
 """
 
@@ -92,12 +121,14 @@ def lua_string(text: str | None) -> str:
     return "nil" if text is None else json.dumps(text)  # a JSON string is a valid Lua string literal here
 
 
-def run_wrk(url: str, scenario_path: str, method: str, body: str | None, headers: dict[str, str],
-            connections: int, seconds: int, workdir: Path) -> dict:
+def run_wrk(url: str, path: str, method: str, body: str | None, headers: dict[str, str], connections: int,
+            seconds: float, workdir: Path, drafts_file: Path | None = None) -> dict:
     header_table = "{" + ", ".join(f"[{json.dumps(k)}] = {json.dumps(v)}" for k, v in headers.items()) + "}"
-    script = workdir / f"wrk-{secrets.token_hex(4)}.lua"
-    script.write_text(LUA % (lua_string(method), lua_string(scenario_path), lua_string(body), header_table))
     threads = min(connections, 2)
+    script = workdir / f"wrk-{secrets.token_hex(4)}.lua"
+    script.write_text(LUA % (lua_string(method), lua_string(path), lua_string(body), header_table,
+                             lua_string(str(drafts_file) if drafts_file else None), threads,
+                             lua_string(secrets.token_hex(4))))
     out = subprocess.run(["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--latency", "-s", str(script),
                           url], capture_output=True, text=True, check=True).stdout
     return parse_wrk(out)
@@ -116,64 +147,199 @@ def parse_wrk(output: str) -> dict:
             "non_2xx": int(errors.group(1)) if errors else 0}
 
 
-def seed(env: dict[str, str]) -> dict[str, str]:
-    """The benchmark's account, seeded straight in the database by `bench/seed.py`."""
-    out = subprocess.run([sys.executable, "-m", "bench.seed"], env=env, cwd=ROOT, capture_output=True, text=True)
+def median_of(runs: list[dict]) -> dict:
+    return {"rps": statistics.median(r["rps"] for r in runs), "p50": statistics.median(r["p50"] for r in runs),
+            "p99": statistics.median(r["p99"] for r in runs), "non_2xx": sum(r["non_2xx"] for r in runs),
+            "runs": [round(r["rps"]) for r in runs]}
+
+
+def seed(env: dict[str, str], *args: str) -> dict:
+    """One `bench/seed.py` command against the database of `env`."""
+    out = subprocess.run([sys.executable, "-m", "bench.seed", *args], env=env, cwd=ROOT, capture_output=True,
+                         text=True)
     if out.returncode:
-        raise SystemExit(out.stderr)
+        raise SystemExit(out.stderr[-3000:])
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def measure(database: str, database_url: str, args, workdir: Path) -> list[dict]:
-    env = {**os.environ, "INVOICING_DATABASE_URL": database_url, "INVOICING_SECRET_KEY": "bench-secret",
-           "INVOICING_DATA_DIR": str(workdir / "var"), "INVOICING_RATE_LIMIT_REQUESTS": HIGH,
-           "INVOICING_RATE_LIMIT_SENDS": HIGH, "INVOICING_RATE_LIMIT_EMAILS": HIGH}
-    seeded = seed(env)
-    port, base_port = free_port(), free_port()
-    origin = f"http://127.0.0.1:{port}"
-    env["INVOICING_ORIGIN"] = origin
-    serve = subprocess.Popen([str(ROOT / ".venv/bin/invoicing"), "serve", "--no-worker", "--port", str(port)],
-                             env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    baseline = None
-    try:
-        wait_until_up(f"{origin}/api/v1/openapi.json", serve)
+class Server:
+    """`invoicing serve` (or the baseline) in a process group of its own, with its peak RSS."""
+
+    def __init__(self, command: list[str], env: dict[str, str], health: str) -> None:
+        self.process = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.DEVNULL, start_new_session=True)
+        wait_until_up(health, self.process)
+
+    def peak_rss_mb(self) -> list[float]:
+        """VmHWM of the process and each of its children (uvicorn's workers), in MB."""
+        pids = [self.process.pid]
+        children = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children")
+        if children.exists():
+            pids += [int(pid) for pid in children.read_text().split()]
+        sizes = []
+        for pid in pids:
+            status = Path(f"/proc/{pid}/status")
+            if status.exists() and (match := re.search(r"VmHWM:\s+(\d+) kB", status.read_text())):
+                sizes.append(int(match.group(1)) / 1024)
+        return sizes
+
+    def stop(self) -> None:
+        os.killpg(self.process.pid, 15)
+        self.process.wait(timeout=30)
+
+
+class Bench:
+    def __init__(self, database: str, database_url: str, args, workdir: Path) -> None:
+        self.database, self.args, self.workdir = database, args, workdir
+        self.port = free_port()
+        self.origin = f"http://127.0.0.1:{self.port}"
+        self.env = {**os.environ, "INVOICING_DATABASE_URL": database_url, "INVOICING_SECRET_KEY": "bench-secret",
+                    "INVOICING_DATA_DIR": str(workdir / "var"), "INVOICING_RATE_LIMIT_REQUESTS": HIGH,
+                    "INVOICING_RATE_LIMIT_SENDS": HIGH, "INVOICING_RATE_LIMIT_EMAILS": HIGH,
+                    "INVOICING_ORIGIN": self.origin, "PYTHONPATH": str(ROOT)}
+        self.rows: list[dict] = []
+        self.facts: dict = {"database": database}
+
+    def serve(self, workers: int = 1) -> Server:
+        return Server([*SERVE, "--port", str(self.port), "--workers", str(workers)], self.env,
+                      f"{self.origin}/api/v1/openapi.json")
+
+    def log(self, row: dict) -> None:
+        print(f"{self.database:10} {row['scenario']:34} c={row['connections']:<3} {row['rps']:8.0f}/s "
+              f"p50 {row['p50']:7.2f} ms p99 {row['p99']:7.2f} ms  {row.get('ratio', 0):6.1%}"
+              f"{'  non-2xx: ' + str(row['non_2xx']) if row['non_2xx'] else ''}", flush=True)
+
+    def run(self) -> None:
+        seeded = seed(self.env, "account")
+        drafts = seed(self.env, "drafts", seeded["account"], str(self.args.drafts))["drafts"]
+        drafts_file = self.workdir / f"drafts-{self.database}.txt"
+        drafts_file.write_text("\n".join(drafts) + "\n")
+        chains_file = self.workdir / f"chains-{self.database}.json"
+        chains = seed(self.env, "refresh", seeded["account"], str(max(self.args.connections)),
+                      f"{self.origin}/api/v1")
+        chains_file.write_text(json.dumps(chains))
+        server = self.serve()
+        baseline = None
+        try:
+            auth = {"Authorization": f"Bearer {seeded['key']}"}
+            with httpx.Client(base_url=self.origin, headers=auth, timeout=30) as client:
+                body = {"customer": seeded["customer"], "items": TEN_ITEMS}
+                invoice = client.post("/api/v1/invoices", json=body, headers={"Idempotency-Key": "seed"}).json()["data"]
+                invoice_bytes = client.get(f"/api/v1/invoices/{invoice['id']}").content
+            (self.workdir / "baseline.json").write_bytes(invoice_bytes)
+            base_port = free_port()
+            baseline = Server([sys.executable, "-m", "uvicorn", "--factory", "bench.baseline:create_app", "--host",
+                               "127.0.0.1", "--port", str(base_port), "--log-level", "info"],
+                              {**self.env, "BENCH_BASELINE_BODY": str(self.workdir / "baseline.json")},
+                              f"http://127.0.0.1:{base_port}/")
+            values = {"invoice": invoice["id"], "customer": seeded["customer"], "customer_query": "Customer%2001"}
+            drafts_used = 0
+            for connections in self.args.connections:
+                limit = median_of([run_wrk(f"http://127.0.0.1:{base_port}", "/", "GET", None, {}, connections,
+                                           self.args.seconds, self.workdir) for _ in range(self.args.repeats)])
+                self.add("baseline (same bytes, bare Starlette)", connections, limit, limit)
+                for scenario in SCENARIOS:
+                    runs = []
+                    for _ in range(self.args.repeats):
+                        if scenario.refresh:
+                            runs.append(self.refresh_load(chains_file, connections))
+                            continue
+                        file = None
+                        if "{draft}" in scenario.path:
+                            file = self.workdir / f"drafts-{secrets.token_hex(3)}.txt"
+                            file.write_text("\n".join(drafts[drafts_used:]) + "\n")
+                        result = self.wrk(scenario, values, auth, connections, file)
+                        if file is not None:
+                            drafts_used += round(result["rps"] * self.args.seconds) + result["non_2xx"]
+                        runs.append(result)
+                    self.add(scenario.name, connections, median_of(runs), limit)
+            self.facts["peak_rss_mb"] = max(server.peak_rss_mb())
+            self.facts["numbering"] = plans.numbering(self.env["INVOICING_DATABASE_URL"], seeded["account"])
+        finally:
+            server.stop()
+            if baseline is not None:
+                baseline.stop()
+        if self.database == "PostgreSQL":
+            self.workers(values, auth)
+        self.growth(seeded)
+
+    def wrk(self, scenario: Scenario, values: dict, auth: dict, connections: int, drafts_file: Path | None,
+            origin: str | None = None) -> dict:
+        headers = {**auth, "Content-Type": "application/json"}
+        if scenario.mcp:
+            headers.update({"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"})
+        path = scenario.path.format(draft="{draft}", **values)
+        body = scenario.body.replace("{customer}", values["customer"]).replace("{invoice}", values["invoice"]) \
+            if scenario.body else None
+        return run_wrk(origin or self.origin, path, scenario.method, body, headers, connections, self.args.seconds,
+                       self.workdir, drafts_file)
+
+    def refresh_load(self, chains_file: Path, connections: int) -> dict:
+        out = subprocess.run([sys.executable, "-m", "bench.refresh_load", self.origin, str(chains_file),
+                              str(connections), str(self.args.seconds)], cwd=ROOT, capture_output=True, text=True,
+                             check=True)
+        return json.loads(out.stdout)
+
+    def add(self, name: str, connections: int, result: dict, limit: dict) -> None:
+        row = {"database": self.database, "scenario": name, "connections": connections, **result,
+               "ratio": result["rps"] / limit["rps"]}
+        self.rows.append(row)
+        self.log(row)
+
+    def workers(self, values: dict, auth: dict) -> None:
+        """GET /invoices/{id} at 16 connections: two server processes against one."""
+        scenario = SCENARIOS[0]
+        figures = {}
+        for workers in (1, 2):
+            server = self.serve(workers)
+            try:
+                time.sleep(1)  # every worker up
+                figures[workers] = median_of([self.wrk(scenario, values, auth, 16, None)
+                                              for _ in range(self.args.repeats)])
+                figures[workers]["rss_mb"] = server.peak_rss_mb()
+            finally:
+                server.stop()
+            print(f"{self.database:10} --workers {workers}: {figures[workers]['rps']:.0f}/s", flush=True)
+        self.facts["workers"] = figures
+
+    def growth(self, seeded: dict) -> None:
+        """First page and search latency (p50 at one connection) as the account grows, then among
+        many accounts; the query plans at the largest size."""
         auth = {"Authorization": f"Bearer {seeded['key']}"}
-        with httpx.Client(base_url=origin, headers=auth, timeout=30) as client:
-            body = {"customer": seeded["customer"], "items": TEN_ITEMS}
-            invoice = client.post("/api/v1/invoices", json=body, headers={"Idempotency-Key": "seed"}).json()["data"]
-            invoice_bytes = client.get(f"/api/v1/invoices/{invoice['id']}").content
-        (workdir / "baseline.json").write_bytes(invoice_bytes)
-        baseline = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "--factory", "bench.baseline:create_app", "--host", "127.0.0.1",
-             "--port", str(base_port), "--log-level", "info"],
-            env={**env, "BENCH_BASELINE_BODY": str(workdir / "baseline.json")}, cwd=ROOT,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_until_up(f"http://127.0.0.1:{base_port}/", baseline)
-        values = {"invoice": invoice["id"], "customer": seeded["customer"], "customer_query": "Customer%2001"}
-        rows = []
-        for connections in args.connections:
-            limit = run_wrk(f"http://127.0.0.1:{base_port}", "/", "GET", None, {}, connections, args.seconds, workdir)
-            rows.append({"database": database, "scenario": "baseline (same bytes, bare Starlette)",
-                         "connections": connections, **limit, "ratio": 1.0})
-            for scenario in SCENARIOS:
-                headers = {**auth, "Content-Type": "application/json"}
-                if scenario.mcp:
-                    headers.update({"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"})
-                path = scenario.path.format(**values)
-                body = scenario.body.replace("{customer}", values["customer"]).replace("{invoice}", values["invoice"]) \
-                    if scenario.body else None
-                result = run_wrk(origin, path, scenario.method, body, headers, connections, args.seconds, workdir)
-                rows.append({"database": database, "scenario": scenario.name, "connections": connections, **result,
-                             "ratio": result["rps"] / limit["rps"]})
-                print(f"{database:10} {scenario.name:34} c={connections:<3} {result['rps']:8.0f}/s "
-                      f"p50 {result['p50']:7.2f} ms p99 {result['p99']:7.2f} ms  {result['rps'] / limit['rps']:6.1%}"
-                      f"{'  non-2xx: ' + str(result['non_2xx']) if result['non_2xx'] else ''}", flush=True)
-        return rows
-    finally:
-        for process in (serve, baseline):
-            if process is not None:
-                process.terminate()
-                process.wait(timeout=30)
+        steps = []
+        for size in self.args.growth:
+            started = time.monotonic()
+            seed(self.env, "grow", seeded["account"], str(size))
+            seeded_in = time.monotonic() - started
+            steps.append(self.growth_step(f"{size:,} rows", auth, size, seeded_in))
+        if self.args.tenants:
+            started = time.monotonic()
+            seed(self.env, "tenants", str(self.args.tenants - 1), str(self.args.tenant_rows))
+            steps.append(self.growth_step(f"{self.args.growth[-1]:,} rows, {self.args.tenants:,} accounts", auth,
+                                          self.args.growth[-1], time.monotonic() - started))
+        self.facts["growth"] = steps
+        self.facts["plans"] = plans.explain(self.env["INVOICING_DATABASE_URL"], seeded["account"],
+                                            _search_name(self.args.growth[-1]))
+
+    def growth_step(self, label: str, auth: dict, size: int, seeded_in: float) -> dict:
+        server = self.serve()
+        try:
+            query = _search_name(size)
+            figures = {"label": label, "rows": size, "seeded_s": seeded_in}
+            for name, path in (("list", "/api/v1/invoices?limit=10"), ("search", f"/api/v1/customers?query={query}")):
+                result = median_of([run_wrk(self.origin, path, "GET", None, auth, 1, self.args.seconds, self.workdir)
+                                    for _ in range(self.args.repeats)])
+                figures[name] = result
+            print(f"{self.database:10} growth {label}: list p50 {figures['list']['p50']:.2f} ms, "
+                  f"search p50 {figures['search']['p50']:.2f} ms", flush=True)
+            return figures
+        finally:
+            server.stop()
+
+
+def _search_name(size: int) -> str:
+    """The word of one customer's name the growth seeding made, in the middle of the account's rows."""
+    return searched_word(size // 2)
 
 
 def fresh_postgres(server_url: str) -> tuple[str, callable]:
@@ -192,48 +358,37 @@ def fresh_postgres(server_url: str) -> tuple[str, callable]:
     return server.set(database=name).render_as_string(hide_password=False), drop
 
 
-def write_report(rows: list[dict], args, path: Path) -> None:
-    lines = [
-        "# Performance",
-        "",
-        f"Written by `make bench` on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC: one `invoicing serve` process "
-        f"(no worker) per database, `wrk` on loopback for {args.seconds} s per cell, on a machine with "
-        f"{os.cpu_count()} cores. **Ratio** is the throughput against the baseline at the same number of "
-        "connections: a bare Starlette app on the same uvicorn settings answering the same bytes from memory.",
-        "",
-        "| database | scenario | connections | requests/s | ratio | p50 ms | p99 ms |",
-        "|---|---|---:|---:|---:|---:|---:|",
-    ]
-    for row in rows:
-        lines.append(f"| {row['database']} | {row['scenario']} | {row['connections']} | {row['rps']:.0f} | "
-                     f"{row['ratio']:.1%} | {row['p50']:.2f} | {row['p99']:.2f} |")
-    lines += ["", "Not measured yet: finalize, the OAuth refresh grant, data growth (10 k to 1 M rows), "
-              "peak RSS and `--workers 2` (issue 11 is under way).", ""]
-    path.write_text("\n".join(lines) + "\n" + (ROOT / "bench" / "history.md").read_text())
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=int, default=5)
-    parser.add_argument("--connections", type=lambda text: [int(n) for n in text.split(",")], default=[1, 16, 64])
+    parser.add_argument("--seconds", type=int, default=4)
+    parser.add_argument("--repeats", type=int, default=3, help="runs per cell; the median is kept")
+    numbers = lambda text: [int(n) for n in text.split(",")]  # noqa: E731
+    parser.add_argument("--connections", type=numbers, default=[1, 16, 64])
+    parser.add_argument("--growth", type=numbers, default=[10_000, 100_000, 1_000_000])
+    parser.add_argument("--tenants", type=int, default=1000, help="accounts in the last growth step (0: skip)")
+    parser.add_argument("--tenant-rows", type=int, default=100, help="customers and invoices of each other account")
+    parser.add_argument("--drafts", type=int, default=8000, help="drafts seeded for the finalize scenario")
     parser.add_argument("--databases", default="sqlite,postgresql")
     parser.add_argument("--output", type=Path, default=ROOT / "docs" / "performance.md")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         raise SystemExit("bench needs wrk: apt-get install wrk")
-    rows: list[dict] = []
+    benches: list[Bench] = []
+    started = datetime.now(UTC)
     with tempfile.TemporaryDirectory(prefix="invoicing-bench-") as directory:
         workdir = Path(directory)
         if "sqlite" in args.databases:
-            rows += measure("SQLite", f"sqlite:///{workdir}/bench.db", args, workdir)
+            benches.append(Bench("SQLite", f"sqlite:///{workdir}/bench.db", args, workdir))
+            benches[-1].run()
         postgres = os.environ.get("BENCH_POSTGRES_URL") or os.environ.get("INVOICING_TEST_POSTGRES_URL")
         if "postgresql" in args.databases and postgres:
             url, drop = fresh_postgres(postgres)
             try:
-                rows += measure("PostgreSQL", url, args, workdir)
+                benches.append(Bench("PostgreSQL", url, args, workdir))
+                benches[-1].run()
             finally:
                 drop()
-    write_report(rows, args, args.output)
+    report.write(benches, args, started, args.output)
     print(f"wrote {args.output}")
     return 0
 

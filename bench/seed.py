@@ -1,31 +1,198 @@
-"""Seed the benchmark's account in the database INVOICING_DATABASE_URL names (migrating it first):
-a business, a full-access key and 50 customers. Prints their ids and the key as JSON."""
+"""Seed the benchmark's data in the database INVOICING_DATABASE_URL names; each command prints JSON.
+
+    python -m bench.seed account            migrate; a business, a full-access key, 50 customers
+    python -m bench.seed drafts ACCOUNT N   N drafts of one line each (ids written to stdout)
+    python -m bench.seed refresh ACCOUNT N RESOURCE
+                                            N OAuth grants of one public client, one refresh token each
+    python -m bench.seed grow ACCOUNT N     customers and invoices of the account up to N each
+    python -m bench.seed tenants N ROWS     N more accounts with ROWS customers and invoices each
+
+Bulk rows are copies of one row made through `core`, written with executemany (fast on both
+databases); ids, names and creation times differ, so pagination and search see realistic data.
+"""
 
 from __future__ import annotations
 
 import json
+import secrets
+import sys
+import uuid
+from collections.abc import Iterable, Iterator
+from datetime import timedelta
+from itertools import islice
 
+from sqlalchemy import func, insert, select
+
+from authz import clients, tokens
+from authz.models import OAuthGrant
+from bench.names import customer_name
 from core.access import accounts, apikeys
+from core.access.principal import Principal
 from core.access.scopes import PRESETS
 from core.base import db
+from core.base.clock import now
+from core.billing import invoices
 from core.billing.business import BusinessInput, set_profile
+from core.billing.invoice_inputs import InvoiceCreate
 from core.catalog import customers
 from core.catalog.customers import CustomerCreate
+from core.models import Account, Customer, Invoice, InvoiceLine, User
 from service import migrate
 
 BUSINESS = {"legal_name": "Bench Ltd", "country_code": "GB", "currency": "USD", "invoice_prefix": "BEN"}
+BATCH = 5000
 
 
-def main() -> None:
+def _principal(account_id: uuid.UUID) -> Principal:
+    return Principal(account_id=account_id, granted_scopes=frozenset(PRESETS["full_access"]), actor="api_key",
+                     credential_id="bench-seed")
+
+
+def account() -> dict:
     migrate.upgrade()
     with db.transaction() as session:
-        _user, account = accounts.create_account(session, email="bench@example.com", password="benchmark password")
-        set_profile(session, account.id, BusinessInput.model_validate(BUSINESS))
-        key = apikeys.create_key(session, account.id, name="bench", scopes=list(PRESETS["full_access"]))
-        first = [customers.create_customer(session, account.id, CustomerCreate(name=f"Customer {n:03d}"))
+        user, created = accounts.create_account(session, email=f"bench-{secrets.token_hex(4)}@example.com",
+                                                password="benchmark password")
+        set_profile(session, created.id, BusinessInput.model_validate(BUSINESS))
+        key = apikeys.create_key(session, created.id, name="bench", scopes=list(PRESETS["full_access"]))
+        first = [customers.create_customer(session, created.id, CustomerCreate(name=f"Customer {n:03d}"))
                  for n in range(50)][0]
-    print(json.dumps({"key": key.key, "account": str(account.id), "customer": "cus_" + first.id.hex}))
+    return {"key": key.key, "account": str(created.id), "user": str(user.id), "customer": "cus_" + first.id.hex}
+
+
+def _rows_like(row: dict, count: int, vary) -> Iterator[dict]:
+    """`count` copies of a table row, each changed by `vary(copy, n)`."""
+    for n in range(count):
+        copy = dict(row)
+        vary(copy, n)
+        yield copy
+
+
+def _write(session, table, rows: Iterable[dict]) -> None:
+    rows = iter(rows)
+    while batch := list(islice(rows, BATCH)):
+        session.execute(insert(table), batch)
+
+
+def _one(session, table, column, value) -> dict:
+    return dict(session.execute(select(table).where(column == value)).mappings().one())
+
+
+def drafts(account_id: str, count: int) -> dict:
+    """`count` drafts of one line each, as `POST /invoices` would leave them."""
+    owner = uuid.UUID(account_id)
+    with db.transaction() as session:
+        customer = session.execute(select(Customer.id).where(Customer.account_id == owner).limit(1)).scalar_one()
+        model = invoices.create_invoice(session, _principal(owner), InvoiceCreate.model_validate(
+            {"customer": "cus_" + customer.hex, "items": [{"description": "Consulting", "unit_amount": 1000}]}))
+        session.flush()
+        invoice_row = _one(session, Invoice.__table__, Invoice.__table__.c.id, model.id)
+        line_row = _one(session, InvoiceLine.__table__, InvoiceLine.__table__.c.invoice_id, model.id)
+        ids = [uuid.uuid4() for _ in range(count - 1)]
+
+        def invoice_copy(row, n):
+            row["id"] = ids[n]
+
+        def line_copy(row, n):
+            row["id"], row["invoice_id"] = uuid.uuid4(), ids[n]
+        _write(session, Invoice.__table__, _rows_like(invoice_row, count - 1, invoice_copy))
+        _write(session, InvoiceLine.__table__, _rows_like(line_row, count - 1, line_copy))
+    return {"drafts": ["in_" + i.hex for i in [model.id, *ids]]}
+
+
+def refresh(account_id: str, count: int, resource: str) -> dict:
+    """`count` grants of one public client, each with a fresh refresh token: one chain per client
+    connection of the load generator (a refresh token is single-use)."""
+    owner = uuid.UUID(account_id)
+    client_id = f"bench-{secrets.token_hex(6)}"
+    chains = []
+    with db.transaction() as session:
+        user_id = session.execute(select(Account.owner_user_id).where(Account.id == owner)).scalar_one()
+        clients.register(session, client_id=client_id, client_secret=None, metadata={
+            "token_endpoint_auth_method": "none", "redirect_uris": ["http://127.0.0.1/callback"],
+            "client_name": "Bench"})
+        for _ in range(count):
+            grant = OAuthGrant(client_id=client_id, user_id=user_id, account_id=owner, resource=resource,
+                               scopes=["invoices:read"])
+            session.add(grant)
+            session.flush()
+            refresh_token = tokens.new_refresh_token()
+            tokens.store_pair(session, grant, {"access_token": tokens.new_access_token(),
+                                               "refresh_token": refresh_token, "scope": "invoices:read"})
+            chains.append(refresh_token)
+    return {"client_id": client_id, "refresh_tokens": chains}
+
+
+def _count(session, model, owner: uuid.UUID) -> int:
+    return session.execute(select(func.count()).select_from(model).where(model.account_id == owner)).scalar_one()
+
+
+def grow(account_id: str, target: int, *, analyze: bool = True) -> dict:
+    """Customers and invoices of the account up to `target` each; the newest rows are the copies,
+    one second apart, the n-th customer named `bench.names.customer_name(n)`."""
+    owner = uuid.UUID(account_id)
+    customer_table, invoice_table = Customer.__table__, Invoice.__table__
+    with db.transaction() as session:
+        have = _count(session, Customer, owner)
+        customer_row = dict(session.execute(select(customer_table).where(customer_table.c.account_id == owner)
+                                            .limit(1)).mappings().one())
+        invoice_row = dict(session.execute(select(invoice_table).where(
+            invoice_table.c.account_id == owner, invoice_table.c.status == "draft").limit(1)).mappings().one())
+        start = now()
+        added = max(0, target - have)
+        customer_ids = [uuid.uuid4() for _ in range(added)]
+
+        def customer_copy(row, n):
+            row.update(id=customer_ids[n], name=customer_name(have + n),
+                       created=start + timedelta(seconds=have + n), updated=start)
+
+        def invoice_copy(row, n):
+            row.update(id=uuid.uuid4(), customer_id=customer_ids[n % len(customer_ids)] if customer_ids
+                       else customer_row["id"], created=start + timedelta(seconds=have + n),
+                       updated=start)
+        _write(session, customer_table, _rows_like(customer_row, added, customer_copy))
+        invoices_have = _count(session, Invoice, owner)
+        _write(session, invoice_table, _rows_like(invoice_row, max(0, target - invoices_have), invoice_copy))
+    if analyze:
+        _analyze()
+    return {"customers": max(have, target), "invoices": max(invoices_have, target)}
+
+
+def _analyze() -> None:
+    """Fresh planner statistics after a bulk load, as autovacuum would gather them a little later."""
+    if db.get_engine().dialect.name != "postgresql":
+        return
+    with db.get_engine().connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+        connection.exec_driver_sql("VACUUM ANALYZE")  # also folds the trigram indexes' pending entries in
+
+
+def tenants(count: int, rows: int) -> dict:
+    """`count` more accounts, each with `rows` customers and `rows` draft invoices."""
+    for _ in range(count):
+        with db.transaction() as session:
+            _user, other = accounts.create_account(session, email=f"tenant-{secrets.token_hex(6)}@example.com",
+                                                   password="benchmark password")
+            set_profile(session, other.id, BusinessInput.model_validate(BUSINESS))
+            customers.create_customer(session, other.id, CustomerCreate(name="Customer 0000000"))
+        drafts(str(other.id), 1)
+        grow(str(other.id), rows, analyze=False)
+    _analyze()
+    with db.transaction() as session:
+        return {"accounts": session.execute(select(func.count()).select_from(Account)).scalar_one(),
+                "users": session.execute(select(func.count()).select_from(User)).scalar_one()}
+
+
+def main(argv: list[str]) -> None:
+    command, *args = argv
+    result = {
+        "account": lambda: account(),
+        "drafts": lambda: drafts(args[0], int(args[1])),
+        "refresh": lambda: refresh(args[0], int(args[1]), args[2]),
+        "grow": lambda: grow(args[0], int(args[1])),
+        "tenants": lambda: tenants(int(args[0]), int(args[1])),
+    }[command]()
+    print(json.dumps(result))
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -12,7 +12,7 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import Any, Literal
 
-from sqlalchemy import JSON, BigInteger, Index, UniqueConstraint, event
+from sqlalchemy import JSON, BigInteger, Index, UniqueConstraint, event, func
 from sqlmodel import Field, SQLModel
 
 from core.base.clock import now
@@ -125,6 +125,18 @@ class Product(SQLModel, table=True):
     active: bool = True
     created: datetime = _ts()
     updated: datetime = _ts()
+
+
+def _name_trigrams(table) -> Index:
+    """PostgreSQL: a trigram index on the lowercased name, which serves the case-insensitive
+    substring search (`lower(name) LIKE '%…%'`) without reading every row of the account."""
+    expression = func.lower(table.c.name).label("name_lower")
+    return Index(f"ix_{table.name}_name_trigrams", expression, postgresql_using="gin",
+                 postgresql_ops={"name_lower": "gin_trgm_ops"}).ddl_if(dialect="postgresql")
+
+
+_name_trigrams(Customer.__table__)
+_name_trigrams(Product.__table__)
 
 
 class Price(SQLModel, table=True):

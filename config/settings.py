@@ -37,6 +37,10 @@ class Settings(BaseSettings):
     # Failed sign-ins per account and address per 15 minutes; per address 5x that, per account 10x an hour.
     rate_limit_sign_in: int = Field(default=10, ge=1)
     rate_limit_registrations: int = Field(default=30, ge=1)  # OAuth client registrations per address per hour
+    # Threads per server process that run requests' database work. Python runs one at a time, so
+    # more only contend for the interpreter (measured in docs/performance.md); a slow PDF or SMTP
+    # exchange holds one.
+    request_threads: int = Field(default=8, ge=1, le=256)
 
     @property
     def base_url(self) -> str:

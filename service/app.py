@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 
+import anyio
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -47,6 +48,8 @@ def create_app() -> Starlette:
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette):
+        # Every surface runs its blocking work on anyio's default thread pool.
+        anyio.to_thread.current_default_thread_limiter().total_tokens = get_settings().request_threads
         async with mcp.lifespan():  # Starlette runs no lifespan of a mounted app: the SDK's runs here
             yield
 

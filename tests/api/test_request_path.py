@@ -186,3 +186,14 @@ def test_a_read_only_session_does_not_wait_for_a_writer(tenant, sqlite_only):
         reader.start()
         reader.join(10)
         assert seen == [0]  # read while the writer still held its turn, and saw only committed rows
+
+
+def test_requests_run_on_as_many_threads_as_the_setting_names(test_settings):
+    import anyio
+    from starlette.testclient import TestClient
+
+    from config.settings import set_settings
+    from service.app import create_app
+    set_settings(test_settings.model_copy(update={"request_threads": 3}))
+    with TestClient(create_app()) as client:
+        assert client.portal.call(lambda: anyio.to_thread.current_default_thread_limiter().total_tokens) == 3

@@ -5,7 +5,7 @@
     python -m bench.seed refresh ACCOUNT N RESOURCE
                                             N OAuth grants of one public client, one refresh token each
     python -m bench.seed grow ACCOUNT N     customers and invoices of the account up to N each
-    python -m bench.seed tenants N ROWS     N more accounts with ROWS customers and invoices each
+    python -m bench.seed tenants N ROWS     N more accounts with ROWS customers and drafts each
 
 Bulk rows are copies of one row made through `core`, written with executemany (fast on both
 databases); ids, names and creation times differ, so pagination and search see realistic data.
@@ -36,7 +36,7 @@ from core.billing.business import BusinessInput, set_profile
 from core.billing.invoice_inputs import InvoiceCreate
 from core.catalog import customers
 from core.catalog.customers import CustomerCreate
-from core.models import Account, Customer, Invoice, InvoiceLine, User
+from core.models import Account, BusinessProfile, Customer, Invoice, InvoiceLine, User
 from service import migrate
 
 BUSINESS = {"legal_name": "Bench Ltd", "country_code": "GB", "currency": "USD", "invoice_prefix": "BEN"}
@@ -167,15 +167,45 @@ def _analyze() -> None:
 
 
 def tenants(count: int, rows: int) -> dict:
-    """`count` more accounts, each with `rows` customers and `rows` draft invoices."""
-    for _ in range(count):
-        with db.transaction() as session:
-            _user, other = accounts.create_account(session, email=f"tenant-{secrets.token_hex(6)}@example.com",
-                                                   password="benchmark password")
-            set_profile(session, other.id, BusinessInput.model_validate(BUSINESS))
-            customers.create_customer(session, other.id, CustomerCreate(name="Customer 0000000"))
-        drafts(str(other.id), 1)
-        grow(str(other.id), rows, analyze=False)
+    """`count` more accounts, each with a business profile, `rows` customers and `rows` drafts:
+    copies of one account made through `core`, written in bulk (no password hashing per account)."""
+    with db.transaction() as session:
+        _user, model = accounts.create_account(session, email=f"tenant-{secrets.token_hex(6)}@example.com",
+                                               password="benchmark password")
+        set_profile(session, model.id, BusinessInput.model_validate(BUSINESS))
+        customers.create_customer(session, model.id, CustomerCreate(name=customer_name(0)))
+    drafts(str(model.id), 1)
+    tables = {model_class: model_class.__table__ for model_class in (User, Account, BusinessProfile, Customer, Invoice)}
+    with db.transaction() as session:
+        owner_id = session.execute(select(Account.owner_user_id).where(Account.id == model.id)).scalar_one()
+        template = {
+            User: _one(session, tables[User], tables[User].c.id, owner_id),
+            Account: _one(session, tables[Account], tables[Account].c.id, model.id),
+            BusinessProfile: _one(session, tables[BusinessProfile], tables[BusinessProfile].c.account_id, model.id),
+            Customer: _one(session, tables[Customer], tables[Customer].c.account_id, model.id),
+            Invoice: _one(session, tables[Invoice], tables[Invoice].c.account_id, model.id),
+        }
+        start = now()
+        users = [uuid.uuid4() for _ in range(count - 1)]
+        owners = [uuid.uuid4() for _ in range(count - 1)]
+        _write(session, tables[User], _rows_like(template[User], count - 1, lambda row, n: row.update(
+            id=users[n], email=f"tenant-{users[n].hex}@example.com")))
+        _write(session, tables[Account], _rows_like(template[Account], count - 1, lambda row, n: row.update(
+            id=owners[n], owner_user_id=users[n])))
+        _write(session, tables[BusinessProfile], _rows_like(template[BusinessProfile], count - 1,
+                                                             lambda row, n: row.update(id=uuid.uuid4(),
+                                                                                       account_id=owners[n])))
+        customer_ids = [uuid.uuid4() for _ in range((count - 1) * rows)]
+
+        def customer_copy(row, n):
+            row.update(id=customer_ids[n], account_id=owners[n // rows], name=customer_name(n % rows),
+                       created=start + timedelta(seconds=n % rows), updated=start)
+
+        def invoice_copy(row, n):
+            row.update(id=uuid.uuid4(), account_id=owners[n // rows], customer_id=customer_ids[n],
+                       created=start + timedelta(seconds=n % rows), updated=start)
+        _write(session, tables[Customer], _rows_like(template[Customer], len(customer_ids), customer_copy))
+        _write(session, tables[Invoice], _rows_like(template[Invoice], len(customer_ids), invoice_copy))
     _analyze()
     with db.transaction() as session:
         return {"accounts": session.execute(select(func.count()).select_from(Account)).scalar_one(),

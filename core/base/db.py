@@ -119,7 +119,7 @@ def _configure_sqlite(engine: Engine) -> None:
     def _on_begin(conn):
         # Take the write lock up front: SQLite cannot upgrade a read transaction to a write one
         # under contention without failing, and writes are short. A read-only session (see
-        # `read_only_session`) begins deferred, so reads never wait for one another or for writers.
+        # `new_session`) begins deferred, so reads never wait for one another or for writers.
         if conn.get_execution_options().get(READ_ONLY):
             conn.exec_driver_sql("BEGIN")
             return
@@ -259,10 +259,5 @@ def new_session(*, read_only: bool = False) -> Session:
 def _refuse_flush(session, _context, _instances) -> None:
     if session.bind is None or not session.bind.get_execution_options().get(READ_ONLY):
         return
-    if session.new or session.dirty or session.deleted:
-        raise RuntimeError("a read-only session was asked to write")
-
-
-def _refuse_flush(session, _context, _instances) -> None:
     if session.new or session.dirty or session.deleted:
         raise RuntimeError("a read-only session was asked to write")

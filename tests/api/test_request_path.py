@@ -197,3 +197,24 @@ def test_requests_run_on_as_many_threads_as_the_setting_names(test_settings):
     set_settings(test_settings.model_copy(update={"request_threads": 3}))
     with TestClient(create_app()) as client:
         assert client.portal.call(lambda: anyio.to_thread.current_default_thread_limiter().total_tokens) == 3
+
+
+def test_a_credentials_requests_do_not_wait_for_each_other(tenant):
+    if _dialect() != "postgresql":
+        pytest.skip("SQLite has one writer at a time: there every write waits for the one before it")
+    invoice = draft(tenant)
+    blocker = create_engine(db.get_engine().url, poolclass=NullPool)
+    finished: list[int] = []
+    with blocker.connect() as connection:
+        connection.execute(text("SELECT id FROM invoices WHERE id = CAST(:id AS uuid) FOR UPDATE"),
+                           {"id": invoice["id"].removeprefix("in_")})
+        slow = threading.Thread(target=lambda: finished.append(
+            tenant.post(f"/invoices/{invoice['id']}/finalize", idem=True).status_code))
+        slow.start()  # counted, then waits for the invoice's row inside its operation
+        slow.join(0.5)
+        assert slow.is_alive()
+        assert tenant.get("/customers").status_code == 200  # the same key, meanwhile
+        connection.rollback()
+    slow.join(10)
+    blocker.dispose()
+    assert finished == [200]

@@ -32,7 +32,7 @@ def write(benches, args, started: datetime, path: Path) -> None:
         "|---|---|---:|---:|---:|---:|---:|---|",
     ]
     for row in rows:
-        errors = f" ({row['non_2xx']} non-2xx)" if row["non_2xx"] else ""
+        errors = f" ({row['non_2xx']} failed or unanswered)" if row["non_2xx"] else ""
         lines.append(f"| {row['database']} | {row['scenario']}{errors} | {row['connections']} | {row['rps']:.0f} | "
                      f"{row['ratio']:.1%} | {row['p50']:.2f} | {row['p99']:.2f} | "
                      f"{', '.join(str(r) for r in row.get('runs', []))} |")

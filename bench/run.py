@@ -129,7 +129,8 @@ def run_wrk(url: str, path: str, method: str, body: str | None, headers: dict[st
     script.write_text(LUA % (lua_string(method), lua_string(path), lua_string(body), header_table,
                              lua_string(str(drafts_file) if drafts_file else None), threads,
                              lua_string(secrets.token_hex(4))))
-    out = subprocess.run(["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--latency", "-s", str(script),
+    out = subprocess.run(["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--timeout", "10s", "--latency",
+                          "-s", str(script),
                           url], capture_output=True, text=True, check=True).stdout
     return parse_wrk(out)
 
@@ -143,8 +144,9 @@ def parse_wrk(output: str) -> dict:
     rate = float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1))
     percentiles = dict(re.findall(r"^\s+(50|99)%\s+(\S+)", output, re.MULTILINE))
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
+    timeouts = re.search(r"Socket errors: .*timeout (\d+)", output)  # no answer within --timeout
     return {"rps": rate, "p50": _ms(percentiles["50"]), "p99": _ms(percentiles["99"]),
-            "non_2xx": int(errors.group(1)) if errors else 0,
+            "non_2xx": (int(errors.group(1)) if errors else 0) + (int(timeouts.group(1)) if timeouts else 0),
             "requests": int(re.search(r"(\d+) requests in", output).group(1))}
 
 

@@ -148,7 +148,20 @@ def make_engine(url: str) -> Engine:
     # No ping on every checkout (a round trip per transaction): connections are recycled before a
     # server or proxy would drop them, and one dropped all the same fails a single statement, after
     # which SQLAlchemy replaces the pool's connections (see `retrying_disconnects`).
-    return create_engine(url, pool_size=10, max_overflow=20, pool_recycle=1800)
+    engine = create_engine(url, pool_size=10, max_overflow=20, pool_recycle=1800)
+    _configure_postgresql(engine)
+    return engine
+
+
+def _configure_postgresql(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection, _record):
+        # psycopg prepares a statement run five times, and PostgreSQL then plans it once for any
+        # parameters: a search for a rare name would keep the plan of a common one (reading the
+        # whole account instead of the trigram index). Plan every execution for its parameters.
+        with dbapi_connection.cursor() as cursor:
+            cursor.execute("SET plan_cache_mode = force_custom_plan")
+        dbapi_connection.commit()
 
 
 _engine: Engine | None = None

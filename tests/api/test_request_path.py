@@ -218,3 +218,10 @@ def test_a_credentials_requests_do_not_wait_for_each_other(tenant):
     slow.join(10)
     blocker.dispose()
     assert finished == [200]
+
+
+def test_postgresql_plans_every_statement_for_its_parameters(tenant):
+    if _dialect() != "postgresql":
+        pytest.skip("a plan cache is PostgreSQL's")
+    with db.new_session(read_only=True) as session:
+        assert session.execute(text("SHOW plan_cache_mode")).scalar() == "force_custom_plan"

@@ -60,7 +60,7 @@ fuzz: install
 
 # Throughput and latency against a bare Starlette baseline, memory, two processes and data growth,
 # written to docs/performance.md with plots (needs wrk; PostgreSQL too when INVOICING_TEST_POSTGRES_URL
-# or BENCH_POSTGRES_URL names a server). About 40 minutes; BENCH_ARGS="--repeats 1 --growth 10000"
+# or BENCH_POSTGRES_URL names a server). About 20 minutes; BENCH_ARGS="--repeats 1 --growth 10000"
 # for a quick look (python -m bench.run --help).
 BENCH_STAMP := $(VENV)/.bench-stamp
 $(BENCH_STAMP): $(STAMP)

@@ -201,7 +201,7 @@ class Bench:
                     "INVOICING_RATE_LIMIT_SENDS": HIGH, "INVOICING_RATE_LIMIT_EMAILS": HIGH,
                     "INVOICING_ORIGIN": self.origin, "PYTHONPATH": str(ROOT)}
         self.rows: list[dict] = []
-        self.facts: dict = {"database": database}
+        self.facts: dict = {}
 
     def serve(self, workers: int = 1) -> Server:
         return Server([*SERVE, "--port", str(self.port), "--workers", str(workers)], self.env,
@@ -209,7 +209,7 @@ class Bench:
 
     def log(self, row: dict) -> None:
         print(f"{self.database:10} {row['scenario']:34} c={row['connections']:<3} {row['rps']:8.0f}/s "
-              f"p50 {row['p50']:7.2f} ms p99 {row['p99']:7.2f} ms  {row.get('ratio', 0):6.1%}"
+              f"p50 {row['p50']:7.2f} ms p99 {row['p99']:7.2f} ms  {row['ratio']:6.1%}"
               f"{'  non-2xx: ' + str(row['non_2xx']) if row['non_2xx'] else ''}", flush=True)
 
     def run(self) -> None:
@@ -260,15 +260,14 @@ class Bench:
             self.workers(values, auth)
         self.growth(seeded)
 
-    def wrk(self, scenario: Scenario, values: dict, auth: dict, connections: int, drafts_file: Path | None,
-            origin: str | None = None) -> dict:
+    def wrk(self, scenario: Scenario, values: dict, auth: dict, connections: int, drafts_file: Path | None) -> dict:
         headers = {**auth, "Content-Type": "application/json"}
         if scenario.mcp:
             headers.update({"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"})
         path = scenario.path.format(draft="{draft}", **values)
         body = scenario.body.replace("{customer}", values["customer"]).replace("{invoice}", values["invoice"]) \
             if scenario.body else None
-        return run_wrk(origin or self.origin, path, scenario.method, body, headers, connections, self.args.seconds,
+        return run_wrk(self.origin, path, scenario.method, body, headers, connections, self.args.seconds,
                        self.workdir, drafts_file)
 
     def refresh_load(self, chains_file: Path, connections: int) -> dict:

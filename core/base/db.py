@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
@@ -202,7 +203,7 @@ def autocommit() -> Iterator[Session]:
         with transaction() as session:
             yield session
         return
-    with Session(_derived(engine, {"isolation_level": "AUTOCOMMIT"}), expire_on_commit=False) as session:
+    with Session(_derived(engine, frozenset({("isolation_level", "AUTOCOMMIT")})), expire_on_commit=False) as session:
         with session.begin():
             yield session
 
@@ -235,17 +236,10 @@ def database_fault(exc: BaseException) -> DomainError | None:
     return None
 
 
-def _derived(engine: Engine, options: dict) -> Engine:
+@functools.lru_cache(maxsize=8)
+def _derived(engine: Engine, options: frozenset) -> Engine:
     """`engine` with execution options, made once per engine (making one costs a fifth of a read)."""
-    key = tuple(sorted(options.items()))
-    derived = _derived_engines.get((id(engine), key))
-    if derived is None or derived[0] is not engine:
-        derived = (engine, engine.execution_options(**options))
-        _derived_engines[(id(engine), key)] = derived
-    return derived[1]
-
-
-_derived_engines: dict[tuple, tuple[Engine, Engine]] = {}
+    return engine.execution_options(**dict(options))
 
 
 def _engine_for_reads() -> Engine:
@@ -257,7 +251,7 @@ def _engine_for_reads() -> Engine:
     options: dict = {READ_ONLY: True}
     if engine.dialect.name == "postgresql":
         options["isolation_level"] = "AUTOCOMMIT"
-    return _derived(engine, options)
+    return _derived(engine, frozenset(options.items()))
 
 
 def new_session(*, read_only: bool = False) -> Session:

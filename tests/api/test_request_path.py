@@ -56,6 +56,14 @@ def test_a_read_on_postgresql_runs_outside_a_transaction(tenant):
         assert session.connection().connection.dbapi_connection.autocommit
 
 
+def test_authentication_and_counting_run_outside_a_transaction_on_postgresql(tenant):
+    if _dialect() != "postgresql":
+        pytest.skip("on SQLite they share one short write transaction")
+    with db.autocommit() as session:
+        session.execute(text("SELECT 1"))
+        assert session.connection().connection.dbapi_connection.autocommit
+
+
 def test_a_connection_that_served_a_read_writes_in_a_transaction_again(tenant):
     with db.new_session(read_only=True) as session:
         session.execute(text("SELECT 1"))

@@ -19,6 +19,7 @@ from core.base.clock import iso
 from core.base.clock import today as utc_today
 from core.base.errors import NotFound
 from core.billing.business import BusinessOutModel, business_to_api, find_profile
+from core.billing.presentation import public_pdf_url, public_url
 from core.catalog.customers import ADDRESS_KEYS, AddressOut
 from core.models import BusinessProfile, Customer, Invoice, InvoiceLine
 
@@ -89,6 +90,8 @@ class _InvoiceFields(BaseModel):
     amount_due: int
     amount_in_words: str | None
     public_url_token: str | None
+    public_url: str | None
+    public_pdf_url: str | None
     finalized_at: str | None
     paid_at: str | None
     voided_at: str | None
@@ -194,6 +197,8 @@ def invoice_to_api(session: Session, invoice: Invoice, *, with_lines: bool, issu
         tax=invoice.tax, total=invoice.total,
         amount_due=invoice.total if status in ("open", "overdue") else 0,
         amount_in_words=invoice.amount_in_words, public_url_token=invoice.public_url_token,
+        public_url=public_url(invoice.public_url_token) if invoice.public_url_token else None,
+        public_pdf_url=public_pdf_url(invoice.public_url_token) if invoice.public_url_token else None,
         finalized_at=iso(invoice.finalized_at), paid_at=iso(invoice.paid_at), voided_at=iso(invoice.voided_at),
         void_reason=invoice.void_reason, created=iso(invoice.created), updated=iso(invoice.updated),
     ).model_dump()

@@ -25,6 +25,11 @@ def public_url(token: str, origin: str | None = None) -> str:
     return f"{(origin or get_settings().origin).rstrip('/')}/i/{token}"
 
 
+def public_pdf_url(token: str, origin: str | None = None) -> str:
+    """The customer's link to the PDF of a finalized invoice: `{origin}/i/{token}/pdf`."""
+    return f"{public_url(token, origin)}/pdf"
+
+
 def issuer_name(view: dict, default: str = "") -> str:
     issuer = view.get("issuer") or {}
     return issuer.get("trade_name") or issuer.get("legal_name") or default

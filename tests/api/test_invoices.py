@@ -12,7 +12,7 @@ UNKNOWN = "0123456789abcdef0123456789abcdef"  # a well-formed id of nothing (fix
 INVOICE_FIELDS = {
     "id", "object", "number", "status", "customer", "customer_details", "issuer", "currency", "collection_method",
     "issue_date", "due_date", "description", "footer", "subtotal", "discount", "taxable", "tax", "total",
-    "amount_due", "amount_in_words", "public_url_token", "finalized_at", "paid_at", "voided_at", "void_reason",
+    "amount_due", "amount_in_words", "public_url_token", "public_url", "public_pdf_url", "finalized_at", "paid_at", "voided_at", "void_reason",
     "created", "updated",
 }
 LINE_FIELDS = {"id", "object", "invoice", "price", "product", "description", "quantity", "unit", "unit_amount",
@@ -30,6 +30,7 @@ def test_create_returns_201_with_a_draft_and_its_lines(tenant):
     assert set(data) == INVOICE_FIELDS | {"lines"}
     assert data["id"].startswith("in_") and data["object"] == "invoice"
     assert data["status"] == "draft" and data["number"] is None and data["public_url_token"] is None
+    assert data["public_url"] is None and data["public_pdf_url"] is None
     assert data["customer"] == cus["id"]
     assert data["total"] == 300000 and data["amount_due"] == 0
     assert data["amount_in_words"] == "Three thousand US dollars"

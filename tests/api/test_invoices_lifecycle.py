@@ -25,6 +25,7 @@ from tests.api.invoicing import (
     stored_events,
     void,
 )
+from tests.conftest import TEST_ORIGIN
 
 
 def _set(invoice_id: str, **values) -> None:
@@ -72,6 +73,14 @@ def test_finalize_opens_the_draft_without_lines_in_the_response(tenant):
     assert data["status"] == "open" and data["number"] == "INV-0001"
     assert data["finalized_at"] is not None and data["amount_due"] == 2500
     assert re.fullmatch(r"[A-Za-z0-9_-]{43}", data["public_url_token"])
+
+
+def test_finalize_gives_the_public_links_on_the_service_origin(tenant):
+    data = finalize(tenant, draft(tenant, items=[adhoc()])["id"]).json()["data"]
+    assert data["public_url"] == f"{TEST_ORIGIN}/i/{data['public_url_token']}"
+    assert data["public_pdf_url"] == f"{TEST_ORIGIN}/i/{data['public_url_token']}/pdf"
+    assert tenant.client.get(data["public_url"].removeprefix(TEST_ORIGIN)).status_code == 200
+    assert tenant.client.get(data["public_pdf_url"].removeprefix(TEST_ORIGIN)).headers["content-type"] == "application/pdf"
 
 
 def test_numbers_are_consecutive_per_account(tenant, other_tenant):

@@ -23,26 +23,12 @@ from core.base.clock import iso
 from core.base.db import transaction
 from core.base.errors import DomainError
 from core.base.validation import parse
-from core.billing.business import BusinessInput, find_profile, set_profile
-from service import migrate, worker
+from core.billing.business import BusinessInput, set_profile
+from service import demo, migrate, worker
 
 EXIT_USAGE = 2
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
-
-DEMO_EMAIL = "demo@example.com"
-DEMO_PASSWORD = "demo-password"
-DEMO_BUSINESS = {
-    "legal_name": "Demo Trading Ltd", "trade_name": "Demo Trading", "country_code": "GB",
-    "currency": "GBP", "tax_id": "GB123456789", "email": "billing@demo-trading.example",
-    "phone": "+44 20 7946 0000",
-    "address": {"line1": "1 High Street", "city": "London", "postal_code": "EC1A 1AA",
-                "country_code": "GB", "country": "United Kingdom"},
-    "bank": {"bank_name": "Demo Bank", "account_name": "Demo Trading Ltd", "account_number": "12345678",
-             "routing_number": "12-34-56"},
-    "invoice_prefix": "INV",
-}
-
 
 class UsageError(Exception):
     """A mistake on the command line or in an input file, outside the domain rules."""
@@ -55,6 +41,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     _derive_origin(args.host, args.port)
     migrate.upgrade()
+    demo.record_serving(get_settings().origin.rstrip("/"))
     _ = get_settings().signing_key  # create var/secret.key once, before several processes race for it
     stop = threading.Event()
     worker.stop_on_signals(stop)  # uvicorn re-raises the signal that stopped it: this sees it too
@@ -188,34 +175,6 @@ def cmd_keys_revoke(args: argparse.Namespace) -> int:
     return 0
 
 
-# --- demo -------------------------------------------------------------------------------------
-
-def cmd_demo(_args: argparse.Namespace) -> int:
-    migrate.upgrade()
-    settings = get_settings()
-    with transaction() as session:
-        try:
-            user = accounts.user_by_email(session, DEMO_EMAIL)
-            account = accounts.account_of(session, user)
-        except DomainError:
-            user, account = accounts.create_account(session, email=DEMO_EMAIL, password=DEMO_PASSWORD,
-                                                    name="Demo User")
-        accounts.mark_email_verified(session, user)
-        if find_profile(session, account.id) is None:
-            set_profile(session, account.id, BusinessInput.model_validate(DEMO_BUSINESS))
-        created = apikeys.create_key(session, account.id, name="demo", scopes=list(PRESETS["full_access"]))
-    origin = settings.origin.rstrip("/")
-    print(f"""Demo account ready (a new full_access key is made on every run; keys are shown only once).
-
-  Sign in:  {origin}/login  as {DEMO_EMAIL} / {DEMO_PASSWORD}
-  API key:  {created.key}
-
-With `invoicing serve` running, try:
-
-  curl -H "Authorization: Bearer {created.key}" {settings.base_url}/customers""")
-    return 0
-
-
 # --- the parser -------------------------------------------------------------------------------
 
 def _positive(text: str) -> int:
@@ -284,8 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
     key_revoke.add_argument("key_id", metavar="KEY_ID", help="the id shown by `keys list` (or the key's 8-character part)")
     key_revoke.set_defaults(handler=cmd_keys_revoke)
 
-    commands.add_parser("demo", help="create (once) a demo account with a business profile and print a new key") \
-        .set_defaults(handler=cmd_demo)
+    demo.add_parser(commands)
     return parser
 
 
@@ -307,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         for error in exc.errors:
             print(f"  {error.path}: {error.message}", file=sys.stderr)
         return EXIT_USAGE
-    except UsageError as exc:
+    except (UsageError, demo.DemoRefused) as exc:
         print(f"invoicing: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except ArgumentError:

@@ -249,11 +249,48 @@ def test_demo_prints_a_key_that_works_against_the_server(cli, server):
     assert result.returncode == 0, result.stderr
     key = KEY.search(result.stdout).group()
     assert "demo@example.com" in result.stdout
-    assert f'curl -H "Authorization: Bearer {key}" http://127.0.0.1:8000/api/v1/customers' in result.stdout
+    assert f"Checked: the server at {server} accepts this key." in result.stdout
     response = httpx.get(f"{server}/customers", headers={"Authorization": f"Bearer {key}"})
     assert response.status_code == 200 and response.json() == {"data": [], "next_cursor": None}
     business = httpx.get(f"{server}/business", headers={"Authorization": f"Bearer {key}"})
     assert business.status_code == 200
+
+
+def test_demo_prints_the_origin_serve_recorded(cli, server):
+    """`serve --port P` without INVOICING_ORIGIN: the demo's links name that port, not 8000."""
+    origin = server.removesuffix("/api/v1")
+    stdout = cli("demo").stdout
+    assert f"export INVOICING_URL={origin} API_KEY=" in stdout
+    assert f"{origin}/login" in stdout and "127.0.0.1:8000" not in stdout
+
+
+def test_demo_origin_option_wins(cli, server):
+    stdout = cli("demo", "--origin", server.removesuffix("/api/v1") + "/").stdout
+    assert f"{server}/docs" in stdout and "accepts this key" in stdout
+
+
+def test_demo_with_no_server_running_says_so(cli, server):
+    port = free_port()
+    result = cli("demo", "--origin", f"http://127.0.0.1:{port}")
+    assert result.returncode == 0, result.stderr
+    assert f"No server answers at http://127.0.0.1:{port}/api/v1 yet" in result.stdout
+
+
+def test_demo_refuses_to_create_a_stray_database(env, tmp_path):
+    elsewhere = {**env, "INVOICING_DATABASE_URL": f"sqlite:///{tmp_path}/invoicing.db",
+                 "INVOICING_DATA_DIR": str(tmp_path / "var")}
+    result = subprocess.run([INVOICING, "demo"], env=elsewhere, capture_output=True, text=True, timeout=TIMEOUT)
+    assert f"no database at {tmp_path}/invoicing.db" in refused(result)
+    assert not (tmp_path / "invoicing.db").exists()
+
+
+def test_demo_fails_when_the_server_serves_another_database(env, tmp_path, server):
+    elsewhere = {**env, "INVOICING_DATABASE_URL": f"sqlite:///{tmp_path}/invoicing.db",
+                 "INVOICING_DATA_DIR": str(tmp_path / "var")}
+    subprocess.run([INVOICING, "db", "upgrade"], env=elsewhere, capture_output=True, timeout=TIMEOUT, check=True)
+    result = subprocess.run([INVOICING, "demo", "--origin", server.removesuffix("/api/v1")], env=elsewhere,
+                            capture_output=True, text=True, timeout=TIMEOUT)
+    assert "answered 401 to the new key: it serves another database" in refused(result)
 
 
 def test_demo_again_makes_a_new_key_but_no_second_account(cli):

@@ -40,6 +40,7 @@ class Endpoint(Operation):
     method: str = "GET"
     path: str = "/"
     summary: str = ""
+    description: str = ""
     tag: str = ""
     status: int = 200
     media_type: str = "application/json"

@@ -9,12 +9,18 @@ from rest.framework import Api, Call
 
 api = Api(tag="Invoices")
 api.endpoint("POST", "/invoices/{id}/send", invoice_operations.send_invoice, extra_responses=(409, 502),
-             summary="E-mail the invoice with its PDF and public link (a draft is finalized first). "
-                     "Limits: 10 sends per hour per key, 50 invoice e-mails per hour per account")
+             summary="E-mail an invoice",
+             description="E-mails the invoice with its PDF attached and its public link, to `to` or else the "
+                         "customer's e-mail (422 at path `to` when there is neither). A draft is finalized first. "
+                         "409 `invalid_state` until the account's e-mail is verified. 502 `upstream_failed` when "
+                         "the mail server refuses: the invoice stays finalized, `invoice.email_failed` is recorded, "
+                         "and a retry (with a new key) sends again. Limits: 10 sends per hour per credential, 50 "
+                         "invoice e-mails per hour per account.")
 
 
 @api.operation("GET", "/invoices/{id}/pdf", scope="invoices:read", media_type="application/pdf",
-               summary="The invoice as a PDF (drafts carry a DRAFT mark)")
+               summary="Download an invoice as PDF",
+               description="The invoice as an A4 PDF, as the customer receives it. Drafts carry a DRAFT mark.")
 def invoice_pdf(call: Call) -> Response:
     view = invoices.view_invoice(*call.account(), call.params["id"])
     disposition = f'attachment; filename="{filename_for(view)}"'

@@ -1,4 +1,11 @@
-"""OpenAPI 3.1 document built from the operations' own declarations and pydantic models."""
+"""OpenAPI 3.1 document built from the operations' own declarations and pydantic models.
+
+What generators need is made explicit: every resource, list page and `{data: …}` envelope is a
+named schema; dates, timestamps, e-mails and URLs carry their `format`; every operation has a
+description, its scope under both security schemes (API key and OAuth 2.0) and examples; the PDF
+is `application/pdf` binary; the webhook payloads are in `webhooks`. Components no path or webhook
+uses are left out.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +16,53 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from config.settings import get_settings
+from core.access.scopes import ALL_SCOPES, SCOPE_DESCRIPTIONS
 from core.base.errors import ALL_ERRORS
+from core.billing.events import EVENT_TYPES
+from rest import examples
 from rest.framework import REQUEST_ID_MAX, Endpoint
 
 REF = "#/components/schemas/{model}"
+# Model class names → the names clients see (generated classes take them).
+SCHEMA_NAMES = {
+    "AddressOut": "Address", "BankDetailsOut": "BankDetails", "BusinessAddressOut": "BusinessAddress",
+    "BusinessOutModel": "Business", "CustomerAddress": "AddressInput", "CustomerDetailsOut": "CustomerDetails",
+    "CustomerOut": "Customer", "DeletedInvoiceOut": "DeletedInvoice", "EventOut": "InvoiceEvent",
+    "InvoiceItemOut": "InvoiceItem", "InvoiceOut": "Invoice", "InvoiceWithLinesOut": "InvoiceWithLines",
+    "ItemAdd": "InvoiceItemCreate", "ItemFields": "InvoiceItemInput", "LinesOut": "InvoiceLines",
+    "PayInput": "InvoicePay", "PriceOut": "Price", "ProductOut": "Product", "RecurringOut": "Recurring",
+    "SendInput": "InvoiceSend", "SendOut": "InvoiceSendResult", "VoidInput": "InvoiceVoid",
+    "WebhookEndpointCreatedOut": "WebhookEndpointWithSecret", "WebhookEndpointDeletedOut": "DeletedWebhookEndpoint",
+    "WebhookEndpointOut": "WebhookEndpoint",
+}
+TAGS = [
+    {"name": "Business", "description": "The business profile: the issuer printed on every invoice. Read-only "
+                                        "here; the account owner edits it in the web pages."},
+    {"name": "Customers", "description": "Who the business invoices. Customers are archived, never deleted."},
+    {"name": "Products", "description": "What the business sells. Amounts live on prices."},
+    {"name": "Prices", "description": "Amounts and currencies of products, one-time or recurring (recorded only: "
+                                      "nothing bills automatically)."},
+    {"name": "Invoices", "description": "Drafts, finalized (numbered, immutable) invoices, payment, void, the "
+                                        "history, the PDF and e-mail. Money is integer minor units."},
+    {"name": "Invoice items", "description": "The lines of a draft invoice, one at a time."},
+    {"name": "Webhook endpoints", "description": "Where signed event notifications (see `webhooks`) are sent."},
+]
+DESCRIPTION = """\
+The REST API of the invoicing service. A user guide with runnable examples is in the repository's \
+`docs/guide/`.
+
+- **Authentication**: `Authorization: Bearer <key>` with an API key (`inv_live_…`, made in Settings → \
+API keys) or an OAuth 2.1 access token (`inv_oat_…`, authorization code with PKCE S256 and \
+`resource` set to this base URL). Each operation names its scope.
+- **Money** is always an integer in the currency's minor unit: 250000 is 2,500.00 GBP; 5000 is 5,000 JPY.
+- **Responses** wrap the resource in `{data: …}`; lists add `next_cursor` (send it back as `cursor`; \
+null on the last page). Errors are `application/problem+json` (RFC 9457) with a stable `code`.
+- **Idempotency**: writes that must not run twice require an `Idempotency-Key` header (kept 24 hours); \
+a retry with the same key returns the first response with `Idempotent-Replayed: true`.
+- **Limits**: 120 requests per minute per credential; 10 invoice sends per hour per credential; \
+50 invoice e-mails per hour per account. Every response carries `RateLimit-*` headers; a 429 \
+carries `Retry-After`.
+"""
 _RATE_HEADER = {"schema": {"type": "integer"}}
 RESPONSE_HEADERS = {
     "X-Request-Id": {"description": "The request id (req_... or yours)", "schema": {"type": "string"}},
@@ -30,38 +80,85 @@ STATUS_TEXT = {
 def _problem_schema() -> dict:
     return {
         "type": "object",
+        "description": "An error (RFC 9457). Branch on `code`; `detail` is for people and may change.",
         "required": ["type", "title", "status", "detail", "instance", "code"],
         "properties": {
-            "type": {"type": "string", "format": "uri"},
-            "title": {"type": "string"},
-            "status": {"type": "integer"},
-            "detail": {"type": "string"},
-            "instance": {"type": "string", "description": "The request id (req_…)"},
-            "code": {"type": "string", "enum": sorted({e.code for e in ALL_ERRORS})},
+            "type": {"type": "string", "format": "uri", "description": "`{origin}/problems/{slug}`"},
+            "title": {"type": "string", "description": "Short summary of the kind of error"},
+            "status": {"type": "integer", "description": "The HTTP status"},
+            "detail": {"type": "string", "description": "What went wrong in this request"},
+            "instance": {"type": "string", "description": "The request id (req_…), as in X-Request-Id"},
+            "code": {"type": "string", "enum": sorted({e.code for e in ALL_ERRORS}),
+                     "description": "Stable machine-readable code"},
             "errors": {
-                "type": "array",
+                "type": "array", "description": "Only on 422: each invalid field",
                 "items": {"type": "object", "required": ["path", "message"],
-                          "properties": {"path": {"type": "string"}, "message": {"type": "string"}}},
+                          "properties": {"path": {"type": "string", "description": "Dotted path: items.0.unit_amount"},
+                                         "message": {"type": "string", "description": "What is wrong with it"}}},
             },
         },
     }
 
 
-def _model_refs(operations: list[Endpoint]) -> tuple[dict, dict]:
-    """One schema per model, in the mode it is used (bodies validate, responses serialize)."""
+def _problem_example(status: int) -> dict:
+    error = next(e for e in ALL_ERRORS if e.status == status)
+    example = {"type": f"{get_settings().origin.rstrip('/')}/problems/{error.slug}", "title": error.title,
+               "status": status, "detail": _PROBLEM_DETAILS.get(error.code, error.title + "."),
+               "instance": "req_4f2a9c1e7b3d5f60", "code": error.code}
+    if status == 422:
+        example["errors"] = [{"path": "items.0.unit_amount", "message": "Input should be a valid integer"}]
+    return example
+
+
+_PROBLEM_DETAILS = {
+    "unauthorized": "The API key has been revoked.", "forbidden": "This key lacks the scope invoices:finalize.",
+    "not_found": "No such invoice: in_7e88a0c4d2b14f6e9a3c5b7d9e1f2a4c", "validation": "Invalid input.",
+    "invalid_state": "Invoice in_7e88… is open: only a draft can be edited.",
+    "idempotency_key_required": "This operation needs an Idempotency-Key header.",
+    "rate_limited": "Too many requests: 120 per 60 seconds per credential. Retry after 17 seconds.",
+    "upstream_failed": "The e-mail provider refused the message.",
+}
+
+
+def _collect_schemas(operations: list[Endpoint]) -> tuple[dict, dict]:
+    """One schema per model in the mode it is used (bodies validate, responses serialize), under
+    its public name."""
     wanted = {}
     for op in operations:
         for model, mode in ((op.body, "validation"), (op.query, "validation"), (op.response, "serialization")):
             if model is not None:
                 wanted[(model, mode)] = None
     refs, definitions = models_json_schema(list(wanted), ref_template=REF)
-    return refs, definitions.get("$defs", {})
+    schemas = definitions.get("$defs", {})
+    renamed = {old: SCHEMA_NAMES.get(old, old) for old in schemas}
+    _rename_refs(schemas, renamed)
+    _rename_refs(refs, renamed)
+    for old, schema in schemas.items():
+        schema["title"] = renamed[old]  # generators name classes after the title
+    return refs, {renamed[name]: schema for name, schema in schemas.items()}
+
+
+def _rename_refs(node: Any, renamed: dict[str, str]) -> None:
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/components/schemas/"):
+            name = ref.rsplit("/", 1)[1]
+            node["$ref"] = REF.format(model=renamed.get(name, name))
+        for value in node.values():
+            _rename_refs(value, renamed)
+    elif isinstance(node, list):
+        for value in node:
+            _rename_refs(value, renamed)
+
+
+def _name_of(ref: dict) -> str:
+    return ref["$ref"].rsplit("/", 1)[1]
 
 
 def _query_parameters(model: type[BaseModel] | None, refs: dict, schemas: dict) -> list[dict]:
     if model is None:
         return []
-    schema = schemas[refs[(model, "validation")]["$ref"].rsplit("/", 1)[1]]
+    schema = schemas[_name_of(refs[(model, "validation")])]
     required = set(schema.get("required", ()))
     parameters = []
     for name, prop in schema.get("properties", {}).items():
@@ -86,23 +183,41 @@ def _drop_impossible_null_defaults(node: Any) -> None:
             _drop_impossible_null_defaults(value)
 
 
-def _success_schema(op: Endpoint, refs: dict) -> dict:
-    if op.response is None:
-        return {"type": "object"}
+def _envelope(op: Endpoint, refs: dict, schemas: dict) -> tuple[dict, Any]:
+    """The success schema (a named envelope) and its example."""
     ref = refs[(op.response, "serialization")]
-    if op.shape == "list":
-        return {"type": "object", "required": ["data", "next_cursor"],
-                "properties": {"data": {"type": "array", "items": ref},
-                               "next_cursor": {"type": ["string", "null"]}}}
-    if op.shape == "items":
-        return {"type": "object", "required": ["data"], "properties": {"data": {"type": "array", "items": ref}}}
+    name = _name_of(ref)
+    example = examples.RESOURCES[name]
     if op.shape == "raw":
-        return ref
-    return {"type": "object", "required": ["data"], "properties": {"data": ref}}
+        return ref, example
+    if op.shape == "list":
+        envelope, schema, body = f"{name}List", {
+            "type": "object", "description": f"A page of {name} objects, newest first",
+            "required": ["data", "next_cursor"],
+            "properties": {"data": {"type": "array", "items": ref, "description": "This page"},
+                           "next_cursor": {"type": ["string", "null"],
+                                           "description": "Pass as `cursor` for the next page; null on the last"}}}, \
+            {"data": [example], "next_cursor": None}
+    elif op.shape == "items":
+        envelope, schema, body = f"{name}List", {
+            "type": "object", "description": f"Every {name}, not paginated", "required": ["data"],
+            "properties": {"data": {"type": "array", "items": ref, "description": "All of them"}}}, \
+            {"data": [example]}
+    else:
+        envelope, schema, body = f"{name}Response", {
+            "type": "object", "description": f"A {name} in its envelope", "required": ["data"],
+            "properties": {"data": {**ref, "description": f"The {name}"}}}, {"data": example}
+    schemas[envelope] = schema
+    return {"$ref": REF.format(model=envelope)}, body
+
+
+def _security(scope: str) -> list[dict]:
+    return [{"apiKey": [scope]}, {"oauth2": [scope]}]
 
 
 def _operation(op: Endpoint, refs: dict, schemas: dict) -> dict:
-    params = [{"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+    params = [{"name": name, "in": "path", "required": True, "schema": {"type": "string"},
+               "description": "The id (prefixed, such as `in_…`, or the bare UUID)"}
               for name in re.findall(r"{(\w+)}", op.path)]
     params += _query_parameters(op.query, refs, schemas)
     params.append({"name": "X-Request-Id", "in": "header", "required": False,
@@ -110,28 +225,35 @@ def _operation(op: Endpoint, refs: dict, schemas: dict) -> dict:
                    "schema": {"type": "string", "maxLength": REQUEST_ID_MAX}})
     if op.idempotency != "none":
         params.append({"name": "Idempotency-Key", "in": "header", "required": op.idempotency == "required",
+                       "description": "Any unique string (a UUID); a retry with the same key and body returns the "
+                                      "first response instead of running again. Kept 24 hours",
                        "schema": {"type": "string", "minLength": 1, "maxLength": 255}})
-    problem = {"application/problem+json": {"schema": {"$ref": REF.format(model="Problem")}}}
-    success_content = ({op.media_type: {"schema": {"type": "string", "format": "binary"}}}
-                       if op.media_type != "application/json"
-                       else {"application/json": {"schema": _success_schema(op, refs)}})
+    if op.media_type != "application/json":
+        success_content = {op.media_type: {"schema": {"type": "string", "format": "binary",
+                                                      "contentMediaType": op.media_type}}}
+    elif op.response is None:
+        success_content = {"application/json": {"schema": {"type": "object"}}}
+    else:
+        schema, example = _envelope(op, refs, schemas)
+        success_content = {"application/json": {"schema": schema, "example": example}}
     responses: dict[str, Any] = {str(op.status): {"description": STATUS_TEXT.get(op.status, "OK"),
                                                   "headers": RESPONSE_HEADERS, "content": success_content}}
     statuses = {401, 403, 429, 404 if "{" in op.path else None, 422 if (op.body or op.query) else None,
                 428 if op.idempotency == "required" else None, *op.extra_responses}
     for status in sorted(s for s in statuses if s):
-        responses[str(status)] = {"description": STATUS_TEXT.get(status, "Error"), "content": problem}
+        responses[str(status)] = {"description": STATUS_TEXT.get(status, "Error"), "content": {
+            "application/problem+json": {"schema": {"$ref": REF.format(model="Problem")},
+                                         "example": _problem_example(status)}}}
     responses["default"] = {"description": "Server fault (500 internal_error, 502 upstream_failed)",
-                            "content": problem}
+                            "content": {"application/problem+json": {"schema": {"$ref": REF.format(model="Problem")}}}}
     result = {
-        "operationId": op.operation_id, "summary": op.summary, "tags": [op.tag],
-        "parameters": params, "responses": responses,
-        "security": [{"bearer": [op.scope]}],
+        "operationId": op.operation_id, "summary": op.summary, "description": op.description, "tags": [op.tag],
+        "parameters": params, "responses": responses, "security": _security(op.scope),
         "x-required-scope": op.scope,
     }
     if op.body is not None:
-        result["requestBody"] = {"required": op.body_required,
-                                 "content": {"application/json": {"schema": refs[(op.body, "validation")]}}}
+        result["requestBody"] = {"required": op.body_required, "content": {"application/json": {
+            "schema": refs[(op.body, "validation")], "example": examples.REQUESTS[op.operation_id]}}}
     return result
 
 
@@ -151,8 +273,90 @@ def _links(created: Endpoint, operations: list[Endpoint]) -> dict:
     return links
 
 
+def _webhooks(schemas: dict) -> dict:
+    """One entry per event kind: what the service POSTs to a webhook endpoint."""
+    schemas["InvoiceEventNotification"] = {
+        "type": "object",
+        "description": "The body of a webhook delivery. Verify `webhook-signature` before trusting it.",
+        "required": ["id", "type", "created_at", "data"],
+        "properties": {
+            "id": {"type": "string", "description": "Event id; the same for every endpoint and every retry"},
+            "type": {"type": "string", "enum": list(EVENT_TYPES), "description": "The event kind"},
+            "created_at": {"type": "string", "format": "date-time", "description": "When it happened"},
+            "data": {"type": "object", "required": ["object"], "description": "What the event is about",
+                     "properties": {"object": {"$ref": REF.format(model="Invoice"),
+                                               "description": "The invoice as at the event, without lines"}}},
+        },
+    }
+    headers = [
+        ("webhook-id", "The event id (the same on every retry): deduplicate on it"),
+        ("webhook-timestamp", "Unix seconds of this attempt; reject it if more than 5 minutes from your clock"),
+        ("webhook-signature", "`v1,<base64 HMAC-SHA256>` over `{webhook-id}.{webhook-timestamp}.{raw body}` keyed "
+                              "with the endpoint secret (the part after `whsec_`, base64-decoded); several may be "
+                              "space-separated (Standard Webhooks)"),
+    ]
+    result = {}
+    for kind in EVENT_TYPES:
+        example = {"id": "msg_2b7c9e4f1a3d5c6e", "type": kind, "created_at": "2026-11-02T10:00:00.000Z",
+                   "data": {"object": examples.INVOICE}}
+        result[kind] = {"post": {
+            "summary": f"{kind} notification", "operationId": f"webhook_{kind.replace('.', '_')}",
+            "description": f"Sent to every active endpoint subscribed to `{kind}`. Answer with any 2xx within 15 "
+                           "seconds; otherwise it is retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h "
+                           "with the same `webhook-id`.",
+            "tags": ["Webhook endpoints"],
+            "parameters": [{"name": name, "in": "header", "required": True, "description": text,
+                            "schema": {"type": "string"}} for name, text in headers],
+            "requestBody": {"required": True, "content": {"application/json": {
+                "schema": {"$ref": REF.format(model="InvoiceEventNotification")}, "example": example}}},
+            "responses": {"2XX": {"description": "Acknowledged; any other status is retried"}},
+        }}
+    return result
+
+
+def _security_schemes() -> dict:
+    origin = get_settings().origin.rstrip("/")
+    return {
+        "apiKey": {"type": "http", "scheme": "bearer",
+                   "description": "An API key (`inv_live_…`) made in Settings → API keys, with its scopes. "
+                                  "An OAuth access token (`inv_oat_…`) is sent the same way."},
+        "oauth2": {"type": "oauth2",
+                   "description": "OAuth 2.1: authorization code with PKCE (S256 only) and `resource` set to "
+                                  f"`{origin}/api/v1` (RFC 8707). Clients register dynamically at "
+                                  f"`{origin}/oauth/register` or use a client metadata document URL as client_id. "
+                                  "Refresh tokens rotate on every use.",
+                   "flows": {"authorizationCode": {
+                       "authorizationUrl": f"{origin}/oauth/authorize", "tokenUrl": f"{origin}/oauth/token",
+                       "refreshUrl": f"{origin}/oauth/token",
+                       "scopes": {scope: SCOPE_DESCRIPTIONS[scope] for scope in ALL_SCOPES}}}},
+    }
+
+
+def _reachable(document: dict, schemas: dict) -> dict:
+    """Only the components something refers to (query models become parameters, not schemas)."""
+    seen: set[str] = set()
+    pending = [document]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and (name := ref.rsplit("/", 1)[1]) not in seen and name in schemas:
+                seen.add(name)
+                pending.append(schemas[name])
+            pending.extend(node.values())
+        elif isinstance(node, list):
+            pending.extend(node)
+    return {name: schema for name, schema in sorted(schemas.items()) if name in seen}
+
+
+def _with_examples(schemas: dict) -> None:
+    for name, example in examples.RESOURCES.items():
+        if name in schemas:
+            schemas[name]["examples"] = [example]
+
+
 def build(operations: list[Endpoint]) -> dict:
-    refs, schemas = _model_refs(operations)
+    refs, schemas = _collect_schemas(operations)
     paths: dict[str, dict] = {}
     for op in operations:
         operation = _operation(op, refs, schemas)
@@ -160,18 +364,18 @@ def build(operations: list[Endpoint]) -> dict:
             operation["responses"][str(op.status)]["links"] = links
         paths.setdefault(op.path, {})[op.method.lower()] = operation
     schemas["Problem"] = _problem_schema()
+    webhooks = _webhooks(schemas)
+    _with_examples(schemas)
     _drop_impossible_null_defaults(schemas)
     _drop_impossible_null_defaults(paths)
     settings = get_settings()
-    return {
+    document = {
         "openapi": "3.1.0",
-        "info": {"title": "Invoicing API", "version": "1",
-                 "description": "Money is always an integer in the currency's minor unit."},
+        "info": {"title": "Invoicing API", "version": "1", "description": DESCRIPTION},
         "servers": [{"url": settings.base_url}],
+        "tags": TAGS,
         "paths": paths,
-        "components": {
-            "schemas": schemas,
-            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer",
-                                           "description": "API key (inv_live_…) or OAuth access token (inv_oat_…)"}},
-        },
+        "webhooks": webhooks,
     }
+    document["components"] = {"schemas": _reachable(document, schemas), "securitySchemes": _security_schemes()}
+    return document

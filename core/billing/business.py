@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field, field_validator
 from sqlmodel import Session, select
 
 from core.base import money
+from core.base.api_types import EmailText, Timestamp
 from core.base.clock import iso, now
 from core.base.errors import NotFound
 from core.base.validation import EMAIL_MAX, NAME_MAX, PHONE_MAX, TAX_ID_MAX, Input, email_or_error
@@ -90,35 +91,41 @@ def set_profile(session: Session, account_id: uuid.UUID, data: BusinessInput) ->
 
 
 class BusinessAddressOut(BaseModel):
-    line1: str | None
-    line2: str | None
-    city: str | None
-    region: str | None
-    postal_code: str | None
-    country_code: str | None
-    country: str | None
+    """The issuer's address; every member may be null."""
+
+    line1: str | None = Field(description="Street and number")
+    line2: str | None = Field(description="Apartment, suite, building")
+    city: str | None = Field(description="City or town")
+    region: str | None = Field(description="State, county or region")
+    postal_code: str | None = Field(description="Postal or ZIP code")
+    country_code: str | None = Field(description="ISO 3166-1 alpha-2 country code")
+    country: str | None = Field(description="Country name")
 
 
 class BankDetailsOut(BaseModel):
-    bank_name: str | None
-    account_name: str | None
-    account_number: str | None
-    routing_number: str | None
+    """Where customers pay, printed on invoices; every member may be null."""
+
+    bank_name: str | None = Field(description="Name of the bank")
+    account_name: str | None = Field(description="Name on the account")
+    account_number: str | None = Field(description="Account number or IBAN")
+    routing_number: str | None = Field(description="Routing number, sort code or BIC")
 
 
 class BusinessOutModel(BaseModel):
-    id: str
-    legal_name: str
-    trade_name: str | None
-    country_code: str
-    currency: str
-    tax_id: str | None
-    address: BusinessAddressOut
-    email: str | None
-    phone: str | None
-    bank: BankDetailsOut
-    invoice_prefix: str
-    created_at: str
+    """The business profile: the issuer printed on every invoice. Edited in the web pages, read-only here."""
+
+    id: str = Field(description="UUID of the profile")
+    legal_name: str = Field(description="Registered name")
+    trade_name: str | None = Field(description="Name the business trades under; shown instead of the legal name")
+    country_code: str = Field(description="ISO 3166-1 alpha-2 country code")
+    currency: str = Field(description="ISO 4217 code: the default currency of new invoices")
+    tax_id: str | None = Field(description="Tax or VAT id, printed on invoices")
+    address: BusinessAddressOut = Field(description="Postal address")
+    email: EmailText | None = Field(description="Contact e-mail; invoice e-mails reply to it")
+    phone: str | None = Field(description="Phone number, free text")
+    bank: BankDetailsOut = Field(description="Bank details printed on invoices")
+    invoice_prefix: str = Field(description="Prefix of invoice numbers: `INV` gives INV-0001, INV-0002, …")
+    created_at: Timestamp = Field(description="When the profile was created")
 
 
 def business_to_api(profile: BusinessProfile) -> dict:

@@ -9,11 +9,12 @@ from __future__ import annotations
 import uuid
 from datetime import timedelta
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from sqlalchemy import func
 from sqlmodel import Session, select
 
 from core.base import ids
+from core.base.api_types import Timestamp
 from core.base.clock import iso, now
 from core.base.errors import NotFound
 from core.base.jsonout import jsonable
@@ -24,10 +25,15 @@ from core.webhooks import outbox
 
 
 class EventOut(BaseModel):
-    id: str
-    type: EventType
-    meta: dict | None
-    created_at: str
+    """One entry of an invoice's history; webhooks announce the same kinds."""
+
+    id: str = Field(description="UUID of the event; webhook deliveries of it carry the same id")
+    type: EventType = Field(description="What happened")
+    meta: dict | None = Field(description=(
+        "Who caused it and how: `{actor: api_key, api_key_id, request_id}`, "
+        "`{actor: oauth_app, client_id, user_id, request_id}` or `{actor: user, user_id}`; plus `reference` "
+        "on invoice.paid and `to` on invoice.emailed. Null for events the customer caused (viewed, downloaded)"))
+    created_at: Timestamp = Field(description="When it happened")
 
 
 def _next_timestamp(session: Session, invoice: Invoice):

@@ -57,6 +57,8 @@ class InvoiceFields(Input):
 
 
 class InvoiceCreate(InvoiceFields):
+    """A new draft; only the customer is required."""
+
     customer: str = Field(description="cus_ id or UUID of an active customer",
                           examples=["cus_0b6a3c5e8d2f4e1a9b7c6d5e4f3a2b1c"])
     items: list[ItemFields] = Field(default_factory=list, max_length=LINES_MAX,
@@ -64,6 +66,8 @@ class InvoiceCreate(InvoiceFields):
 
 
 class InvoiceUpdate(InvoiceFields):
+    """Only the fields sent change; `items` replaces every line."""
+
     customer: str | None = Field(default=None, description="cus_ id or UUID")
     items: list[ItemFields] | None = Field(
         default=None, min_length=1, max_length=LINES_MAX,
@@ -83,6 +87,8 @@ class InvoiceListQuery(PageQuery):
 
 
 class ItemAdd(ItemFields):
+    """A line to add to a draft: priced (`price`) or ad hoc (`description` and `unit_amount`)."""
+
     invoice: str = Field(description="in_ id or UUID of a draft invoice")
 
 
@@ -95,6 +101,8 @@ class ItemDeleteQuery(QueryInput):
 
 
 class PayInput(Input):
+    """When and how the invoice was paid (outside the service)."""
+
     paid_on: Annotated[datetime | None, BeforeValidator(utc_moment),
                        WithJsonSchema({"type": "string", "description": "ISO 8601 date or timestamp"})] = Field(
         default=None, description="When the payment was received; default now")
@@ -103,4 +111,6 @@ class PayInput(Input):
 
 
 class VoidInput(Input):
+    """Why the invoice is voided."""
+
     reason: Annotated[str | None, MULTI_LINE] = Field(default=None, max_length=TEXT_MAX, description="Stored in void_reason")

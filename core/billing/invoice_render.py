@@ -11,10 +11,11 @@ from datetime import date
 from decimal import Decimal
 from typing import Annotated, Literal, get_args
 
-from pydantic import BaseModel, WithJsonSchema
+from pydantic import BaseModel, Field, WithJsonSchema
 from sqlmodel import Session, select
 
 from core.base import ids
+from core.base.api_types import EmailText, Timestamp, UriText
 from core.base.clock import iso
 from core.base.clock import today as utc_today
 from core.base.errors import NotFound
@@ -44,75 +45,92 @@ def lines_of(session: Session, invoice: Invoice) -> list[InvoiceLine]:
 
 
 class InvoiceItemOut(BaseModel):
-    id: str
-    object: Literal["invoiceitem"] = "invoiceitem"
-    invoice: str
-    price: str | None
-    product: str | None
-    description: str
-    quantity: Quantity
-    unit: str
-    unit_amount: int
-    amount: int
-    discount_percent: PercentOut
-    tax_rate: PercentOut
-    tax_amount: int
+    """A line of an invoice: priced (from a catalog price) or ad hoc."""
+
+    id: str = Field(description="Unique identifier, `ii_…`")
+    object: Literal["invoiceitem"] = Field("invoiceitem", description="Always `invoiceitem`")
+    invoice: str = Field(description="The invoice it belongs to, `in_…`")
+    price: str | None = Field(description="The price billed, `price_…`; null for an ad-hoc line")
+    product: str | None = Field(description="The price's product, `prod_…`; null for an ad-hoc line")
+    description: str = Field(description="What is billed; a priced line defaults to the product name")
+    quantity: Quantity = Field(description="Quantity, above 0, exact as entered (1.5 stays 1.5)")
+    unit: str = Field(description="Unit code: NOS, PCS, KGS, GMS, LTR, MTR, SQF, SQM, HRS, DAY, MON, BOX, SET or OTH")
+    unit_amount: int = Field(description="Price of one unit in minor units")
+    amount: int = Field(description="Line total after discount, before tax: "
+                                    "round(unit_amount × quantity × (1 − discount_percent/100))")
+    discount_percent: PercentOut = Field(description="Discount percent, 0 to 100")
+    tax_rate: PercentOut = Field(description="Tax percent, 0 to 100")
+    tax_amount: int = Field(description="round(amount × tax_rate / 100), in minor units")
 
 
 class CustomerDetailsOut(BaseModel):
-    name: str
-    email: str | None
-    address: AddressOut
-    tax_id: str | None
+    """The customer as printed on the invoice: live on a draft, frozen when finalized."""
+
+    name: str = Field(description="Full or legal name")
+    email: EmailText | None = Field(description="Billing e-mail")
+    address: AddressOut = Field(description="Billing address")
+    tax_id: str | None = Field(description="Tax or VAT id")
 
 
 class LinesOut(BaseModel):
-    data: list[InvoiceItemOut]
+    """Every line of the invoice, in order (not paginated)."""
+
+    data: list[InvoiceItemOut] = Field(description="The lines")
 
 
 class _InvoiceFields(BaseModel):
-    id: str
-    object: Literal["invoice"] = "invoice"
-    number: str | None
-    status: InvoiceStatus
-    customer: str
-    currency: str
-    collection_method: str
-    issue_date: date
-    due_date: date | None
-    description: str | None
-    footer: str | None
-    subtotal: int
-    discount: int
-    taxable: int
-    tax: int
-    total: int
-    amount_due: int
-    amount_in_words: str | None
-    public_url_token: str | None
-    public_url: str | None
-    public_pdf_url: str | None
-    finalized_at: str | None
-    paid_at: str | None
-    voided_at: str | None
-    void_reason: str | None
-    created: str
-    updated: str
+    id: str = Field(description="Unique identifier, `in_…`")
+    object: Literal["invoice"] = Field("invoice", description="Always `invoice`")
+    number: str | None = Field(description="`{invoice_prefix}-0001`, consecutive per account, assigned on finalize; "
+                                           "null while draft; never reused, even after void")
+    status: InvoiceStatus = Field(description="draft, open, paid, overdue (an open invoice past its due date) or void")
+    customer: str = Field(description="The customer, `cus_…`")
+    currency: str = Field(description="ISO 4217 code of every amount on the invoice")
+    collection_method: str = Field(description="`send_invoice` or `charge_automatically`")
+    issue_date: date = Field(description="Date of issue")
+    due_date: date | None = Field(description="Date payment is due; null when none")
+    description: str | None = Field(description="Notes printed in the invoice body")
+    footer: str | None = Field(description="Text at the bottom, typically payment terms")
+    subtotal: int = Field(description="Sum of round(unit_amount × quantity) over the lines, before discounts and tax")
+    discount: int = Field(description="Total discount of the lines: subtotal − taxable")
+    taxable: int = Field(description="Sum of the line amounts (after discount): subtotal − discount")
+    tax: int = Field(description="Sum of the lines' tax_amount")
+    total: int = Field(description="taxable + tax")
+    amount_due: int = Field(description="total while open or overdue; 0 for draft, paid and void")
+    amount_in_words: str | None = Field(description="The total in English words with the currency's name")
+    public_url_token: str | None = Field(description="Secret token of the customer's public link; null until finalized")
+    public_url: UriText | None = Field(description="The customer's page for the invoice, `{origin}/i/{token}`; "
+                                                   "null until finalized. Anyone with the link can view it")
+    public_pdf_url: UriText | None = Field(description="The customer's PDF download, `{origin}/i/{token}/pdf`; "
+                                                       "null until finalized")
+    finalized_at: Timestamp | None = Field(description="When it was finalized; null while draft")
+    paid_at: Timestamp | None = Field(description="When it was marked paid")
+    voided_at: Timestamp | None = Field(description="When it was voided")
+    void_reason: str | None = Field(description="Why it was voided")
+    created: Timestamp = Field(description="When the draft was created")
+    updated: Timestamp = Field(description="When it last changed")
 
 
 class InvoiceOut(_InvoiceFields):
-    customer_details: CustomerDetailsOut
-    issuer: BusinessOutModel | None
+    """An invoice without its lines (as lists, pay, void and webhooks show it)."""
+
+    customer_details: CustomerDetailsOut = Field(description="The customer as printed on the invoice")
+    issuer: BusinessOutModel | None = Field(description="The business profile as printed on the invoice; "
+                                                        "null before onboarding")
 
 
 class InvoiceWithLinesOut(InvoiceOut):
-    lines: LinesOut
+    """An invoice with every line."""
+
+    lines: LinesOut = Field(description="The lines, in order")
 
 
 class DeletedInvoiceOut(BaseModel):
-    id: str
-    object: Literal["invoice"] = "invoice"
-    deleted: Literal[True] = True
+    """A draft that was deleted."""
+
+    id: str = Field(description="The deleted draft, `in_…`")
+    object: Literal["invoice"] = Field("invoice", description="Always `invoice`")
+    deleted: Literal[True] = Field(True, description="Always true")
 
 
 def line_to_api(line: InvoiceLine) -> dict:

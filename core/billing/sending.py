@@ -17,6 +17,7 @@ from sqlmodel import Session
 from config.settings import get_settings
 from core.access import accounts
 from core.access.principal import Principal
+from core.base.api_types import EmailText
 from core.base.errors import InvalidState, UpstreamFailed, ValidationFailed
 from core.base.money import format_money
 from core.base.validation import EMAIL_MAX, MULTI_LINE, Input, email_or_error
@@ -35,6 +36,8 @@ EmailAddress = Annotated[str, Field(max_length=EMAIL_MAX), AfterValidator(email_
 
 
 class SendInput(Input):
+    """Who receives the invoice e-mail, and an optional note."""
+
     to: EmailAddress | None = Field(default=None, description="Recipient; overrides the customer's e-mail")
     cc: list[EmailAddress] = Field(default_factory=list, max_length=CC_MAX,
                                    description=f"Up to {CC_MAX} addresses copied")
@@ -43,8 +46,10 @@ class SendInput(Input):
 
 
 class SendOut(BaseModel):
-    data: InvoiceOut
-    emailed_to: str
+    """The invoice as sent (finalized first if it was a draft) and where it went."""
+
+    data: InvoiceOut = Field(description="The invoice, without lines")
+    emailed_to: EmailText = Field(description="The primary recipient")
 
 
 def send_invoice(session: Session, principal: Principal, id_text: str,

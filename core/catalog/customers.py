@@ -10,6 +10,7 @@ from sqlalchemy import func
 from sqlmodel import Session, select
 
 from core.base import ids
+from core.base.api_types import EmailText, Timestamp
 from core.base.clock import iso, now
 from core.base.lookup import owned
 from core.base.validation import (
@@ -30,6 +31,8 @@ ADDRESS_KEYS = ("line1", "line2", "city", "state", "postal_code", "country")
 
 
 class CustomerAddress(Input):
+    """A billing address; every member optional, null clears it."""
+
     line1: str | None = Field(default=None, max_length=256, description="Street and number")
     line2: str | None = Field(default=None, max_length=256, description="Apartment, suite, building")
     city: str | None = Field(default=None, max_length=256, description="City or town")
@@ -56,10 +59,14 @@ class CustomerFields(Input):
 
 
 class CustomerCreate(CustomerFields):
+    """A new customer; only the name is required."""
+
     name: str = Field(min_length=1, max_length=NAME_MAX, description="Full or legal name")
 
 
 class CustomerUpdate(CustomerFields):
+    """Only the fields sent change; null or the empty string clears an optional field."""
+
     name: str | None = Field(default=None, min_length=1, max_length=NAME_MAX, description="Full or legal name")
 
     _name_not_null = field_validator("name")(not_null)
@@ -72,24 +79,28 @@ class CustomerListQuery(PageQuery):
 
 
 class AddressOut(BaseModel):
-    line1: str | None
-    line2: str | None
-    city: str | None
-    state: str | None
-    postal_code: str | None
-    country: str | None
+    """A customer's billing address; every member may be null."""
+
+    line1: str | None = Field(description="Street and number")
+    line2: str | None = Field(description="Apartment, suite, building")
+    city: str | None = Field(description="City or town")
+    state: str | None = Field(description="State, county or region")
+    postal_code: str | None = Field(description="Postal or ZIP code")
+    country: str | None = Field(description="Country name or ISO 3166-1 alpha-2 code, as entered")
 
 
 class CustomerOut(BaseModel):
-    id: str
-    object: Literal["customer"] = "customer"
-    name: str
-    email: str | None
-    phone: str | None
-    tax_id: str | None
-    address: AddressOut
-    deleted: bool
-    created: str
+    """Someone the business invoices. Archived customers show `deleted: true` and can be restored."""
+
+    id: str = Field(description="Unique identifier, `cus_…`")
+    object: Literal["customer"] = Field("customer", description="Always `customer`")
+    name: str = Field(description="Full or legal name, printed on invoices")
+    email: EmailText | None = Field(description="Billing e-mail; `send` delivers here unless `to` is given")
+    phone: str | None = Field(description="Phone number, free text")
+    tax_id: str | None = Field(description="Tax or VAT id, free text")
+    address: AddressOut = Field(description="Billing address")
+    deleted: bool = Field(description="True when archived")
+    created: Timestamp = Field(description="When the customer was created")
 
 
 def customer_to_api(row: Customer) -> dict:

@@ -16,6 +16,7 @@ from sqlalchemy import func
 from sqlmodel import Session, select
 
 from core.base import ids
+from core.base.api_types import Timestamp
 from core.base.clock import iso, now
 from core.base.errors import ValidationFailed
 from core.base.lookup import owned
@@ -60,16 +61,20 @@ ActiveFilter = Annotated[bool | None, BeforeValidator(_true_or_false)]
 
 
 class ProductCreate(Input):
-    name: str = Field(min_length=1, max_length=NAME_MAX)
+    """A new product."""
+
+    name: str = Field(min_length=1, max_length=NAME_MAX, description="Name; priced invoice lines take it")
     description: Annotated[str | None, MULTI_LINE] = Field(default=None, max_length=TEXT_MAX,
                                     description="Free text; null or the empty string clears it")
-    active: StrictBool = True
+    active: StrictBool = Field(default=True, description="false creates it archived")
 
     _description = field_validator("description")(empty_is_null)
 
 
 class ProductUpdate(Input):
-    name: str | None = Field(default=None, min_length=1, max_length=NAME_MAX)
+    """Only the fields sent change."""
+
+    name: str | None = Field(default=None, min_length=1, max_length=NAME_MAX, description="Name")
     description: Annotated[str | None, MULTI_LINE] = Field(default=None, max_length=TEXT_MAX,
                                     description="Free text; null or the empty string clears it")
     active: StrictBool | None = Field(default=None, description="false archives, true restores")
@@ -84,13 +89,15 @@ class ProductListQuery(PageQuery):
 
 
 class ProductOut(BaseModel):
-    id: str
-    object: Literal["product"] = "product"
-    name: str
-    description: str | None
-    active: bool
-    created: str
-    updated: str
+    """Something the business sells; its amounts live on prices. Archived products are `active: false`."""
+
+    id: str = Field(description="Unique identifier, `prod_…`")
+    object: Literal["product"] = Field("product", description="Always `product`")
+    name: str = Field(description="Name; a priced invoice line takes it as its description")
+    description: str | None = Field(description="Free text")
+    active: bool = Field(description="False when archived; archived products keep their history")
+    created: Timestamp = Field(description="When the product was created")
+    updated: Timestamp = Field(description="When the product last changed")
 
 
 def product_to_api(row: Product) -> dict:
@@ -155,15 +162,17 @@ def restore_product(session: Session, account_id: uuid.UUID, id_text: str) -> Pr
 
 
 class RecurringCreate(Input):
-    interval: Interval
-    interval_count: IntervalCount = 1
+    """How often a recurring price repeats."""
+
+    interval: Interval = Field(description="day, week, month or year")
+    interval_count: IntervalCount = Field(default=1, description="Intervals between bills, 1 to 12")
 
 
 class RecurringUpdate(Input):
     """Omitted members keep their stored values."""
 
-    interval: Interval | None = None
-    interval_count: IntervalCount | None = None
+    interval: Interval | None = Field(default=None, description="day, week, month or year")
+    interval_count: IntervalCount | None = Field(default=None, description="Intervals between bills, 1 to 12")
 
     _required = field_validator("interval", "interval_count")(not_null)
 
@@ -176,10 +185,12 @@ class PriceFields(Input):
 
 
 class PriceCreate(PriceFields):
+    """A new price of an active product."""
+
     product: str = Field(description="prod_ id or UUID of an active product")
     unit_amount: MinorUnits = Field(description="Minor units of the currency")
     currency: str = Field(description="ISO 4217 code; input is uppercased")
-    type: PriceType = "one_time"
+    type: PriceType = Field(default="one_time", description="one_time (default) or recurring")
     recurring: RecurringCreate | None = Field(
         default=None, description="Required when type is recurring; must be omitted for one_time")
     tax_rate: Percent = Field(default=Decimal(0), description="Default tax percent, 0 to 100")
@@ -188,14 +199,16 @@ class PriceCreate(PriceFields):
 
 
 class PriceUpdate(PriceFields):
+    """Only the fields sent change; the product cannot."""
+
     # Declared only to answer a clear 422 at `product` instead of "unknown field".
     product: SkipJsonSchema[Any] = None
-    unit_amount: MinorUnits | None = None
-    currency: str | None = None
+    unit_amount: MinorUnits | None = Field(default=None, description="Minor units of the currency")
+    currency: str | None = Field(default=None, description="ISO 4217 code; input is uppercased")
     type: PriceType | None = Field(default=None, description="one_time clears the interval")
     recurring: RecurringUpdate | None = Field(
         default=None, description="Switching to recurring needs recurring.interval unless one is stored")
-    tax_rate: Percent | None = None
+    tax_rate: Percent | None = Field(default=None, description="Default tax percent, 0 to 100")
     active: StrictBool | None = Field(default=None, description="false archives, true restores")
 
     _required = field_validator("unit_amount", "currency", "type", "tax_rate", "active")(not_null)
@@ -224,23 +237,28 @@ class PriceListQuery(PageQuery):
 
 
 class RecurringOut(BaseModel):
-    interval: Interval
-    interval_count: int
+    """How often a recurring price repeats (recorded only: nothing bills automatically)."""
+
+    interval: Interval = Field(description="day, week, month or year")
+    interval_count: int = Field(description="Number of intervals between bills, 1 to 12")
 
 
 class PriceOut(BaseModel):
-    id: str
-    object: Literal["price"] = "price"
-    product: str
-    nickname: str | None
-    unit_amount: int
-    currency: str
-    billing_scheme: Literal["per_unit"] = "per_unit"
-    type: PriceType
-    recurring: RecurringOut | None
-    tax_rate: Annotated[Decimal, WithJsonSchema({"type": "number", "minimum": 0, "maximum": 100})]
-    active: bool
-    created: str
+    """An amount and currency for a product; invoice lines can bill it."""
+
+    id: str = Field(description="Unique identifier, `price_…`")
+    object: Literal["price"] = Field("price", description="Always `price`")
+    product: str = Field(description="The product, `prod_…`; fixed at creation")
+    nickname: str | None = Field(description="Internal label, never printed")
+    unit_amount: int = Field(description="Amount of one unit in the currency's minor unit (250000 is 2,500.00 USD)")
+    currency: str = Field(description="ISO 4217 code, uppercase; must match the invoice currency when billed")
+    billing_scheme: Literal["per_unit"] = Field("per_unit", description="Always `per_unit`")
+    type: PriceType = Field(description="`one_time` or `recurring`")
+    recurring: RecurringOut | None = Field(description="The interval of a recurring price; null for one_time")
+    tax_rate: Annotated[Decimal, WithJsonSchema({"type": "number", "minimum": 0, "maximum": 100})] = Field(
+        description="Default tax percent of lines billing this price")
+    active: bool = Field(description="False when archived; archived prices cannot be added to invoices")
+    created: Timestamp = Field(description="When the price was created")
 
 
 def price_to_api(row: Price) -> dict:

@@ -21,6 +21,7 @@ from sqlmodel import Session, select
 
 from config.settings import get_settings
 from core.base import ids
+from core.base.api_types import Timestamp, UriText
 from core.base.clock import iso
 from core.base.errors import NotFound, ValidationFailed
 from core.base.validation import WEBHOOK_ENDPOINTS_MAX, Input, PageQuery
@@ -44,6 +45,8 @@ EventKind = Annotated[str, AfterValidator(_known_kind)]
 
 
 class WebhookEndpointCreate(Input):
+    """A new webhook endpoint."""
+
     url: str = Field(min_length=1, max_length=URL_MAX, description="https URL resolving to a public address")
     events: list[EventKind] | None = Field(
         default=None, min_length=1, max_length=len(EVENT_TYPES) + 1,
@@ -55,22 +58,28 @@ class WebhookEndpointListQuery(PageQuery):
 
 
 class WebhookEndpointOut(BaseModel):
+    """Where the service POSTs signed event notifications. Endpoints cannot be edited: delete and recreate."""
+
     id: str = Field(description="UUID")
-    url: str
+    url: UriText = Field(description="The https URL that receives the events")
     events: list[str] = Field(description='Subscribed kinds; ["*"] means every kind, including future ones')
-    active: bool
-    disabled_at: str | None
-    failure_count: int
-    created_at: str
+    active: bool = Field(description="False once disabled after 5 days of failed deliveries")
+    disabled_at: Timestamp | None = Field(description="When deliveries stopped for good; null while active")
+    failure_count: int = Field(description="Consecutive failed delivery attempts; reset by a success")
+    created_at: Timestamp = Field(description="When the endpoint was created")
 
 
 class WebhookEndpointCreatedOut(WebhookEndpointOut):
-    secret: str = Field(description="whsec_…; shown only in this response")
+    """A new endpoint, with the signing secret shown this once."""
+
+    secret: str = Field(description="`whsec_…` signing secret (Standard Webhooks); shown only in this response")
 
 
 class WebhookEndpointDeletedOut(BaseModel):
-    id: str
-    deleted: bool = True
+    """The endpoint that was deleted; deliveries to it stop at once."""
+
+    id: str = Field(description="UUID of the deleted endpoint")
+    deleted: bool = Field(True, description="Always true")
 
 
 def endpoint_to_api(row: WebhookEndpoint, *, with_secret: bool = False) -> dict:

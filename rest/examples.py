@@ -1,0 +1,106 @@
+"""Examples in the OpenAPI document: one of each resource (by its schema name) and one request
+body per operation that takes a body. `tests/api/test_openapi.py` validates each against its
+schema, so they cannot drift from the models."""
+
+from __future__ import annotations
+
+_CREATED = "2026-11-02T09:30:00.000Z"
+_CUSTOMER_ID = "cus_91628e1542b347d9a4b20d5b864f84da"
+_PRODUCT_ID = "prod_0b3f6a1e9c2d4b7a8e5f1a2b3c4d5e6f"
+_PRICE_ID = "price_5c1d2e3f4a5b6c7d8e9f0a1b2c3d4e5f"
+_INVOICE_ID = "in_7e88a0c4d2b14f6e9a3c5b7d9e1f2a4c"
+_TOKEN = "q3Yk2m8ZJtV0xN5bL7aR1cW9eH4uP6sD2fG8hK0jM3n"
+_ORIGIN = "https://invoicing.example.com"
+
+ADDRESS = {"line1": "1 Harbour Road", "line2": None, "city": "Bristol", "state": None, "postal_code": "BS1 5TY",
+           "country": "GB"}
+BUSINESS = {
+    "id": "6d0f3b4e-2a1c-4e8f-9b7d-5c3a1e2f4b6d", "legal_name": "Acme Trading Ltd", "trade_name": "Acme",
+    "country_code": "GB", "currency": "GBP", "tax_id": "GB123456789",
+    "address": {"line1": "1 High Street", "line2": None, "city": "London", "region": None,
+                "postal_code": "EC1A 1AA", "country_code": "GB", "country": "United Kingdom"},
+    "email": "billing@acme.example", "phone": "+44 20 7946 0000",
+    "bank": {"bank_name": "Example Bank", "account_name": "Acme Trading Ltd", "account_number": "12345678",
+             "routing_number": "12-34-56"},
+    "invoice_prefix": "INV", "created_at": "2026-10-01T08:00:00.000Z",
+}
+CUSTOMER = {
+    "id": _CUSTOMER_ID, "object": "customer", "name": "Northwind Traders", "email": "ap@northwind.example",
+    "phone": None, "tax_id": "GB987654321", "address": ADDRESS, "deleted": False, "created": _CREATED,
+}
+PRODUCT = {"id": _PRODUCT_ID, "object": "product", "name": "Consulting", "description": "Senior consultant time",
+           "active": True, "created": _CREATED, "updated": _CREATED}
+PRICE = {
+    "id": _PRICE_ID, "object": "price", "product": _PRODUCT_ID, "nickname": "Standard day rate",
+    "unit_amount": 80000, "currency": "GBP", "billing_scheme": "per_unit", "type": "one_time", "recurring": None,
+    "tax_rate": 20, "active": True, "created": _CREATED,
+}
+LINES = [
+    {"id": "ii_2a4c6e8f0b1d3f5a7c9e1b3d5f7a9c0e", "object": "invoiceitem", "invoice": _INVOICE_ID,
+     "price": _PRICE_ID, "product": _PRODUCT_ID, "description": "Consulting", "quantity": 3, "unit": "DAY",
+     "unit_amount": 80000, "amount": 216000, "discount_percent": 10, "tax_rate": 20, "tax_amount": 43200},
+    {"id": "ii_3b5d7f9a1c3e5a7c9e1b3d5f7a9c0e2f", "object": "invoiceitem", "invoice": _INVOICE_ID,
+     "price": None, "product": None, "description": "Hosting (months)", "quantity": 1.5, "unit": "MON",
+     "unit_amount": 1500, "amount": 2250, "discount_percent": 0, "tax_rate": 20, "tax_amount": 450},
+]
+INVOICE = {
+    "id": _INVOICE_ID, "object": "invoice", "number": "INV-0042", "status": "open", "customer": _CUSTOMER_ID,
+    "customer_details": {"name": "Northwind Traders", "email": "ap@northwind.example", "address": ADDRESS,
+                         "tax_id": "GB987654321"},
+    "issuer": BUSINESS, "currency": "GBP", "collection_method": "send_invoice",
+    "issue_date": "2026-11-02", "due_date": "2026-12-02", "description": "November work",
+    "footer": "Payment within 30 days by bank transfer.",
+    "subtotal": 242250, "discount": 24000, "taxable": 218250, "tax": 43650, "total": 261900, "amount_due": 261900,
+    "amount_in_words": "Two thousand six hundred and nineteen British pounds", "public_url_token": _TOKEN,
+    "public_url": f"{_ORIGIN}/i/{_TOKEN}", "public_pdf_url": f"{_ORIGIN}/i/{_TOKEN}/pdf",
+    "finalized_at": "2026-11-02T10:00:00.000Z", "paid_at": None, "voided_at": None, "void_reason": None,
+    "created": _CREATED, "updated": "2026-11-02T10:00:00.000Z",
+}
+EVENT = {"id": "0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b", "type": "invoice.finalized",
+         "meta": {"actor": "api_key", "api_key_id": "9a8b7c6d-5e4f-3a2b-1c0d-e9f8a7b6c5d4",
+                  "request_id": "req_4f2a9c1e7b3d5f60"},
+         "created_at": "2026-11-02T10:00:00.000Z"}
+WEBHOOK_ENDPOINT = {"id": "3c2b1a09-8f7e-6d5c-4b3a-291807f6e5d4", "url": "https://example.com/hooks/invoicing",
+                    "events": ["invoice.finalized", "invoice.paid"], "active": True, "disabled_at": None,
+                    "failure_count": 0, "created_at": _CREATED}
+
+RESOURCES: dict[str, dict] = {
+    "Business": BUSINESS,
+    "Customer": CUSTOMER,
+    "Product": PRODUCT,
+    "Price": PRICE,
+    "InvoiceItem": LINES[0],
+    "Invoice": INVOICE,
+    "InvoiceWithLines": {**INVOICE, "lines": {"data": LINES}},
+    "DeletedInvoice": {"id": _INVOICE_ID, "object": "invoice", "deleted": True},
+    "InvoiceEvent": EVENT,
+    "InvoiceSendResult": {"data": INVOICE, "emailed_to": "ap@northwind.example"},
+    "WebhookEndpoint": WEBHOOK_ENDPOINT,
+    "WebhookEndpointWithSecret": {**WEBHOOK_ENDPOINT, "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"},
+    "DeletedWebhookEndpoint": {"id": WEBHOOK_ENDPOINT["id"], "deleted": True},
+}
+
+_ITEMS = [{"price": _PRICE_ID, "quantity": 3, "unit": "DAY", "discount_percent": 10},
+          {"description": "Hosting (months)", "quantity": 1.5, "unit": "MON", "unit_amount": 1500, "tax_rate": 20}]
+
+REQUESTS: dict[str, dict] = {
+    "create_customer": {"name": "Northwind Traders", "email": "ap@northwind.example", "tax_id": "GB987654321",
+                        "address": {"line1": "1 Harbour Road", "city": "Bristol", "postal_code": "BS1 5TY",
+                                    "country": "GB"}},
+    "update_customer": {"email": "accounts@northwind.example"},
+    "create_product": {"name": "Consulting", "description": "Senior consultant time"},
+    "update_product": {"description": "Senior consultant time, billed per day"},
+    "create_price": {"product": _PRODUCT_ID, "unit_amount": 80000, "currency": "GBP", "tax_rate": 20,
+                     "nickname": "Standard day rate"},
+    "update_price": {"unit_amount": 85000},
+    "create_webhook_endpoint": {"url": "https://example.com/hooks/invoicing",
+                                "events": ["invoice.finalized", "invoice.paid"]},
+    "create_invoice": {"customer": _CUSTOMER_ID, "currency": "GBP", "days_until_due": 30,
+                       "description": "November work", "items": _ITEMS},
+    "update_invoice": {"footer": "Payment within 30 days by bank transfer.", "due_date": "2026-12-02"},
+    "add_invoice_item": {"invoice": _INVOICE_ID, "description": "Travel", "unit_amount": 12000, "tax_rate": 20},
+    "pay_invoice": {"paid_on": "2026-11-20", "reference": "BACS 20-11 NORTHWIND"},
+    "void_invoice": {"reason": "Raised twice; see INV-0043"},
+    "send_invoice": {"to": "ap@northwind.example", "cc": ["finance@northwind.example"],
+                     "message": "Thank you for your business."},
+}

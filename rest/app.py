@@ -1,4 +1,5 @@
-"""The REST API under /api/v1: every endpoint module's operations plus the OpenAPI document."""
+"""The REST API under /api/v1: every endpoint module's operations, the OpenAPI document and its
+interactive reference."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from rest import (
     openapi,
     prices,
     products,
+    reference,
     webhook_endpoints,
 )
 from rest.framework import Endpoint, unrouted
@@ -36,7 +38,7 @@ def create_rest_app() -> Starlette:
             document_cache["doc"] = openapi.build(operations())
         return JSONResponse(document_cache["doc"])
 
-    routes = [Route("/openapi.json", openapi_json, methods=["GET"])]
+    routes = [Route("/openapi.json", openapi_json, methods=["GET"]), *reference.routes()]
     for module in MODULES:
         routes += module.api.routes()
     return Starlette(routes=routes, exception_handlers={404: unrouted, 405: unrouted})

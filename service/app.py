@@ -13,8 +13,8 @@ import logging
 import anyio
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import Mount
+from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
 
 from authz import connected_apps, verifier
 from authz.app import routes as authz_routes
@@ -44,6 +44,8 @@ def create_app() -> Starlette:
         *well_known_routes(authorization_server_metadata),
         *authz_routes(),
         *web_routes(connected_apps),
+        # Where people look first for an API's documentation.
+        Route("/docs", lambda _: RedirectResponse("/api/v1/docs", status_code=308), methods=["GET"]),
     ]
 
     @contextlib.asynccontextmanager

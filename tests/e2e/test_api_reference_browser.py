@@ -1,0 +1,33 @@
+"""The API reference at /api/v1/docs as a person sees it in Chromium: the operations render from
+the OpenAPI document, and no request leaves the service's origin."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.e2e.test_browser import page, pytestmark, shot  # noqa: F401  (fixture and markers)
+
+__all__ = ["pytestmark"]
+
+
+def test_the_reference_renders_every_tag_and_loads_nothing_from_elsewhere(page, live_server):  # noqa: F811
+    requested: list[str] = []
+    page.on("request", lambda request: requested.append(request.url))
+    page.goto(f"{live_server}/api/v1/docs")
+    page.get_by_text("Create a draft invoice").first.wait_for()
+    for tag in ("Business", "Customers", "Products", "Prices", "Invoices", "Invoice items", "Webhook endpoints"):
+        assert page.locator(f"h3#operations-tag-{tag.replace(' ', '_')}").count() == 1, tag
+    shot(page, "40-api-reference")
+    assert requested and all(url.startswith(live_server) or url.startswith("data:") for url in requested), requested
+
+
+def test_an_operation_opens_with_its_description_and_example(page, live_server):  # noqa: F811
+    page.goto(f"{live_server}/api/v1/docs#/Invoices/finalize_invoice")
+    page.get_by_text("Assigns the next number").wait_for()
+    assert page.get_by_text("invoices:finalize").count() >= 1
+    shot(page, "41-api-reference-operation")
+
+
+@pytest.fixture
+def live_server(live_server_factory):
+    return live_server_factory()

@@ -70,6 +70,16 @@ RESPONSE_HEADERS = {
     "RateLimit-Remaining": {"description": "Requests left in this window", **_RATE_HEADER},
     "RateLimit-Reset": {"description": "When the window ends (Unix seconds)", **_RATE_HEADER},
 }
+REPLAYED_HEADER = {"Idempotent-Replayed": {
+    "description": "`true` when this is the stored response of an earlier request with the same Idempotency-Key",
+    "schema": {"type": "string", "enum": ["true"]}}}
+ERROR_HEADERS = {
+    401: {"WWW-Authenticate": {"description": "Bearer challenge naming the protected-resource metadata (RFC 9728)",
+                               "schema": {"type": "string"}}},
+    403: {"WWW-Authenticate": {"description": "Bearer challenge: `insufficient_scope` with the scope needed",
+                               "schema": {"type": "string"}}},
+    429: {"Retry-After": {"description": "Seconds to wait before retrying", "schema": {"type": "integer"}}},
+}
 STATUS_TEXT = {
     200: "OK", 201: "Created", 401: "Unauthorized", 403: "Forbidden", 404: "Not found",
     409: "Invalid state or conflict", 422: "Validation failed", 428: "Idempotency key required",
@@ -236,14 +246,17 @@ def _operation(op: Endpoint, refs: dict, schemas: dict) -> dict:
     else:
         schema, example = _envelope(op, refs, schemas)
         success_content = {"application/json": {"schema": schema, "example": example}}
+    headers = {**RESPONSE_HEADERS, **(REPLAYED_HEADER if op.idempotency != "none" else {})}
     responses: dict[str, Any] = {str(op.status): {"description": STATUS_TEXT.get(op.status, "OK"),
-                                                  "headers": RESPONSE_HEADERS, "content": success_content}}
+                                                  "headers": headers, "content": success_content}}
     statuses = {401, 403, 429, 404 if "{" in op.path else None, 422 if (op.body or op.query) else None,
                 428 if op.idempotency == "required" else None, *op.extra_responses}
     for status in sorted(s for s in statuses if s):
         responses[str(status)] = {"description": STATUS_TEXT.get(status, "Error"), "content": {
             "application/problem+json": {"schema": {"$ref": REF.format(model="Problem")},
                                          "example": _problem_example(status)}}}
+        if status in ERROR_HEADERS:
+            responses[str(status)]["headers"] = ERROR_HEADERS[status]
     responses["default"] = {"description": "Server fault (500 internal_error, 502 upstream_failed)",
                             "content": {"application/problem+json": {"schema": {"$ref": REF.format(model="Problem")}}}}
     result = {

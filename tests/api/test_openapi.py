@@ -227,6 +227,13 @@ def test_no_component_is_unused(document):
     assert used == set(schemas)
 
 
+def test_replays_and_rate_limits_document_their_headers(document):
+    create = document["paths"]["/invoices"]["post"]["responses"]
+    assert "Idempotent-Replayed" in create["201"]["headers"]
+    assert "Retry-After" in create["429"]["headers"] and "WWW-Authenticate" in create["401"]["headers"]
+    assert "Idempotent-Replayed" not in document["paths"]["/invoices"]["get"]["responses"]["200"]["headers"]
+
+
 def test_every_request_body_has_an_example(document):
     for path, method, operation in all_operations(document):
         if "requestBody" in operation:

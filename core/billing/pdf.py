@@ -14,14 +14,25 @@ from __future__ import annotations
 
 import functools
 import unicodedata
-from datetime import date
 from pathlib import Path
 
 from fpdf import FPDF, FontFace
 from fpdf.enums import Align, MethodReturnValue, TableBordersLayout, WrapMode, XPos, YPos
 
 from core.base.money import format_money
-from core.billing.presentation import STATUS_LABELS, UNIT_NAMES, address_lines, bank_rows, exact_number, plain_text, public_url
+from core.billing.presentation import (
+    STATUS_LABELS,
+    UNIT_NAMES,
+    address_lines,
+    bank_rows,
+    discount_note,
+    document_locale,
+    exact_number,
+    plain_text,
+    public_url,
+    readable_date,
+    total_rows,
+)
 
 FONTS = Path(__file__).parent / "fonts"
 FONT = "DejaVu"
@@ -36,7 +47,7 @@ MISSING_GLYPH = "\ufffd"  # printed for a character the fonts lack
 
 
 COLUMNS = ("#", "Description", "Qty", "Unit", "Unit price", "Disc.", "Tax", "Tax amount", "Amount")
-COLUMN_WIDTHS = (7, 55, 14, 11, 24, 12, 12, 21, 24)  # millimetres; the sum is the usable width of A4
+COLUMN_WIDTHS = (7, 52, 12, 15, 24, 12, 12, 21, 25)  # millimetres; the sum is the usable width of A4
 COLUMN_ALIGN = ("RIGHT", "LEFT", "RIGHT", "LEFT", "RIGHT", "RIGHT", "RIGHT", "RIGHT", "RIGHT")
 
 
@@ -60,12 +71,6 @@ def render_invoice(view: dict, *, origin: str | None = None) -> bytes:
 
 
 # --- formatting ------------------------------------------------------------------------------
-
-
-def _date(value: object) -> str:
-    if value is None or value == "":
-        return "—"
-    return value.isoformat() if isinstance(value, date) else str(value)[:10]
 
 
 def _amount(minor: int, currency: str) -> str:
@@ -147,6 +152,7 @@ class _InvoiceDocument(FPDF):
         self.currency = view["currency"]
         self.is_draft = view.get("status") == "draft" or not view.get("number")
         self.number = printable(view.get("number"))
+        self.locale = document_locale(view)
         for style, name in FONT_FILES.items():
             self.add_font(FONT, style, str(FONTS / name))
         self.set_margins(PAGE_MARGIN, PAGE_MARGIN, PAGE_MARGIN)
@@ -209,15 +215,15 @@ class _InvoiceDocument(FPDF):
         right: list[tuple[str, dict]] = [
             ("INVOICE", {"size": 16, "bold": True, "height": 8, "align": "R"}),
             (self.number or "Draft", {"size": 11, "bold": True, "height": 6, "align": "R"}),
-            (f"Issue date: {_date(view.get('issue_date'))}", {"align": "R"}),
-            (f"Due date: {_date(view.get('due_date'))}", {"align": "R"}),
+            (f"Issue date: {readable_date(view.get('issue_date'), self.locale, with_iso=True)}", {"align": "R"}),
+            (f"Due date: {readable_date(view.get('due_date'), self.locale, with_iso=True)}", {"align": "R"}),
             (f"Status: {status}", {"align": "R"}),
             (f"Currency: {printable(self.currency)}", {"align": "R"}),
         ]
         usable = self.w - 2 * PAGE_MARGIN
         # The short right column first: the issuer's column may run on to the next page.
-        bottom_right = self._column(PAGE_MARGIN + usable * 0.6, top, usable * 0.4, right)
-        bottom_left = self._column(PAGE_MARGIN, top, usable * 0.6, left)
+        bottom_right = self._column(PAGE_MARGIN + usable * 0.55, top, usable * 0.45, right)
+        bottom_left = self._column(PAGE_MARGIN, top, usable * 0.55, left)
         bottom = max(bottom_left, bottom_right) if self.page == first_page else bottom_left
         self.set_xy(PAGE_MARGIN, bottom + 6)
 
@@ -271,26 +277,25 @@ class _InvoiceDocument(FPDF):
 
     def totals(self) -> None:
         view, currency = self.view, self.currency
-        rows = [("Subtotal", view["subtotal"]), ("Discount", -view["discount"] if view["discount"] else 0),
-                ("Taxable amount", view["taxable"]), ("Tax", view["tax"]), ("Total", view["total"])]
-        if not self.is_draft:
-            rows.append(("Amount due", view["amount_due"]))
-        shown = [(label, format_money(amount, currency)) for label, amount in rows]
+        rows = total_rows(view)
+        shown = [(printable(row.label), format_money(row.amount, currency), row.strong) for row in rows]
         # The amounts' column grows with the widest amount (up to 9,007,199,254,740,991 JPY), never over the labels.
         self.set_font(FONT, "B", 10)
         label_width = 40
-        value_width = max(40, *(self.get_string_width(value) + 2 * self.c_margin + 1 for _, value in shown))
+        value_width = max(40, *(self.get_string_width(value) + 2 * self.c_margin + 1 for _, value, _ in shown))
         x = self.w - PAGE_MARGIN - label_width - value_width
-        for label, value in shown:
-            bold = label in ("Total", "Amount due")
+        for label, value, bold in shown:
             if self.will_page_break(6):
                 self.add_page()
             self.set_x(x)
             self.set_font(FONT, "B" if bold else "", 10 if bold else 9)
             self.cell(label_width, 6, label)
             self.cell(value_width, 6, value, align="R", new_x=XPos.LMARGIN, new_y=YPos.NEXT)
+        self.ln(2)
+        if note := discount_note(view, lambda minor: format_money(minor, currency)):
+            self.set_x(PAGE_MARGIN)
+            self._line(note, size=8)
         if printable(view.get("amount_in_words")):
-            self.ln(2)
             self.set_x(PAGE_MARGIN)
             self._line(f"Amount in words: {printable(view['amount_in_words'])}", size=8)
         self.ln(4)

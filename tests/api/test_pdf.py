@@ -36,7 +36,7 @@ def test_pdf_of_an_open_invoice(tenant):
     assert response.headers["X-Request-Id"].startswith("req_")
     text = text_of(response)
     for expected in ("INV-0001", "Acme", "Acme Trading Ltd", "Jane Doe", "Design work",
-                     "Subtotal 5,000.00 USD", "Tax 500.00 USD", "Total 5,500.00 USD", "Five thousand five hundred"):
+                     "Net total 5,000.00 USD", "Tax 10% 500.00 USD", "Total 5,500.00 USD", "Five thousand five hundred"):
         assert expected in text, expected
     assert f"/i/{invoice['public_url_token']}" in text
     assert "DRAFT" not in text

@@ -17,7 +17,18 @@ from core.base.errors import NotFound
 from core.base.money import format_money
 from core.billing import public
 from core.billing.pdf import filename_for, render_invoice
-from core.billing.presentation import STATUS_LABELS, UNIT_NAMES, address_lines, bank_rows, exact_number, issuer_name
+from core.billing.presentation import (
+    STATUS_LABELS,
+    UNIT_NAMES,
+    address_lines,
+    bank_rows,
+    discount_note,
+    document_locale,
+    exact_number,
+    issuer_name,
+    readable_date,
+    total_rows,
+)
 from pages.render import SECURITY_HEADERS
 from web.rendering import templates
 
@@ -33,6 +44,7 @@ def page_context(view: dict, token: str) -> dict:
     def money(amount: int) -> str:
         return format_money(amount, currency)
 
+    locale = document_locale(view)
     return {
         "invoice": view,
         "status_label": STATUS_LABELS.get(view["status"], view["status"]),
@@ -46,9 +58,10 @@ def page_context(view: dict, token: str) -> dict:
             "discount": exact_number(line["discount_percent"]), "tax_rate": exact_number(line["tax_rate"]),
             "amount": money(line["amount"]),
         } for line in view["lines"]["data"]],
-        "totals": [("Subtotal", money(view["subtotal"])), ("Discount", money(-view["discount"])),
-                   ("Taxable amount", money(view["taxable"])), ("Tax", money(view["tax"]))],
-        "total": money(view["total"]), "amount_due": money(view["amount_due"]),
+        "issue_date": readable_date(view["issue_date"], locale, with_iso=True),
+        "due_date": readable_date(view["due_date"], locale, with_iso=True) if view.get("due_date") else "—",
+        "totals": [(row.label, money(row.amount), row.strong) for row in total_rows(view)],
+        "discount_note": discount_note(view, money), "amount_due": money(view["amount_due"]),
         "pdf_url": f"/i/{token}/pdf",
     }
 

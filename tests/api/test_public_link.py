@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 import threading
-from datetime import timedelta
+from datetime import date, timedelta
 
 import pytest
 from pypdf import PdfReader
@@ -51,6 +51,37 @@ def test_page_shows_the_invoice(tenant, invoice):
         assert expected in page, expected
     assert f'href="/i/{invoice["public_url_token"]}/pdf"' in page
     assert "Download PDF" in page
+
+
+def test_page_shows_the_issuer_not_the_services_sign_in(tenant, invoice):
+    page = tenant.client.get(f"/i/{invoice['public_url_token']}").text
+    assert 'href="/login"' not in page and 'href="/signup"' not in page
+    assert '<header class="site issuer" aria-label="Issuer"><span class="brand">Acme</span></header>' in page
+
+
+def test_page_dates_are_readable_with_iso_beside(tenant, invoice):
+    page = tenant.client.get(f"/i/{invoice['public_url_token']}").text
+    issued = date.fromisoformat(invoice["issue_date"])
+    assert f"{issued.day} {issued.strftime('%B')} {issued.year} ({invoice['issue_date']})" in page  # a GB issuer
+
+
+def test_page_totals_start_from_the_sum_of_the_lines(tenant):
+    invoice = open_invoice(tenant, items=[adhoc("Design", 10000, quantity=2, discount_percent=50, tax_rate=20)])
+    page = tenant.client.get(f"/i/{invoice['public_url_token']}").text
+    assert '<th scope="row">Net total</th><td class="num">100.00 USD</td>' in page
+    assert '<th scope="row">Tax 20%</th><td class="num">20.00 USD</td>' in page
+    assert "Line amounts include discounts of 100.00 USD (list price 200.00 USD)." in page
+    assert "Subtotal" not in page
+
+
+def test_every_line_value_is_labelled_for_the_phone_layout(tenant, invoice):
+    page = tenant.client.get(f"/i/{invoice['public_url_token']}").text
+    assert '<td class="num amount" data-label="Amount">1,200.00 USD</td>' in page
+
+
+def test_an_unknown_link_shows_no_header_at_all(tenant):
+    page = tenant.client.get("/i/nope").text
+    assert "<header" not in page and 'href="/login"' not in page
 
 
 def test_page_keeps_the_token_out_of_search_engines_and_referrers(tenant, invoice):

@@ -6,6 +6,7 @@ import logging
 import secrets
 from functools import cached_property
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -23,8 +24,8 @@ class Settings(BaseSettings):
     webhook_delivery: str = Field(default="immediate", pattern="^(immediate|daily)$")
     unsafe_webhook_allow_hosts: str = ""
     data_dir: Path = Path("./var")
-    # Sender address of invoice and verification e-mails.
-    mail_from: str = "invoices@localhost"
+    # Sender address of invoice and verification e-mails; default `invoices@<the origin's host name>`.
+    mail_from: str | None = None
     # Comma-separated addresses (or networks) of the reverse proxies whose X-Forwarded-For and
     # X-Forwarded-Proto are believed; empty (the default) believes none, so a client cannot spoof
     # its address around per-address throttles.
@@ -45,6 +46,15 @@ class Settings(BaseSettings):
     @property
     def base_url(self) -> str:
         return f"{self.origin.rstrip('/')}/api/v1"
+
+    @property
+    def sender_address(self) -> str:
+        """INVOICING_MAIL_FROM, else `invoices@` the origin's host name (`localhost` for an address)."""
+        if self.mail_from:
+            return self.mail_from
+        host = urlsplit(self.origin).hostname or ""
+        is_name = "." in host and not host.replace(".", "").isdigit() and ":" not in host
+        return f"invoices@{host if is_name else 'localhost'}"
 
     @property
     def mcp_resource(self) -> str:

@@ -93,7 +93,7 @@ def verification_message(user: User) -> EmailMessage:
     link = verification_link(user)
     message = EmailMessage()
     message["Subject"] = "Confirm your e-mail address"
-    message["From"] = settings.mail_from
+    message["From"] = settings.sender_address
     message["To"] = user.email
     greeting = f"Hello {user.name}," if user.name else "Hello,"
     message.set_content(

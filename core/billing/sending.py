@@ -11,6 +11,7 @@ from __future__ import annotations
 from email.utils import formataddr
 from typing import Annotated
 
+import jinja2
 from pydantic import AfterValidator, BaseModel, Field
 from sqlmodel import Session
 
@@ -24,7 +25,7 @@ from core.base.validation import EMAIL_MAX, MULTI_LINE, Input, email_or_error
 from core.billing import events, invoices
 from core.billing.invoice_render import InvoiceOut
 from core.billing.pdf import filename_for, render_invoice
-from core.billing.presentation import issuer_name, public_url
+from core.billing.presentation import document_locale, issuer_name, public_url, readable_date
 from core.mechanisms import ratelimit
 from core.outbound import mailer
 from core.outbound.mailer import Attachment, MailRejected
@@ -103,25 +104,44 @@ def _count_send(session: Session, principal: Principal) -> ratelimit.Usage:
     return per_key
 
 
+_TEMPLATES = jinja2.Environment(loader=jinja2.PackageLoader("core.billing", "templates"),
+                                autoescape=jinja2.select_autoescape(["html"]), trim_blocks=True, lstrip_blocks=True)
+
+
 def invoice_message(view: dict, *, to: str, cc: list[str], note: str | None):
+    """The invoice e-mail: plain text and HTML saying the same, the PDF attached, from the issuer's
+    name at the service's address, replies going to the issuer."""
     issuer = view.get("issuer") or {}
     sender_name = issuer_name(view, "Your supplier")
     customer = (view.get("customer_details") or {}).get("name") or ""
-    number = view["number"]
-    link = public_url(view["public_url_token"])
-    due = f", due {view['due_date']}" if view.get("due_date") else ""
-    paragraphs = [
-        f"Hello {customer}," if customer else "Hello,",
-        f"{sender_name} has sent you invoice {number} for {format_money(view['total'], view['currency'])}{due}.",
-    ]
-    if note:
-        paragraphs.append(note.strip())
-    paragraphs += [f"View and download the invoice online:\n{link}", "The invoice is attached as a PDF.",
-                   f"— {sender_name}"]
+    locale = document_locale(view)
+    due_date = readable_date(view["due_date"], locale) if view.get("due_date") else None
+    context = {
+        "sender_name": sender_name, "number": view["number"], "greeting": f"Hello {customer}," if customer else "Hello,",
+        "total": format_money(view["total"], view["currency"]), "due_date": due_date,
+        "note": note.strip() if note and note.strip() else None, "link": public_url(view["public_url_token"]),
+        "summary": [("Invoice number", view["number"]), ("Issue date", readable_date(view["issue_date"], locale)),
+                    *([("Due date", due_date)] if due_date else []),
+                    ("Amount due", format_money(view["amount_due"], view["currency"]))],
+        "contact": " · ".join(filter(None, (issuer.get("email"), issuer.get("phone")))),
+    }
     pdf = render_invoice(view)
     return mailer.compose(
-        to=to, cc=cc, subject=f"Invoice {number} from {sender_name}", body="\n\n".join(paragraphs) + "\n",
-        reply_to=issuer.get("email"), sender=formataddr((sender_name, get_settings().mail_from)),
+        to=to, cc=cc, subject=f"Invoice {view['number']} from {sender_name}", body=_plain_text(context),
+        html=_TEMPLATES.get_template("invoice_email.html").render(context),
+        reply_to=issuer.get("email"), sender=formataddr((sender_name, get_settings().sender_address)),
         attachments=[Attachment(filename_for(view), pdf)],
     )
 
+
+def _plain_text(context: dict) -> str:
+    due = f", due {context['due_date']}" if context["due_date"] else ""
+    paragraphs = [context["greeting"],
+                  f"{context['sender_name']} has sent you invoice {context['number']} for {context['total']}{due}."]
+    if context["note"]:
+        paragraphs.append(context["note"])
+    paragraphs += [f"View invoice: {context['link']}", "The invoice is attached as a PDF."]
+    if context["contact"]:
+        paragraphs.append(f"Questions? Reply to this e-mail or contact {context['sender_name']}: {context['contact']}")
+    paragraphs.append(f"— {context['sender_name']}")
+    return "\n\n".join(paragraphs) + "\n"

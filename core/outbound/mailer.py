@@ -50,10 +50,11 @@ class Attachment:
 
 
 def compose(*, to: str, subject: str, body: str, cc: Iterable[str] = (), reply_to: str | None = None,
-            attachments: Iterable[Attachment] = (), sender: str | None = None) -> EmailMessage:
-    """A plain-text message from the configured sender, with optional attachments."""
+            attachments: Iterable[Attachment] = (), sender: str | None = None, html: str | None = None) -> EmailMessage:
+    """A plain-text message from the configured sender, with an HTML alternative of it and
+    attachments when given."""
     message = EmailMessage()
-    message["From"] = sender or get_settings().mail_from
+    message["From"] = sender or get_settings().sender_address
     message["To"] = to
     cc = list(cc)
     if cc:
@@ -62,6 +63,8 @@ def compose(*, to: str, subject: str, body: str, cc: Iterable[str] = (), reply_t
         message["Reply-To"] = reply_to
     message["Subject"] = subject
     message.set_content(body)
+    if html is not None:
+        message.add_alternative(html, subtype="html")
     for attachment in attachments:
         message.add_attachment(attachment.content, maintype=attachment.maintype, subtype=attachment.subtype,
                                filename=attachment.filename)

@@ -105,6 +105,36 @@ def test_to_overrides_the_customer_email_and_cc_is_copied(tenant, mailbox):
     assert received.message["Cc"] == "a@client.example, b@client.example"
 
 
+def test_email_is_html_with_a_plain_text_part_and_a_view_invoice_button(tenant, mailbox):
+    data = send(tenant, draft(tenant)["id"]).json()["data"]
+    message = mailbox.received[0].message
+    html = message.get_body(("html",)).get_content()
+    assert f'<a href="{data["public_url"]}"' in html and ">View invoice</a>" in html
+    assert "<strong>INV-0001</strong>" in html and "<strong>10.00 USD</strong>" in html
+    assert "src=" not in html  # no remote images: nothing for a mail client to block or track
+    text = message.get_body(("plain",)).get_content()
+    assert f"View invoice: {data['public_url']}" in text
+
+
+def test_email_is_from_the_issuers_name_at_the_services_address(tenant, mailbox):
+    send(tenant, draft(tenant)["id"])
+    assert mailbox.received[0].message["From"] == "Acme <invoices@localhost>"
+
+
+def test_email_dates_are_readable(tenant, mailbox):
+    invoice = draft(tenant, issue_date="2026-03-01", due_date="2026-03-31")
+    send(tenant, invoice["id"])
+    message = mailbox.received[0].message
+    assert "due 31 March 2026" in message.get_body(("plain",)).get_content()
+    assert "1 March 2026" in message.get_body(("html",)).get_content()
+
+
+def test_the_note_is_escaped_in_the_html(tenant, mailbox):
+    send(tenant, draft(tenant)["id"], {"message": "<script>alert(1)</script> & thanks"})
+    html = mailbox.received[0].message.get_body(("html",)).get_content()
+    assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt; &amp; thanks" in html
+
+
 def test_message_is_added_to_the_body(tenant, mailbox):
     invoice = draft(tenant)
     send(tenant, invoice["id"], {"message": "Thanks for the quick turnaround!"})

@@ -40,6 +40,25 @@ def test_compose_uses_the_configured_sender_by_default():
         assert message()["From"] == "billing@service.test"
 
 
+def test_compose_with_html_is_an_alternative_of_the_text_beside_the_attachment():
+    composed = message(html="<p>Hello</p>")
+    assert composed.get_content_type() == "multipart/mixed"
+    alternative = next(part for part in composed.iter_parts() if part.get_content_type() == "multipart/alternative")
+    assert [part.get_content_type() for part in alternative.iter_parts()] == ["text/plain", "text/html"]
+    assert composed.get_body(("html",)).get_content().strip() == "<p>Hello</p>"
+    assert [a.get_filename() for a in composed.iter_attachments()] == ["INV-0001.pdf"]
+
+
+@pytest.mark.parametrize("origin, sender", [
+    ("https://invoicing.example.com", "invoices@invoicing.example.com"),
+    ("http://127.0.0.1:8000", "invoices@localhost"), ("http://localhost:8000", "invoices@localhost"),
+    ("http://[::1]:8000", "invoices@localhost"),
+])
+def test_default_sender_is_on_the_origins_host_name(origin, sender):
+    with mail_settings(mail_from=None, origin=origin):
+        assert message()["From"] == sender
+
+
 def test_without_smtp_url_writes_an_eml_file_to_the_outbox(tmp_path):
     with mail_settings(smtp_url=None, data_dir=tmp_path):
         mailer.send(message())

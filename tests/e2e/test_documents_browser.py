@@ -90,6 +90,26 @@ def test_the_public_page_shows_every_amount_at_its_width(sent, name, viewport):
             browser.close()
 
 
+def test_long_unbroken_texts_wrap_on_a_phone(origin):
+    from playwright.sync_api import sync_playwright
+
+    tenant = make_tenant(None)
+    api = httpx.Client(base_url=f"{origin}/api/v1", headers={"Authorization": f"Bearer {tenant.key}"})
+    customer = api.post("/customers", json={"name": "N" * 256}).raise_for_status().json()["data"]
+    word = "Supercalifragilistic" * 50
+    invoice = api.post("/invoices", headers={"Idempotency-Key": uuid.uuid4().hex}, json={
+        "customer": customer["id"], "description": word, "footer": word,
+        "items": [{"description": word, "unit_amount": 100}]}).raise_for_status().json()["data"]
+    opened = api.post(f"/invoices/{invoice['id']}/finalize", headers={"Idempotency-Key": uuid.uuid4().hex})
+    with sync_playwright() as playwright:
+        browser, page = browser_page(playwright, PHONE)
+        try:
+            page.goto(opened.raise_for_status().json()["data"]["public_url"])
+            assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+        finally:
+            browser.close()
+
+
 def test_the_html_email_renders_with_its_button(sent, tmp_path):
     from playwright.sync_api import sync_playwright
 

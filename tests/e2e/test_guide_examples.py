@@ -1,5 +1,5 @@
-"""Every runnable example of the user guide (docs/guide/*.md) runs against a live server, so the guide
-cannot go stale.
+"""Every runnable example of the user guide (docs/guide/*.md) and of the README's tour runs against a
+live server, so they cannot go stale.
 
 A fenced block whose info string starts with `bash` or `python` is an example; other blocks (`json`,
 `text`, `mermaid`, `console`) are only shown. The blocks of one page run in order, as a reader would
@@ -26,7 +26,8 @@ from tests.e2e.conftest import LiveServers, free_port
 
 pytestmark = pytest.mark.e2e
 
-GUIDE = Path(__file__).resolve().parents[2] / "docs" / "guide"
+ROOT = Path(__file__).resolve().parents[2]
+GUIDE = ROOT / "docs" / "guide"
 FENCE = re.compile(r"^```(\w+)([^\n]*)\n(.*?)^```\s*$", re.MULTILINE | re.DOTALL)
 TIMEOUT = 60
 BACKGROUND_OUTPUT_SECONDS = 30
@@ -41,22 +42,24 @@ class Example:
     code: str
 
     def __str__(self) -> str:
-        return f"docs/guide/{self.page}:{self.line} ({self.language})"
+        return f"{self.page}:{self.line} ({self.language})"
 
 
 def examples_of(page: Path) -> list[Example]:
     text = page.read_text()
-    return [Example(page.name, text.count("\n", 0, match.start()) + 1, match.group(1),
+    return [Example(str(page.relative_to(ROOT)), text.count("\n", 0, match.start()) + 1, match.group(1),
                     "background" in match.group(2), match.group(3))
             for match in FENCE.finditer(text) if match.group(1) in ("bash", "python")]
 
 
-PAGES = sorted(path for path in GUIDE.glob("*.md") if examples_of(path))
+# The README's tour too: a new user follows it first.
+PAGES = [ROOT / "README.md", *sorted(path for path in GUIDE.glob("*.md") if examples_of(path))]
 
 
 def test_the_guide_has_runnable_examples():
-    assert {page.name for page in PAGES} >= {"getting-started.md", "invoices.md", "webhooks.md",
+    assert {page.name for page in PAGES} >= {"README.md", "getting-started.md", "invoices.md", "webhooks.md",
                                               "errors-and-limits.md", "oauth.md"}
+    assert all(examples_of(page) for page in PAGES)
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,8 @@ UNKNOWN = "0123456789abcdef0123456789abcdef"  # a well-formed id of nothing (fix
 INVOICE_FIELDS = {
     "id", "object", "number", "status", "customer", "customer_details", "issuer", "currency", "collection_method",
     "issue_date", "due_date", "description", "footer", "subtotal", "discount", "taxable", "tax", "total",
-    "amount_due", "amount_in_words", "public_url_token", "public_url", "public_pdf_url", "finalized_at", "paid_at", "voided_at", "void_reason",
+    "amount_due", "amount_in_words", "public_url_token", "public_url", "public_pdf_url",
+    "finalized_at", "paid_at", "voided_at", "void_reason",
     "created", "updated",
 }
 LINE_FIELDS = {"id", "object", "invoice", "price", "product", "description", "quantity", "unit", "unit_amount",

@@ -11,7 +11,8 @@ from tests.api.invoicing import adhoc, customer, draft, open_invoice, price
 from tests.mcp.jsonrpc import structured
 
 VARYING = {"id", "customer", "invoice", "price", "product", "created", "updated", "created_at", "finalized_at",
-           "paid_at", "voided_at", "number", "public_url_token", "public_url", "public_pdf_url", "formatted", "next_cursor", "request_id", "api_key_id"}
+           "paid_at", "voided_at", "number", "public_url_token", "public_url", "public_pdf_url",
+           "formatted", "next_cursor", "request_id", "api_key_id"}
 
 
 def normalized(value: Any) -> Any:

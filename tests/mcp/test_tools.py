@@ -135,7 +135,8 @@ def test_void_invoice(client, tenant):
 # --- parity with REST ---------------------------------------------------------------------------
 
 def _comparable(invoice: dict) -> dict:
-    skip = {"id", "created", "updated", "customer", "formatted", "number", "public_url_token", "public_url", "public_pdf_url", "finalized_at"}
+    skip = {"id", "created", "updated", "customer", "formatted", "number", "public_url_token", "public_url",
+            "public_pdf_url", "finalized_at"}
     lines = [{k: v for k, v in line.items() if k not in ("id", "invoice", "formatted")}
              for line in invoice.get("lines", {}).get("data", [])]
     return {**{k: v for k, v in invoice.items() if k not in skip | {"lines", "customer_details"}}, "lines": lines}

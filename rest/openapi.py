@@ -194,29 +194,27 @@ def _drop_impossible_null_defaults(node: Any) -> None:
 
 
 def _envelope(op: Endpoint, refs: dict, schemas: dict) -> tuple[dict, Any]:
-    """The success schema (a named envelope) and its example."""
+    """The success schema (a named envelope, added to `schemas`) and its example."""
     ref = refs[(op.response, "serialization")]
     name = _name_of(ref)
     example = examples.RESOURCES[name]
     if op.shape == "raw":
         return ref, example
     if op.shape == "list":
-        envelope, schema, body = f"{name}List", {
-            "type": "object", "description": f"A page of {name} objects, newest first",
-            "required": ["data", "next_cursor"],
-            "properties": {"data": {"type": "array", "items": ref, "description": "This page"},
-                           "next_cursor": {"type": ["string", "null"],
-                                           "description": "Pass as `cursor` for the next page; null on the last"}}}, \
-            {"data": [example], "next_cursor": None}
+        envelope, body = f"{name}List", {"data": [example], "next_cursor": None}
+        schema = {"type": "object", "description": f"A page of {name} objects, newest first",
+                  "required": ["data", "next_cursor"],
+                  "properties": {"data": {"type": "array", "items": ref, "description": "This page"},
+                                 "next_cursor": {"type": ["string", "null"], "description":
+                                                 "Pass as `cursor` for the next page; null on the last"}}}
     elif op.shape == "items":
-        envelope, schema, body = f"{name}List", {
-            "type": "object", "description": f"Every {name}, not paginated", "required": ["data"],
-            "properties": {"data": {"type": "array", "items": ref, "description": "All of them"}}}, \
-            {"data": [example]}
+        envelope, body = f"{name}List", {"data": [example]}
+        schema = {"type": "object", "description": f"Every {name}, not paginated", "required": ["data"],
+                  "properties": {"data": {"type": "array", "items": ref, "description": "All of them"}}}
     else:
-        envelope, schema, body = f"{name}Response", {
-            "type": "object", "description": f"A {name} in its envelope", "required": ["data"],
-            "properties": {"data": {**ref, "description": f"The {name}"}}}, {"data": example}
+        envelope, body = f"{name}Response", {"data": example}
+        schema = {"type": "object", "description": f"A {name} in its envelope", "required": ["data"],
+                  "properties": {"data": {**ref, "description": f"The {name}"}}}
     schemas[envelope] = schema
     return {"$ref": REF.format(model=envelope)}, body
 

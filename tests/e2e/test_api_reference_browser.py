@@ -7,8 +7,6 @@ import pytest
 
 from tests.e2e.test_browser import SCREENSHOTS, page, pytestmark, shot  # noqa: F401  (fixture and markers)
 
-__all__ = ["pytestmark"]
-
 
 def test_the_reference_renders_every_tag_and_loads_nothing_from_elsewhere(page, live_server):  # noqa: F811
     requested: list[str] = []

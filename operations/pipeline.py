@@ -107,6 +107,9 @@ class Invocation:
     body_error: DomainError | None = None
     # The surface counted this request against the general limit already (and refused it when over).
     counted: bool = False
+    # A caller the surface identified itself (the dashboard's signed-in person): no credential is
+    # looked up and the per-credential request limit does not apply; every other check does.
+    principal: Principal | None = None
 
 
 class Presenter(Protocol):
@@ -157,6 +160,9 @@ def execute(operation: Operation, invocation: Invocation, presenter: Presenter) 
 
 def _authenticate(operation: Operation, invocation: Invocation) -> tuple[Principal, ratelimit.Usage]:
     """The caller, and its request count in this window (counted unless the operation has its own limit)."""
+    if invocation.principal is not None:
+        return invocation.principal, ratelimit.NOT_LIMITED
+
     def look_up_and_count() -> tuple[Principal, ratelimit.Usage]:
         with autocommit() as session:
             principal = credentials.authenticate(session, invocation.credential, resource=invocation.resource)

@@ -17,6 +17,7 @@ from pages.csrf import attach_cookie, csrf_token
 from pages.sessions import current_user
 
 SHARED_TEMPLATES = Path(__file__).parent / "templates"
+STATIC_FILES = Path(__file__).parent / "static"  # Pico CSS and the service's own app.css
 
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'",

@@ -15,6 +15,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
 
 from authz import connected_apps, verifier
 from authz.app import routes as authz_routes
@@ -24,6 +25,7 @@ from core.access import credentials
 from core.base.db import DATABASE_FAULTS, database_fault
 from core.base.errors import ValidationFailed
 from mcp_server.app import McpEndpoint
+from pages.render import STATIC_FILES
 from pages.routing import error_page
 from rest.app import create_rest_app
 from rest.framework import unrouted
@@ -44,6 +46,7 @@ def create_app() -> Starlette:
         *well_known_routes(authorization_server_metadata),
         *authz_routes(),
         *web_routes(connected_apps),
+        Mount("/static", app=StaticFiles(directory=STATIC_FILES), name="static"),  # the pages' stylesheets
         # Where people look first for an API's documentation.
         Route("/docs", lambda _: RedirectResponse("/api/v1/docs", status_code=308), methods=["GET"]),
     ]

@@ -3,7 +3,7 @@
 from starlette.routing import BaseRoute
 
 from core.access.connected_apps import ConnectedApps
-from web import auth_pages, onboarding, public, settings_pages
+from web import auth_pages, catalog_pages, invoice_pages, onboarding, public, settings_pages
 
 
 def routes(connected_apps: ConnectedApps) -> list[BaseRoute]:
@@ -11,5 +11,7 @@ def routes(connected_apps: ConnectedApps) -> list[BaseRoute]:
         *public.routes(),
         *auth_pages.routes(),
         *onboarding.routes(),
+        *invoice_pages.routes(),
+        *catalog_pages.routes(),
         *settings_pages.routes(connected_apps),
     ]

@@ -9,8 +9,16 @@ from core.access.accounts import account_of
 from core.base.db import transaction
 from core.base.errors import ValidationFailed
 from core.base.validation import parse
-from core.billing.business import ADDRESS_KEYS, BANK_KEYS, BusinessInput, find_profile, set_profile
+from core.billing.business import (
+    ADDRESS_KEYS,
+    BANK_KEYS,
+    BusinessInput,
+    business_to_api,
+    find_profile,
+    set_profile,
+)
 from pages.routing import Visit, errors_by_field, page, redirect
+from web.invoice_pages import drafts_for_review
 from web.rendering import render
 
 TOP_LEVEL_FIELDS = ("legal_name", "trade_name", "country_code", "currency", "tax_id", "email", "phone",
@@ -37,7 +45,7 @@ def start_page(visit: Visit) -> Response:
     with transaction() as session:
         profile = find_profile(session, account_of(session, visit.user).id)
         business_name = (profile.trade_name or profile.legal_name) if profile else None
-    return render(visit.request, "dashboard.html", business_name=business_name,
+    return render(visit.request, "dashboard.html", business_name=business_name, review=drafts_for_review(visit),
                   verified=visit.user.email_verified_at is not None, notice=notice(visit))
 
 
@@ -78,8 +86,42 @@ def onboard(visit: Visit) -> Response:
     return redirect("/?notice=profile_saved")
 
 
+def _profile_values(profile) -> dict[str, str]:
+    """The stored profile as the form's flat fields."""
+    stored = business_to_api(profile)
+    values = {}
+    for name in FORM_FIELDS:
+        group, _, key = name.partition(".")
+        value = (stored.get(group) or {}).get(key) if key else stored.get(name)
+        values[name] = "" if value is None else str(value)
+    return values
+
+
+def business_profile(visit: Visit) -> Response:
+    with transaction() as session:
+        profile = find_profile(session, account_of(session, visit.user).id)
+        if profile is None:
+            return redirect("/onboarding")
+        values = _profile_values(profile)
+    return render(visit.request, "onboarding.html", values=values, errors={}, editing=True, notice=notice(visit))
+
+
+def save_business_profile(visit: Visit) -> Response:
+    values = {name: visit.text(name, 300) for name in FORM_FIELDS}
+    try:
+        data = business_input(values)
+        with transaction() as session:
+            set_profile(session, account_of(session, visit.user).id, data)
+    except ValidationFailed as exc:
+        return render(visit.request, "onboarding.html", status_code=422, values=values,
+                      errors=errors_by_field(exc.errors), editing=True, notice=None)
+    return redirect("/settings/business?notice=profile_saved")
+
+
 def routes() -> list[Route]:
     return [
         page("/", get=start_page, signed_in=False),
         page("/onboarding", get=onboarding_form, post=onboard),
+        # The API only reads the profile: the dashboard is where it is changed.
+        page("/settings/business", get=business_profile, post=save_business_profile),
     ]

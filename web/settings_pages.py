@@ -19,7 +19,7 @@ from core.base.validation import NAME_MAX, parse
 from core.models import EVENT_TYPES, ApiKey
 from core.webhooks import endpoints as webhooks
 from pages.routing import Visit, errors_by_field, page, redirect
-from web.rendering import render
+from web.rendering import not_found, render
 
 PRESET_LABELS = {
     "read_only": "Read only",
@@ -39,12 +39,6 @@ NOTICES = {
 
 def _notice(visit: Visit) -> str | None:
     return NOTICES.get(visit.request.query_params.get("notice", ""))
-
-
-def _not_found(visit: Visit, what: str, back: str) -> Response:
-    return render(visit.request, "error.html", status_code=404, title=f"No such {what}",
-                  message=f"This {what} does not exist, or belongs to another account.",
-                  back_url=back, back_label="Back to the list")
 
 
 # --- API keys --------------------------------------------------------------------------------
@@ -106,7 +100,7 @@ def revoke_api_key(visit: Visit) -> Response:
         with transaction() as session:
             apikeys.revoke_key(session, account_of(session, visit.user).id, visit.path_params["key_id"])
     except NotFound:
-        return _not_found(visit, "API key", "/settings/api-keys")
+        return not_found(visit, "API key", "/settings/api-keys")
     return redirect("/settings/api-keys?notice=key_revoked")
 
 
@@ -124,7 +118,7 @@ def disconnect_app(visit: Visit, directory: ConnectedApps) -> Response:
     with transaction() as session:
         found = bool(client_id) and bool(directory.disconnect(session, visit.user.id, client_id))
     if not found:
-        return _not_found(visit, "connected app", "/settings/apps")
+        return not_found(visit, "connected app", "/settings/apps")
     return redirect("/settings/apps?notice=app_disconnected")
 
 
@@ -165,7 +159,7 @@ def delete_webhook_endpoint(visit: Visit) -> Response:
         with transaction() as session:
             webhooks.delete_endpoint(session, account_of(session, visit.user).id, visit.path_params["endpoint_id"])
     except NotFound:
-        return _not_found(visit, "webhook endpoint", "/settings/webhooks")
+        return not_found(visit, "webhook endpoint", "/settings/webhooks")
     return redirect("/settings/webhooks?notice=endpoint_deleted")
 
 

@@ -166,6 +166,20 @@ def to_major(amount_minor: int, currency: str) -> Decimal:
         return _dec(amount_minor).scaleb(-exponent)
 
 
+def from_major(text: str, currency: str) -> int | None:
+    """An amount typed by a person in major units ('2,500.50', '2500.5') as minor units (250050);
+    None when it is not a plain amount with at most the currency's decimals ('1.234' in USD)."""
+    cleaned = text.strip().replace(",", "").replace("\u00a0", "").replace(" ", "")
+    if not cleaned or not all(c.isdigit() or c == "." for c in cleaned) or cleaned.count(".") > 1:
+        return None
+    exponent = currency_exponent(currency)
+    with decimal.localcontext(_context()):
+        value = Decimal(cleaned)
+        if -value.as_tuple().exponent > exponent:
+            return None
+        return int(value.scaleb(exponent))
+
+
 def format_money(amount_minor: int, currency: str) -> str:
     """'2,500.00 USD', '5,000 JPY', '1.234 KWD', '-0.05 EUR'."""
     code = normalize_currency(currency)

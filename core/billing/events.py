@@ -80,3 +80,13 @@ def list_events(session: Session, account_id: uuid.UUID, invoice_id_text: str, c
     query = select(InvoiceEvent).where(InvoiceEvent.account_id == account_id, InvoiceEvent.invoice_id == invoice_id)
     return paginate(session, query, InvoiceEvent, kind="invoice_events", account_id=account_id,
                     filters={"invoice": str(invoice_id)}, cursor=cursor, limit=limit, created_column="created_at")
+
+
+def creators(session: Session, account_id: uuid.UUID, invoice_ids: list[uuid.UUID]) -> dict[uuid.UUID, dict]:
+    """Who created each of these invoices: the `meta` of its `invoice.created` event."""
+    if not invoice_ids:
+        return {}
+    rows = session.exec(select(InvoiceEvent.invoice_id, InvoiceEvent.meta).where(
+        InvoiceEvent.account_id == account_id, InvoiceEvent.invoice_id.in_(invoice_ids),
+        InvoiceEvent.type == "invoice.created"))
+    return {invoice_id: meta or {} for invoice_id, meta in rows}

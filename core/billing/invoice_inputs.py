@@ -84,6 +84,9 @@ class InvoiceListQuery(PageQuery):
     customer: str | None = Field(default=None, description="cus_ id or UUID; a customer not in the account is 404")
     from_: CalendarDate | None = Field(default=None, alias="from", description="Issue date on or after (YYYY-MM-DD)")
     to: CalendarDate | None = Field(default=None, description="Issue date on or before (YYYY-MM-DD)")
+    number: str | None = Field(default=None, max_length=64,
+                               description="Invoice number or its beginning, case-insensitive: `INV-00` finds "
+                                           "INV-0001 to INV-0099; drafts have no number")
 
 
 class ItemAdd(ItemFields):

@@ -11,7 +11,7 @@ import secrets
 import uuid
 from datetime import timedelta
 
-from sqlalchemy import or_
+from sqlalchemy import func, or_
 from sqlmodel import Session, select
 
 from core.access.principal import Principal
@@ -85,7 +85,11 @@ def list_invoices(session: Session, account_id: uuid.UUID, q: InvoiceListQuery) 
         query = query.where(Invoice.issue_date >= q.from_)
     if q.to is not None:
         query = query.where(Invoice.issue_date <= q.to)
+    if q.number:
+        query = query.where(func.lower(Invoice.number).startswith(q.number.lower(), autoescape=True))
     filters = {"status": status, "customer": customer_id, "from": q.from_, "to": q.to}
+    if q.number:  # only when given: cursors issued before this filter existed stay valid
+        filters["number"] = q.number
     return paginate(session, query, Invoice, kind="invoices", account_id=account_id, filters=filters,
                     cursor=q.cursor, limit=q.limit)
 

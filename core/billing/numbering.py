@@ -39,3 +39,10 @@ def next_number(session: Session, account_id: uuid.UUID, prefix: str) -> str:
         .execution_options(synchronize_session=False)
     ).scalar_one()
     return format_number(prefix, taken)
+
+
+def upcoming_number(session: Session, account_id: uuid.UUID, prefix: str) -> str:
+    """The number the next finalization will take, unless another is finalized first (a preview for
+    people; never reserved)."""
+    row = session.get(InvoiceCounter, account_id)
+    return format_number(prefix, (row.last_number if row is not None else 0) + 1)

@@ -91,17 +91,23 @@ def send_invoice(session: Session, principal: Principal, id_text: str,
 
 
 def send_limit_usage(session: Session, principal: Principal) -> ratelimit.Usage:
-    """Where the caller stands against the per-key send limit (for RateLimit-* headers)."""
+    """Where the caller stands against its send limit (for RateLimit-* headers): per key for a
+    credential, the account's e-mail limit for a person in the dashboard."""
+    if principal.actor == "user":
+        return ratelimit.peek(session, ratelimit.emails_per_account(), str(principal.account_id))
     return ratelimit.peek(session, ratelimit.sends_per_key(), principal.rate_limit_subject)
 
 
 def _count_send(session: Session, principal: Principal) -> ratelimit.Usage:
-    """One send per key (10 an hour) and one invoice e-mail per account (50 an hour)."""
-    per_key = ratelimit.hit(session, ratelimit.sends_per_key(), principal.rate_limit_subject)
-    per_key.raise_if_exceeded("invoice sends per API key")
+    """One send per credential (10 an hour; a person in the dashboard has no such limit) and one
+    invoice e-mail per account (50 an hour, whoever sends)."""
+    per_key = None
+    if principal.actor != "user":
+        per_key = ratelimit.hit(session, ratelimit.sends_per_key(), principal.rate_limit_subject)
+        per_key.raise_if_exceeded("invoice sends per API key")
     per_account = ratelimit.hit(session, ratelimit.emails_per_account(), str(principal.account_id))
     per_account.raise_if_exceeded("invoice e-mails per account")
-    return per_key
+    return per_key or per_account
 
 
 _TEMPLATES = jinja2.Environment(loader=jinja2.PackageLoader("core.billing", "templates"),

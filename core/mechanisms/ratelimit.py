@@ -57,6 +57,10 @@ class Usage:
             raise self.error(what)
 
 
+# Where a caller stands when no request limit applies to it (a person signed in to the dashboard).
+NOT_LIMITED = Usage(limit=0, remaining=0, reset=0, exceeded=False, window_seconds=0)
+
+
 def _duration(seconds: int) -> str:
     return "hour" if seconds == 3600 else f"{seconds} seconds"
 

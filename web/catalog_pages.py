@@ -209,7 +209,8 @@ def _price_body(values: dict[str, str], product_id: str) -> dict:
     body: dict = {"product": product_id, "currency": currency, "type": values["type"] or "one_time",
                   "nickname": values["nickname"] or None, "tax_rate": values["tax_rate"] or "0"}
     if values["type"] == "recurring":
-        body["recurring"] = {"interval": values["interval"], "interval_count": values["interval_count"] or "1"}
+        count = values["interval_count"] or "1"
+        body["recurring"] = {"interval": values["interval"], "interval_count": int(count) if count.isdigit() else count}
     if not is_known_currency(currency):
         raise ValidationFailed.at("currency", "must be an ISO 4217 code, such as USD, EUR or GBP")
     amount = from_major(values["unit_amount"], currency)

@@ -13,9 +13,9 @@ from starlette.routing import Route
 from core.access.accounts import account_of, owner_of
 from core.access.apikeys import list_keys
 from core.base import ids
+from core.base.clock import today
 from core.base.db import transaction
 from core.base.errors import DomainError, NotFound, ValidationFailed
-from core.base.clock import today
 from core.base.money import currency_exponent, format_money, from_major
 from core.billing import events, numbering
 from core.billing.business import find_profile
@@ -383,7 +383,7 @@ ACTIONS: dict[str, dict] = {
             "states": ("open", "overdue"), "notice": "paid", "button": "Mark paid"},
     "void": {"operation": invoice_operations.void_invoice, "title": "Void", "fields": ("reason",),
              "states": ("open", "overdue"), "notice": "voided", "button": "Void invoice"},
-    "delete": {"operation": invoice_operations.delete_invoice, "title": "Delete draft", "fields": (),
+    "delete": {"operation": invoice_operations.delete_invoice, "title": "Delete", "fields": (),
                "states": ("draft",), "notice": "deleted", "button": "Delete draft"},
 }
 
@@ -397,8 +397,9 @@ def _consequence(visit: Visit, action: str, invoice: dict) -> str:
         return (f"{label} will be e-mailed with its PDF and its public link to the address below "
                 f"(the customer's, unless you change it).{first}")
     if action == "pay":
-        return (f"{label} ({format_money(invoice['amount_due'], invoice['currency'])} due) will be recorded as paid. No money moves: "
-                "this records a payment you received some other way.")
+        due = format_money(invoice["amount_due"], invoice["currency"])
+        return (f"{label} ({due} due) will be recorded as paid. No money moves: this records a payment you "
+                "received some other way.")
     if action == "void":
         return (f"{label} will be void: it keeps its number in your records but is no longer owed, and "
                 "the customer's link shows it as void. This cannot be undone.")

@@ -59,8 +59,13 @@ def page():
 
 
 def shot(page, name: str) -> None:
+    """Save the page as a screenshot and check it with axe-core: no accessibility violation."""
+    from axe_playwright_python.sync_playwright import Axe
+
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+    results = Axe().run(page)
+    assert results.violations_count == 0, f"{name}: {page.url}\n{results.generate_report()}"
 
 
 def sign_up_and_onboard(page, origin: str) -> str:

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from tests.conftest import make_tenant
-from tests.e2e.test_browser import CHROMIUM, CHROMIUM_ARGS, SCREENSHOTS, pytestmark  # noqa: F401
+from tests.e2e.test_browser import CHROMIUM, CHROMIUM_ARGS, SCREENSHOTS, pytestmark, shot  # noqa: F401
 from tests.smtp import smtp_server
 
 PHONE = {"width": 390, "height": 844}
@@ -79,8 +79,7 @@ def test_the_public_page_shows_every_amount_at_its_width(sent, name, viewport):
         browser, page = browser_page(playwright, viewport)
         try:
             page.goto(sent["invoice"]["public_url"])
-            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+            shot(page, name)
             for amount in ("2,160.00 USD", "22.50 USD", "120.00 USD", "2,739.00 USD"):
                 assert page.get_by_text(amount, exact=True).first.is_visible(), amount
             assert page.get_by_role("link", name="Sign in").count() == 0

@@ -48,6 +48,7 @@ def test_a_form_without_its_csrf_token_is_refused(person, ids_of_another_account
 @pytest.mark.parametrize("path", POST_PATHS)
 def test_a_form_with_a_csrf_token_of_another_browser_is_refused(person, client, ids_of_another_account, path):
     from starlette.testclient import TestClient
+
     from tests.web.conftest import csrf_of
     with TestClient(client.app, base_url=str(client.base_url)) as elsewhere:
         token = csrf_of(elsewhere.get("/login").text)

@@ -1,0 +1,256 @@
+"""The product's own story in a real browser: an assistant drafts over MCP with the draft-only
+consent; the person signs in, finds the draft waiting for review with the app's badge, edits a
+line, finalizes, sends (the SMTP server receives the PDF) and marks it paid; the history names the
+app and the person; the webhook receiver got every event, in order, signed. Then the same for
+customers and products. Every page is saved as a screenshot and checked with axe-core (`shot`)."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import anyio
+import httpx
+import pytest
+from standardwebhooks import Webhook
+
+from tests.api.invoicing import stored_events
+from tests.conftest import make_tenant
+from tests.e2e.test_browser import SCREENSHOTS, pytestmark, shot  # noqa: F401
+from tests.e2e.test_documents_browser import browser_page
+from tests.e2e.test_mcp_oauth import ConsentingUser, MemoryStorage, connect
+from tests.smtp import smtp_server
+
+PASSWORD = "correct horse battery"  # make_tenant's
+DESKTOP = {"width": 1280, "height": 900}
+PHONE = {"width": 390, "height": 844}
+
+
+@dataclass
+class Hooks:
+    """A webhook receiver on loopback that keeps every request's headers and body."""
+
+    url: str = ""
+    received: list[tuple[dict, bytes]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def types(self) -> list[str]:
+        with self.lock:
+            return [json.loads(body)["type"] for _, body in self.received]
+
+
+@pytest.fixture(scope="module")
+def hooks():
+    state = Hooks()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 (http.server's naming)
+            body = self.rfile.read(int(self.headers.get("content-length", 0)))
+            with state.lock:
+                state.received.append(({k.lower(): v for k, v in self.headers.items()}, body))
+            self.send_response(200)
+            self.send_header("content-length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    state.url = f"http://127.0.0.1:{server.server_address[1]}/hook"
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    yield state
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="module")
+def mailbox():
+    with smtp_server() as (handler, url):
+        yield handler, url
+
+
+@pytest.fixture(scope="module")
+def origin(test_settings, tmp_path_factory, mailbox):
+    """One server and one worker (webhook delivery) for the module, mailing the test SMTP server."""
+    from tests.e2e.conftest import LiveServers
+
+    servers = LiveServers(test_settings, tmp_path_factory.mktemp("dashboard"))
+    origin = servers(SMTP_URL=mailbox[1])
+    servers.start_worker(SMTP_URL=mailbox[1])
+    yield origin
+    servers.stop_all()
+
+
+def sign_in(page, origin: str, email: str) -> None:
+    page.goto(f"{origin}/login")
+    page.get_by_label("E-mail").fill(email)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(f"{origin}/")
+
+
+def assistant_drafts(origin: str, email: str) -> tuple[str, str]:
+    """An assistant (the official MCP SDK client) connects with the consent's defaults (look-ups and
+    drafts only) and drafts an invoice; returns the draft's id and the scopes it was granted."""
+    user, storage = ConsentingUser(origin, email), MemoryStorage()
+
+    async def drafting(session):
+        customer = await session.call_tool("create_customer", {"name": "Northwind Traders",
+                                                               "email": "ap@northwind.example"})
+        draft = await session.call_tool("create_invoice", {
+            "customer": customer.structured_content["id"],
+            "items": [{"description": "Website redesign", "quantity": 2, "unit": "DAY", "unit_amount": 60000,
+                       "tax_rate": 20},
+                      {"description": "Hosting", "quantity": 1, "unit": "MON", "unit_amount": 2500}]})
+        assert not draft.is_error, draft
+        return draft.structured_content["id"]
+
+    invoice_id = anyio.run(connect(origin, user, storage), drafting)
+    return invoice_id, storage.tokens.scope
+
+
+def wider_than_the_screen(page) -> list[str]:
+    """The elements that stick out of the viewport, to name the culprit of a sideways scroll."""
+    return page.evaluate("""() => [...document.querySelectorAll('body *')]
+        .filter(e => e.getBoundingClientRect().right > window.innerWidth + 1)
+        .map(e => e.tagName + '.' + e.className + '#' + e.id + ' ' + Math.round(e.getBoundingClientRect().right))
+        .slice(0, 15)""")
+
+
+def wait_for(condition, timeout: float = 20.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if result := condition():
+            return result
+        time.sleep(0.2)
+    raise AssertionError("timed out waiting")
+
+
+def test_a_person_reviews_and_sends_what_their_assistant_drafted(origin, mailbox, hooks, test_settings):
+    from playwright.sync_api import sync_playwright
+
+    tenant = make_tenant(None)
+    with httpx.Client(base_url=f"{origin}/api/v1", headers={"Authorization": f"Bearer {tenant.key}"}) as api:
+        secret = api.post("/webhook-endpoints", json={"url": hooks.url}).raise_for_status().json()["data"]["secret"]
+    invoice_id, granted = assistant_drafts(origin, tenant.user_email)
+    assert not {"invoices:finalize", "invoices:send", "payments:write"} & set(granted.split())
+
+    with sync_playwright() as playwright:
+        browser, page = browser_page(playwright, DESKTOP)
+        try:
+            sign_in(page, origin, tenant.user_email)
+            review = page.get_by_role("region", name="Waiting for your review")
+            assert "Drafted by Test Assistant" in review.inner_text()
+            shot(page, "50-dashboard-home")
+
+            review.get_by_role("link", name="Review draft").click()
+            page.wait_for_url(re.compile(f"/invoices/{invoice_id}"))
+            assert "Drafted by Test Assistant" in page.locator("h1").inner_text()
+            shot(page, "51-draft-review")
+
+            page.get_by_text("Edit line 1").click()
+            page.locator("#line-1-quantity").fill("3")
+            page.get_by_role("button", name="Save line 1").click()
+            page.wait_for_url(re.compile("notice=line_saved"))
+            assert "2,185.00 USD" in page.locator("table.totals").inner_text()  # 3 × 600 + 20 % tax + 25
+
+            page.get_by_role("link", name="Finalize…").click()
+            assert "It will be numbered INV-0001 and can no longer be edited" in page.locator("#consequence").inner_text()
+            shot(page, "52-confirm-finalize")
+            page.get_by_role("button", name="Finalize").click()
+            page.wait_for_url(re.compile("notice=finalized"))
+            assert page.locator("h1").inner_text().startswith("INV-0001")
+
+            page.get_by_role("link", name="Send…").click()
+            assert page.locator("#f-to").input_value() == "ap@northwind.example"
+            page.get_by_label("Message").fill("Thank you for your business.")
+            shot(page, "53-confirm-send")
+            page.get_by_role("button", name="Send e-mail").click()
+            page.wait_for_url(re.compile("notice=sent"))
+            received = mailbox[0].received[-1]
+            assert received.rcpt_tos == ["ap@northwind.example"]
+            assert [a.get_content_type() for a in received.attachments()] == ["application/pdf"]
+
+            page.get_by_role("link", name="Mark paid…").click()
+            page.get_by_label("Reference").fill("BACS 7781")
+            page.get_by_role("button", name="Mark paid").click()
+            page.wait_for_url(re.compile("notice=paid"))
+            history = page.get_by_role("region", name="History").inner_text()
+            assert "Test Assistant (connected app)" in history and "(dashboard)" in history
+            assert "reference BACS 7781" in history
+            shot(page, "54-invoice-paid")
+
+            page.goto(f"{origin}/invoices?status=paid")
+            assert "INV-0001" in page.get_by_role("table").inner_text()
+            shot(page, "55-invoices-list")
+
+            page.set_viewport_size(PHONE)
+            page.goto(f"{origin}/invoices/{invoice_id}")
+            assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"], wider_than_the_screen(page)
+            page.screenshot(path=str(SCREENSHOTS / "56-invoice-phone.png"), full_page=True)
+        finally:
+            browser.close()
+
+    stored = [event.type for event in sorted(stored_events(tenant.account_id), key=lambda e: e.created_at)]
+    assert stored[0] == "invoice.created" and stored[-1] == "invoice.paid"
+    assert {"invoice.updated", "invoice.finalized", "invoice.emailed"} <= set(stored)
+    wait_for(lambda: len(hooks.types()) >= len(stored))
+    assert hooks.types() == stored  # every event, in the order it happened
+    for headers, body in hooks.received:
+        Webhook(secret).verify(body, headers)
+
+
+def test_a_person_manages_customers_and_products(origin):
+    from playwright.sync_api import sync_playwright
+
+    tenant = make_tenant(None)
+
+    with sync_playwright() as playwright:
+        browser, page = browser_page(playwright, DESKTOP)
+        try:
+            sign_in(page, origin, tenant.user_email)
+            page.get_by_role("navigation", name="Main").get_by_role("link", name="Customers").click()
+            page.get_by_role("link", name="New customer").click()
+            page.get_by_label("Name").fill("Globex GmbH")
+            page.get_by_label("Billing e-mail").fill("ap@globex.example")
+            page.get_by_label("City").fill("Berlin")
+            shot(page, "57-customer-form")
+            page.get_by_role("button", name="Add customer").click()
+            page.wait_for_url(re.compile("notice=customer_created"))
+            page.get_by_role("button", name="Archive customer").click()
+            page.wait_for_url(re.compile("notice=customer_archived"))
+            page.get_by_role("button", name="Restore customer").click()
+            page.wait_for_url(re.compile("notice=customer_restored"))
+            page.goto(f"{origin}/customers")
+            assert "Globex GmbH" in page.get_by_role("table").inner_text()
+            shot(page, "58-customers")
+
+            page.goto(f"{origin}/products/new")
+            page.get_by_label("Name").fill("Support plan")
+            page.get_by_role("button", name="Add product").click()
+            page.wait_for_url(re.compile("notice=product_created"))
+            page.get_by_label("Amount").fill("99.50")
+            page.get_by_label("Billing").select_option("recurring")
+            page.get_by_label("Every").select_option("month")
+            page.get_by_role("button", name="Add price").click()
+            page.wait_for_url(re.compile("notice=price_created"))
+            assert "99.50 USD" in page.get_by_role("table").inner_text()
+            shot(page, "59-product")
+
+            page.goto(f"{origin}/invoices/new")
+            page.get_by_label("Customer").select_option(label="Globex GmbH (ap@globex.example)")
+            page.get_by_role("button", name="Create draft").click()
+            page.wait_for_url(re.compile("notice=created"))
+            page.locator("#add-price").select_option(index=1)
+            page.get_by_role("button", name="Add line").click()
+            page.wait_for_url(re.compile("notice=line_added"))
+            assert "Support plan" in page.get_by_role("region", name="Lines").inner_text()
+
+            page.goto(f"{origin}/settings/business")
+            shot(page, "60-business-profile")
+        finally:
+            browser.close()

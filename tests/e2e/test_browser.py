@@ -182,7 +182,7 @@ def test_sign_up_onboard_create_a_key_connect_and_disconnect_an_app(page, live_s
     assert {scope for scope, ticked in offered.items() if ticked} == set(LOOKUPS_AND_DRAFTS)
     assert all(offered[scope] is False for scope in NEVER_PRE_TICKED)
     assert not set(NEVER_OFFERED_TO_MCP) & set(offered)
-    shot(page, "11-consent")
+    shot(page, "20-consent-mcp")
 
     page.get_by_label(re.compile("invoices:send")).check()  # the person adds sending, nothing else
     page.get_by_role("button", name="Allow").click()
@@ -196,6 +196,14 @@ def test_sign_up_onboard_create_a_key_connect_and_disconnect_an_app(page, live_s
     assert tokens.status_code == 200, tokens.text
     granted = set(tokens.json()["scope"].split())
     assert granted == set(LOOKUPS_AND_DRAFTS) | {"invoices:send"}
+
+    # Step-up: the app asks for one more permission; the page shows what it already has.
+    page.goto(f"{origin}/oauth/authorize?" + urlencode({
+        "response_type": "code", "client_id": client["client_id"], "redirect_uri": redirect_uri,
+        "code_challenge": challenge, "code_challenge_method": "S256", "state": "s-2",
+        "scope": "invoices:finalize"}))
+    assert page.get_by_label(re.compile("invoices:finalize")).count() == 1
+    shot(page, "21-consent-mcp-step-up")
 
     page.goto(f"{origin}/settings/apps")
     row = page.get_by_role("row", name=re.compile("Desk Assistant"))

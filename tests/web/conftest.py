@@ -92,3 +92,14 @@ def outbox_messages(outbox: Path, to: str) -> list[EmailMessage]:
 @pytest.fixture
 def outbox(test_settings) -> Path:
     return test_settings.outbox_dir
+
+
+OWNER_PASSWORD = "correct horse battery"  # tests.conftest.make_tenant's
+
+
+@pytest.fixture
+def person(client, tenant) -> Browser:
+    """The owner of `tenant` (an account with a business profile and an API key), signed in."""
+    browser = Browser(client)
+    assert browser.sign_in(tenant.user_email, OWNER_PASSWORD).status_code == 303
+    return browser

@@ -8,22 +8,8 @@ import pytest
 
 from tests.api.invoicing import customer, price
 from tests.conftest import make_tenant
-from tests.web.conftest import Browser
+from tests.web.conftest import OWNER_PASSWORD, Browser
 from tests.web.test_dashboard_invoices import KEY_FIELD, submit_form
-
-OWNER_PASSWORD = "correct horse battery"
-
-
-@pytest.fixture
-def tenant(client):
-    return make_tenant(client)
-
-
-@pytest.fixture
-def person(client, tenant) -> Browser:
-    browser = Browser(client)
-    assert browser.sign_in(tenant.user_email, OWNER_PASSWORD).status_code == 303
-    return browser
 
 
 def created_id(response, prefix: str) -> str:

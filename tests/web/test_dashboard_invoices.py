@@ -17,24 +17,9 @@ from core.billing.invoice_inputs import InvoiceCreate
 from core.models import InvoiceEvent
 from tests.api.invoicing import adhoc, customer, draft, price
 from tests.api.invoicing import open_invoice as finalized
-from tests.conftest import make_tenant
 from tests.web.conftest import Browser
 
-OWNER_PASSWORD = "correct horse battery"
 KEY_FIELD = re.compile(r'name="idempotency_key" value="([^"]+)"')
-
-
-@pytest.fixture
-def tenant(client):
-    return make_tenant(client)
-
-
-@pytest.fixture
-def person(client, tenant) -> Browser:
-    """The tenant's owner, signed in to the dashboard."""
-    browser = Browser(client)
-    assert browser.sign_in(tenant.user_email, OWNER_PASSWORD).status_code == 303
-    return browser
 
 
 def events_of(invoice_id: str) -> list[InvoiceEvent]:

@@ -7,10 +7,9 @@ import pytest
 
 from tests.api.invoicing import customer, draft, price
 from tests.conftest import make_tenant
-from tests.web.conftest import Browser
+from tests.web.conftest import OWNER_PASSWORD, Browser
 from web import catalog_pages, invoice_pages
 
-OWNER_PASSWORD = "correct horse battery"
 DASHBOARD_ROUTES = [*invoice_pages.routes(), *catalog_pages.routes()]
 POST_PATHS = sorted({route.path for route in DASHBOARD_ROUTES if "POST" in route.methods} | {"/settings/business"})
 GET_PATHS_WITH_IDS = sorted(route.path for route in DASHBOARD_ROUTES if "GET" in route.methods and "{" in route.path)
@@ -23,14 +22,6 @@ def ids_of_another_account(client) -> dict[str, str]:
     widget = price(stranger)
     return {"invoice_id": invoice["id"], "item_id": invoice["lines"]["data"][0]["id"],
             "customer_id": customer(stranger)["id"], "product_id": widget["product"], "price_id": widget["id"]}
-
-
-@pytest.fixture
-def person(client) -> Browser:
-    tenant = make_tenant(client)
-    browser = Browser(client)
-    assert browser.sign_in(tenant.user_email, OWNER_PASSWORD).status_code == 303
-    return browser
 
 
 def test_the_lists_cover_every_dashboard_form():

@@ -16,11 +16,12 @@ from typing import Any
 from core.access.accounts import account_of
 from core.access.principal import Principal
 from core.access.scopes import ALL_SCOPES
+from core.base import context
 from core.base.db import transaction
 from core.base.errors import DomainError, FieldError
 from core.base.jsonout import dumps
 from core.mechanisms.idempotency import StoredResponse as Reply
-from operations.pipeline import Invocation, Operation, execute, new_request_id
+from operations.pipeline import Invocation, Operation, execute
 from pages.routing import Visit
 
 IDEMPOTENCY_FIELD = "idempotency_key"
@@ -67,9 +68,9 @@ def act(visit: Visit, operation: Operation, *, params: dict[str, str] | None = N
     # A form sent without its key (a page from before an upgrade, a script) still acts, once.
     key = (visit.text(IDEMPOTENCY_FIELD, 300) or new_form_key()) if keyed else None
     invocation = Invocation(
-        credential=None, resource="dashboard", request_id=new_request_id(), params=params or {}, query=query,
+        credential=None, resource="dashboard", request_id=context.request_id(), params=params or {}, query=query,
         query_items=sorted(query.items()), body=json.dumps(body).encode() if body is not None else b"",
-        idempotency_key=key, idempotency_scope=("dashboard", operation.name), principal=principal_of(visit))
+        idempotency_key=key, idempotency_scope=("WEB", operation.name), principal=principal_of(visit))
     outcome = execute(operation, invocation, _Kept())
     if outcome.error is not None:
         raise outcome.error

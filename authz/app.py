@@ -25,6 +25,7 @@ from authz.errors import safe_description
 from authz.server import server
 from config.settings import get_settings
 from core.access import resources
+from core.base import metrics
 from core.base.db import transaction
 from core.base.validation import text_problem, unacceptable_parameters
 from core.mechanisms import ratelimit
@@ -55,7 +56,22 @@ def routes() -> list[BaseRoute]:
 
 
 async def token(request: Request) -> Response:
-    return await _machine_endpoint(request, lambda http: server.create_token_response(http))
+    response = await _machine_endpoint(request, lambda http: server.create_token_response(http))
+    asked = dict(await _form_params(request)).get("grant_type")  # the form is read once, then cached
+    grant_type = asked if asked in GRANT_TYPES else "other"
+    metrics.oauth_token(grant_type, "issued" if response.status_code == 200 else _oauth_error_code(response))
+    return response
+
+
+GRANT_TYPES = ("authorization_code", "refresh_token", "client_credentials")  # metric labels; others: `other`
+
+
+def _oauth_error_code(response: Response) -> str:
+    try:
+        error = json.loads(response.body).get("error")
+    except (ValueError, AttributeError):
+        error = None
+    return error if isinstance(error, str) and error.isidentifier() and len(error) < 40 else "error"
 
 
 async def revoke(request: Request) -> Response:
@@ -73,6 +89,7 @@ async def register(request: Request) -> Response:
             "invalid_client_metadata", f"The body must be a JSON object of at most {MAX_REGISTRATION_BYTES} bytes.")
     usage = await run_in_threadpool(_count_registration, request.client.host if request.client else "unknown")
     if usage.exceeded:
+        usage.refused()
         response = _oauth_error("invalid_request", f"Too many registrations from this address: "
                                 f"{usage.limit} per hour. Retry after {usage.retry_after} seconds.", 429)
         response.headers["Retry-After"] = str(usage.retry_after)
@@ -217,6 +234,7 @@ def _decide(request: Request, form, grant, oauth_request: HttpOAuth2Request, pag
             description="This form expired or was not sent from this site. Go back to the app and connect again.")
     decision = form.get("decision")
     if decision == "deny":
+        metrics.oauth_consent("denied")
         return server.create_authorization_response(oauth_request, grant_user=None, grant=grant)
     if decision != "allow":
         return consent.render_consent(request, page, error="Choose Allow or Deny.", status_code=400)
@@ -227,6 +245,7 @@ def _decide(request: Request, form, grant, oauth_request: HttpOAuth2Request, pag
         return consent.render_consent(request, page, status_code=400,
                                       error="Tick at least one permission, or choose Deny.")
     oauth_request.granted_scopes = granted
+    metrics.oauth_consent("allowed")
     return server.create_authorization_response(oauth_request, grant_user=user, grant=grant)
 
 

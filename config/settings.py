@@ -42,6 +42,23 @@ class Settings(BaseSettings):
     # more only contend for the interpreter (measured in docs/performance.md); a slow PDF or SMTP
     # exchange holds one.
     request_threads: int = Field(default=8, ge=1, le=256)
+    # Who may read /metrics: client addresses or networks (comma-separated), and/or a bearer token.
+    # Both empty (the default): metrics are off, nothing is recorded and /metrics is 404.
+    metrics_allow: str = ""
+    metrics_token: str | None = None
+    # Where the processes of one host share their metrics; default `{data_dir}/metrics`.
+    metrics_dir: Path | None = None
+    # Log lines: `text` for people, `json` (one object per line) for log collectors, or `auto`
+    # (the default): text on a terminal, JSON otherwise.
+    log_format: str = Field(default="auto", pattern="^(auto|text|json)$")
+
+    @property
+    def metrics_enabled(self) -> bool:
+        return bool(self.metrics_allow.strip() or self.metrics_token)
+
+    @property
+    def metrics_directory(self) -> Path:
+        return self.metrics_dir or self.data_dir / "metrics"
 
     @property
     def base_url(self) -> str:

@@ -324,6 +324,14 @@ class RateLimitWindow(SQLModel, table=True):
     count: int = 0
 
 
+class WorkerHeartbeat(SQLModel, table=True):
+    """When each background worker last ran its due jobs without a failure (readiness, metrics)."""
+
+    __tablename__ = "worker_heartbeats"
+    worker_id: str = Field(max_length=200, primary_key=True)  # host:pid
+    last_success_at: datetime = _ts()
+
+
 class WebSession(SQLModel, table=True):
     __tablename__ = "web_sessions"
     id: uuid.UUID = Field(default_factory=_id, primary_key=True)

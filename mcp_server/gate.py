@@ -15,12 +15,13 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from core.access import credentials, resources
 from core.access.principal import Principal
 from core.access.scopes import MCP_SCOPES
+from core.base import context
 from core.base.db import transaction
 from core.base.errors import DomainError, Unauthorized
 from core.mechanisms import ratelimit
 from mcp_server.tools import BY_NAME, Tool
 from operations.challenge import bearer_challenge
-from operations.pipeline import as_domain_error, new_request_id
+from operations.pipeline import as_domain_error
 
 MAX_BODY_BYTES = 1048576
 # JSON-RPC error codes of our own (the spec leaves server errors to the implementation).
@@ -82,7 +83,7 @@ class Gate:
             await unauthorized(error.detail)(scope, receive, send)
             return
         except Exception as exc:  # a database fault while authenticating: the REST mapping, never a bare 500
-            error = exc if isinstance(exc, DomainError) else as_domain_error(exc, new_request_id())
+            error = exc if isinstance(exc, DomainError) else as_domain_error(exc, context.request_id())
             response = _jsonrpc_error(_request_id(message), -32603, error.detail, error.status, {}, {"code": error.code})
             await response(scope, receive, send)
             return

@@ -13,12 +13,13 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import INVALID_PARAMS
 
 from core.access import resources
+from core.base import context, metrics
 from core.base.errors import DomainError, ValidationFailed
 from core.base.jsonout import dumps
 from core.base.money import format_money
 from core.mechanisms.idempotency import check_key
 from mcp_server.tools import BY_NAME, TOOLS, Tool
-from operations.pipeline import Invocation, Outcome, Reply, execute, new_request_id
+from operations.pipeline import Invocation, Outcome, Reply, execute
 
 INSTRUCTIONS = """\
 This server keeps a business's invoices: customers, a catalog of products and prices, invoices and their lines.
@@ -62,10 +63,13 @@ async def _call_tool(ctx: ServerRequestContext, params: types.CallToolRequestPar
     authorization = ctx.request.headers.get("authorization") if ctx.request is not None else None
     outcome = await anyio.to_thread.run_sync(run_tool, tool, dict(params.arguments or {}), authorization)
     if outcome.error is not None:
+        metrics.tool_call(tool.name, outcome.error.code)
         return _error_result(error_payload(outcome.error))
     body = json.loads(outcome.reply.body)
     if outcome.reply.status >= 400:  # a client error kept under the idempotency key, replayed
+        metrics.tool_call(tool.name, str(body.get("code", "error")))
         return _error_result(body)
+    metrics.tool_call(tool.name, "ok")
     return types.CallToolResult(content=[types.TextContent(type="text", text=outcome.reply.body)],
                                 structured_content=body)
 
@@ -119,7 +123,7 @@ def run_tool(tool: Tool, arguments: dict[str, Any], authorization: str | None) -
         except ValidationFailed as refused:
             error = error or refused
     invocation = Invocation(
-        credential=authorization, resource=resources.mcp(), request_id=new_request_id(), params=ids,
+        credential=authorization, resource=resources.mcp(), request_id=context.request_id(), params=ids,
         query=query, typed_query=True, query_items=sorted((name, json.dumps(value)) for name, value in query.items()),
         body=json.dumps(rest).encode() if operation.body is not None else b"",
         idempotency_key=key, idempotency_scope=("MCP", tool.name), body_error=error, counted=True)

@@ -10,7 +10,6 @@ a reply (fresh or replayed) or a domain error, with the caller's rate-limit stan
 from __future__ import annotations
 
 import logging
-import secrets
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from sqlmodel import Session
 
 from core.access import credentials
 from core.access.principal import Principal
+from core.base import context
 from core.base.db import autocommit, database_fault, new_session, retrying_disconnects, transaction
 from core.base.errors import (
     Conflict,
@@ -39,10 +39,6 @@ log = logging.getLogger("invoicing.operations")
 
 Idempotency = Literal["required", "optional", "none"]
 Shape = Literal["object", "list", "items", "raw"]
-
-
-def new_request_id() -> str:
-    return f"req_{secrets.token_hex(12)}"
 
 
 @dataclass
@@ -131,6 +127,7 @@ def execute(operation: Operation, invocation: Invocation, presenter: Presenter) 
     usage = None
     try:
         principal, usage = _authenticate(operation, invocation)
+        context.note_caller(principal.account_id, principal.credential_label)
         if operation.own_limit is None and not invocation.counted:
             usage.raise_if_exceeded("requests")
         if invocation.header_error:

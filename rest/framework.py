@@ -20,13 +20,13 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from core.access import resources
+from core.base import context
 from core.base.errors import DomainError, NotFound, ValidationFailed
 from core.base.jsonout import dumps
 from core.mechanisms.ratelimit import Usage
-from operations.pipeline import Call, Invocation, Operation, Reply, execute, new_request_id
+from operations.pipeline import Call, Invocation, Operation, Reply, execute
 from rest.problems import problem_body, problem_response
 
-REQUEST_ID_MAX = 200
 # Far above the largest valid request (250 invoice lines with 5000-character descriptions).
 MAX_BODY_BYTES = 8 * 1048576
 
@@ -87,13 +87,13 @@ def rate_limit_headers(usage: Usage | None) -> dict[str, str]:
 
 
 def _request_id(request: Request) -> tuple[str, DomainError | None]:
+    """The client's X-Request-Id when acceptable, else the id the service gave the request; a
+    malformed one is refused (after the credential and scope checks)."""
     supplied = request.headers.get("x-request-id")
-    if supplied is None or supplied == "":
-        return new_request_id(), None
-    if len(supplied) > REQUEST_ID_MAX or not supplied.isprintable():
-        error = ValidationFailed.at("X-Request-Id", f"must be at most {REQUEST_ID_MAX} printable characters")
-        return new_request_id(), error
-    return supplied, None
+    if supplied and not context.acceptable_request_id(supplied):
+        error = ValidationFailed.at("X-Request-Id", f"must be at most {context.REQUEST_ID_MAX} printable characters")
+        return context.request_id(), error
+    return (supplied if supplied else context.request_id()), None
 
 
 async def _read_body(request: Request) -> bytes | None:

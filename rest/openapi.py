@@ -17,10 +17,11 @@ from pydantic.json_schema import models_json_schema
 
 from config.settings import get_settings
 from core.access.scopes import ALL_SCOPES, SCOPE_DESCRIPTIONS
+from core.base.context import REQUEST_ID_MAX
 from core.base.errors import ALL_ERRORS
 from core.billing.events import EVENT_TYPES
 from rest import examples
-from rest.framework import REQUEST_ID_MAX, Endpoint
+from rest.framework import Endpoint
 
 REF = "#/components/schemas/{model}"
 # Model class names → the names clients see (generated classes take them).

@@ -12,6 +12,7 @@ import logging
 
 import anyio
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
@@ -29,6 +30,7 @@ from pages.render import STATIC_FILES
 from pages.routing import error_page
 from rest.app import create_rest_app
 from rest.framework import unrouted
+from service import health, metrics_endpoint, observability, tracing
 from web.app import routes as web_routes
 from well_known.app import routes as well_known_routes
 
@@ -41,6 +43,8 @@ def create_app() -> Starlette:
     credentials.register_oauth_verifier(verifier.verify_access_token)
     mcp = McpEndpoint()
     routes = [
+        *health.routes(),
+        *metrics_endpoint.routes(),
         Mount("/api/v1", app=create_rest_app()),
         mcp.route(),
         *well_known_routes(authorization_server_metadata),
@@ -57,9 +61,13 @@ def create_app() -> Starlette:
         anyio.to_thread.current_default_thread_limiter().total_tokens = get_settings().request_threads
         async with mcp.lifespan():  # Starlette runs no lifespan of a mounted app: the SDK's runs here
             yield
+        observability.forget_this_process()
 
     database_faults = dict.fromkeys(DATABASE_FAULTS, _database_fault)
-    return Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: _not_found, **database_faults})
+    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: _not_found, **database_faults},
+                    middleware=[Middleware(observability.RequestObservation, name_spans=tracing.requested())])
+    tracing.configure(app)
+    return app
 
 
 def _database_fault(request: Request, exc: Exception) -> Response:

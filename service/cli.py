@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import logging.config
 import os
 import sys
 import threading
@@ -24,7 +25,8 @@ from core.base.db import transaction
 from core.base.errors import DomainError
 from core.base.validation import parse
 from core.billing.business import BusinessInput, set_profile
-from service import demo, migrate, worker
+from service import backup, demo, migrate, observability, tracing, worker
+from service.health import IN_PROCESS_WORKER
 
 EXIT_USAGE = 2
 DEFAULT_HOST = "127.0.0.1"
@@ -40,23 +42,29 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     _derive_origin(args.host, args.port)
+    observability.prepare_metrics_dir()  # before anything is recorded; inherited by uvicorn's processes
     migrate.upgrade()
     demo.record_serving(get_settings().origin.rstrip("/"))
     _ = get_settings().signing_key  # create var/secret.key once, before several processes race for it
     stop = threading.Event()
     worker.stop_on_signals(stop)  # uvicorn re-raises the signal that stopped it: this sees it too
-    thread = None if args.no_worker else worker.start_in_thread(stop)
+    thread = None
+    if not args.no_worker:
+        worker_id = worker.this_worker()
+        os.environ[IN_PROCESS_WORKER] = worker_id  # readiness looks for this worker's heartbeat
+        thread = worker.start_in_thread(stop, worker_id)
     try:
         # An import string lets uvicorn start several processes; each builds its own app.
         # Forwarded headers only from the proxies the operator names (uvicorn would trust 127.0.0.1).
         proxies = get_settings().forwarded_allow_ips.strip()
         uvicorn.run("service.app:create_app", factory=True, host=args.host, port=args.port,
-                    workers=args.workers, log_level="info", proxy_headers=bool(proxies),
-                    forwarded_allow_ips=proxies or None)
+                    workers=args.workers, log_config=observability.log_config("INFO"), access_log=False,
+                    proxy_headers=bool(proxies), forwarded_allow_ips=proxies or None)
     finally:
         stop.set()
         if thread is not None:
             thread.join(timeout=30)
+        observability.forget_this_process()
     return 0
 
 
@@ -72,17 +80,29 @@ def _derive_origin(host: str, port: int) -> None:
 
 
 def cmd_worker(_args: argparse.Namespace) -> int:
+    observability.prepare_metrics_dir()
+    tracing.configure()
     migrate.upgrade()
     get_settings().warn_if_unsafe()  # `serve` warns when it builds the app; this runs without one
     stop = threading.Event()
     worker.stop_on_signals(stop)
-    worker.run_forever(stop)
+    try:
+        worker.run_forever(stop)
+    finally:
+        observability.forget_this_process()
     return 0
 
 
 def cmd_db_upgrade(_args: argparse.Namespace) -> int:
     migrate.upgrade()
     print("Database schema is up to date.")
+    return 0
+
+
+def cmd_db_backup(args: argparse.Namespace) -> int:
+    size = backup.backup(get_settings().database_url, Path(args.file))
+    print(f"Backed up to {args.file} ({size:,} bytes). Serve it with "
+          f"INVOICING_DATABASE_URL=sqlite:///{Path(args.file).resolve()}")
     return 0
 
 
@@ -204,6 +224,9 @@ def build_parser() -> argparse.ArgumentParser:
     db = commands.add_parser("db", help="database schema").add_subparsers(dest="db_command", required=True,
                                                                            metavar="ACTION")
     db.add_parser("upgrade", help="apply pending migrations").set_defaults(handler=cmd_db_upgrade)
+    backup_ = db.add_parser("backup", help="copy the SQLite database while the service runs (online backup)")
+    backup_.add_argument("file", help="the new file to write (must not exist)")
+    backup_.set_defaults(handler=cmd_db_backup)
 
     accounts_ = commands.add_parser("accounts", help="users and their accounts").add_subparsers(
         dest="accounts_command", required=True, metavar="ACTION")
@@ -249,10 +272,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _configure_logging(command: str) -> None:
     long_running = command in ("serve", "worker")
-    logging.basicConfig(level=logging.INFO if long_running else logging.WARNING,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if command != "db":  # `db upgrade` shows each migration it applies; elsewhere they are noise
-        logging.getLogger("alembic").setLevel(logging.WARNING)
+    # `db upgrade` shows each migration it applies; elsewhere they are noise.
+    logging.config.dictConfig(observability.log_config("INFO" if long_running else "WARNING",
+                                                       quiet_migrations=command != "db"))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -265,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
         for error in exc.errors:
             print(f"  {error.path}: {error.message}", file=sys.stderr)
         return EXIT_USAGE
-    except (UsageError, demo.DemoRefused) as exc:
+    except (UsageError, demo.DemoRefused, backup.BackupRefused) as exc:
         print(f"invoicing: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except ArgumentError:

@@ -8,20 +8,29 @@ or a separate `invoicing worker`), so a job must be safe to run concurrently wit
 from __future__ import annotations
 
 import logging
+import os
 import signal
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from datetime import timedelta
+
+from sqlalchemy import delete
 
 from authz import cleanup as oauth_cleanup
+from core.base.clock import now
 from core.base.db import transaction
 from core.mechanisms import idempotency, ratelimit
+from core.models import WorkerHeartbeat
 from core.webhooks import delivery
 
 log = logging.getLogger("invoicing.worker")
 
 CLEANUP_INTERVAL_SECONDS = 300.0
+HEARTBEAT_SECONDS = 10.0  # how often a healthy worker says so (readiness allows several missed)
+FORGET_WORKERS_AFTER = timedelta(days=1)
 # Upper bound of one sleep, so a job registered with a long interval never delays shutdown checks.
 MAX_SLEEP_SECONDS = 60.0
 
@@ -38,10 +47,23 @@ class Job:
 
 
 def cleanup() -> None:
-    """Forget idempotency records past their 24 hours and rate-limit windows long closed."""
+    """Forget idempotency records past their 24 hours, rate-limit windows long closed, and the
+    heartbeats of workers gone for a day."""
     with transaction() as session:
         idempotency.purge_expired(session)
         ratelimit.purge_old(session)
+        session.exec(delete(WorkerHeartbeat).where(WorkerHeartbeat.last_success_at < now() - FORGET_WORKERS_AFTER))
+
+
+def this_worker() -> str:
+    """This process's worker id in `worker_heartbeats`: host and process id."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def beat(worker_id: str) -> None:
+    """Note that `worker_id` has just run its due jobs without a failure."""
+    with transaction() as session:
+        session.merge(WorkerHeartbeat(worker_id=worker_id, last_success_at=now()))
 
 
 def default_jobs() -> list[Job]:
@@ -68,26 +90,38 @@ def run_once(jobs: Iterable[Job] | None = None) -> dict[str, bool]:
     return {job.name: run_job(job) for job in (default_jobs() if jobs is None else jobs)}
 
 
-def run_forever(stop_event: threading.Event, jobs: Iterable[Job] | None = None) -> None:
-    """Run each job at its interval (first runs at once) until `stop_event` is set."""
+def run_forever(stop_event: threading.Event, jobs: Iterable[Job] | None = None, *,
+                worker_id: str | None = None) -> None:
+    """Run each job at its interval (first runs at once) until `stop_event` is set. While the last
+    run of every job succeeded, the worker's heartbeat is written every HEARTBEAT_SECONDS."""
     jobs = default_jobs() if jobs is None else list(jobs)
-    log.info("Background worker started: %s", ", ".join(job.name for job in jobs) or "no jobs")
+    worker_id = worker_id or this_worker()
+    log.info("Background worker %s started: %s", worker_id, ", ".join(job.name for job in jobs) or "no jobs")
     next_run = {job.name: time.monotonic() for job in jobs}
+    succeeded: dict[str, bool] = {}
+    last_beat = -HEARTBEAT_SECONDS
     while not stop_event.is_set():
         for job in jobs:
             if stop_event.is_set():
                 break
             if time.monotonic() >= next_run[job.name]:
-                run_job(job)
+                succeeded[job.name] = run_job(job)
                 next_run[job.name] = time.monotonic() + job.interval_seconds
+        if all(succeeded.values()) and time.monotonic() - last_beat >= HEARTBEAT_SECONDS:
+            last_beat = time.monotonic()
+            try:
+                beat(worker_id)
+            except Exception:
+                log.warning("Could not write the heartbeat of worker %s.", worker_id, exc_info=True)
         soonest = min(next_run.values(), default=time.monotonic() + MAX_SLEEP_SECONDS)
         stop_event.wait(min(MAX_SLEEP_SECONDS, max(0.0, soonest - time.monotonic())))
     log.info("Background worker stopped.")
 
 
-def start_in_thread(stop_event: threading.Event) -> threading.Thread:
+def start_in_thread(stop_event: threading.Event, worker_id: str) -> threading.Thread:
     """The in-process worker of `invoicing serve`: a daemon thread running the default jobs."""
-    thread = threading.Thread(target=run_forever, args=(stop_event,), name="invoicing-worker", daemon=True)
+    thread = threading.Thread(target=run_forever, args=(stop_event,), kwargs={"worker_id": worker_id},
+                              name="invoicing-worker", daemon=True)
     thread.start()
     return thread
 

@@ -112,6 +112,7 @@ def resend_verification(visit: Visit) -> Response:
     with transaction() as session:
         usage = ratelimit.hit(session, RESENDS_PER_USER, str(visit.user.id))
     if usage.exceeded:
+        usage.refused()
         response = render(visit.request, "error.html", status_code=429, title="Too many e-mails",
                           message="We have sent several verification e-mails in the last hour already.",
                           retry_after=usage.retry_after)

@@ -27,6 +27,7 @@ from sqlmodel import Session, select
 
 from config.settings import get_settings
 from core.access.accounts import check_password, hash_password
+from core.base import metrics
 from core.mechanisms import ratelimit
 from core.models import User
 
@@ -166,9 +167,11 @@ def attempt_login(session: Session, email: str, password: str, client_ip: str, *
                   now: float | None = None) -> LoginOutcome:
     """Check the credentials unless throttled. The attempt is counted before the check and taken
     back when it succeeds, all in `session` (commit it)."""
-    if (wait := retry_after(session, email, client_ip, now=now)) is not None:
-        return LoginOutcome(user=None, retry_after=wait)
-    if (wait := _reserve(session, _subjects(email, client_ip), now)) is not None:
+    wait = retry_after(session, email, client_ip, now=now)
+    if wait is None:
+        wait = _reserve(session, _subjects(email, client_ip), now)
+    if wait is not None:
+        metrics.rate_limited("sign_in")
         return LoginOutcome(user=None, retry_after=wait)
     user = session.exec(select(User).where(User.email == _normalized_email(email))).first()
     if user is None:

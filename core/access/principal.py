@@ -32,6 +32,15 @@ class Principal:
         credential still gets a bucket of its own, never a shared one."""
         return self.credential_id or f"account:{self.account_id}:{self.actor}"
 
+    @property
+    def credential_label(self) -> str:
+        """Which credential acts, for logs: the API key's id, the OAuth client's id, or the person."""
+        if self.actor == "api_key":
+            return f"api_key:{self.api_key_id}"
+        if self.actor == "oauth_app":
+            return f"oauth_client:{self.client_id}"
+        return f"user:{self.user_id}"
+
     def require(self, scope: str) -> None:
         if scope not in self.scopes:
             raise Forbidden(f"This credential lacks the scope {scope}.", missing_scope=scope)

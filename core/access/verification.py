@@ -109,7 +109,7 @@ def send_verification(user: User) -> bool:
     """E-mail the verification link; False (logged, link not logged) when sending failed."""
     from core.outbound import mailer
     try:
-        mailer.send(verification_message(user))
+        mailer.send(verification_message(user), kind="verification")
     except Exception:  # the account exists either way; the user can ask for another e-mail
         log.exception("could not send the verification e-mail to user %s", user.id)
         return False

@@ -20,6 +20,7 @@ from sqlalchemy.types import DateTime, TypeDecorator
 from sqlmodel import Session, create_engine
 
 from config.settings import get_settings
+from core.base import metrics
 from core.base.errors import Conflict, DomainError, UpstreamFailed, ValidationFailed
 
 READ_ONLY = "invoicing_read_only"
@@ -136,6 +137,13 @@ def _configure_sqlite(engine: Engine) -> None:
             raise
 
 
+def _count_connections_in_use(engine: Engine) -> Engine:
+    """Connections checked out of the pool, for the `invoicing_db_connections_in_use` gauge."""
+    event.listen(engine, "checkout", lambda *_: metrics.db_connection(1))
+    event.listen(engine, "checkin", lambda *_: metrics.db_connection(-1))
+    return engine
+
+
 def make_engine(url: str) -> Engine:
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
@@ -145,13 +153,13 @@ def make_engine(url: str) -> Engine:
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_SECONDS,
                                                   "factory": writer})
         _configure_sqlite(engine)
-        return engine
+        return _count_connections_in_use(engine)
     # No ping on every checkout (a round trip per transaction): connections are recycled before a
     # server or proxy would drop them, and one dropped all the same fails a single statement, after
     # which SQLAlchemy replaces the pool's connections (see `retrying_disconnects`).
     engine = create_engine(url, pool_size=10, max_overflow=20, pool_recycle=1800)
     _configure_postgresql(engine)
-    return engine
+    return _count_connections_in_use(engine)
 
 
 def _configure_postgresql(engine: Engine) -> None:

@@ -80,7 +80,7 @@ def send_invoice(session: Session, principal: Principal, id_text: str,
 
     meta = {**principal.event_meta(), "to": to, "cc": cc}
     try:
-        mailer.send(message)
+        mailer.send(message, kind="invoice")
     except MailRejected as exc:
         events.record(session, invoice, "invoice.email_failed", {**meta, "error": exc.detail})
         session.commit()

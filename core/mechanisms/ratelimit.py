@@ -11,6 +11,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session
 
 from config.settings import get_settings
+from core.base import metrics
 from core.base.errors import RateLimited
 from core.models import RateLimitWindow
 
@@ -42,6 +43,11 @@ class Usage:
     reset: int  # Unix seconds when the window ends
     exceeded: bool
     window_seconds: int
+    name: str = ""  # the limit's, for the refusals metric
+
+    def refused(self) -> None:
+        """Note in the metrics that a request was refused by this limit (the caller refuses it)."""
+        metrics.rate_limited(self.name or "other")
 
     @property
     def retry_after(self) -> int:
@@ -49,6 +55,7 @@ class Usage:
 
     def error(self, what: str) -> RateLimited:
         """The refusal of one more `what` (`requests`, `invoice e-mails per account`, …)."""
+        self.refused()
         return RateLimited(f"Rate limit exceeded: {self.limit} {what} per {_duration(self.window_seconds)}. "
                            f"Retry after {self.retry_after} seconds.", retry_after=self.retry_after, usage=self)
 
@@ -93,6 +100,7 @@ def hit(session: Session, limit: Limit, subject: str, *, cost: int = 1, now: flo
         reset=window_start + limit.window_seconds,
         exceeded=count > limit.requests,
         window_seconds=limit.window_seconds,
+        name=limit.name,
     )
 
 
@@ -102,7 +110,7 @@ def peek(session: Session, limit: Limit, subject: str, *, now: float | None = No
     row = session.get(RateLimitWindow, (_bucket(limit, subject), window_start))
     count = row.count if row else 0
     return Usage(limit.requests, max(0, limit.requests - count), window_start + limit.window_seconds,
-                 count >= limit.requests, limit.window_seconds)
+                 count >= limit.requests, limit.window_seconds, limit.name)
 
 
 def forget(session: Session, limit: Limit, subject: str) -> None:

@@ -27,6 +27,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from config.settings import get_settings
+from core.base import metrics
 
 log = logging.getLogger("invoicing.mailer")
 
@@ -71,17 +72,23 @@ def compose(*, to: str, subject: str, body: str, cc: Iterable[str] = (), reply_t
     return message
 
 
-def send(message: EmailMessage) -> None:
-    """Deliver `message` to its To and Cc recipients; MailRejected when the server refuses."""
+def send(message: EmailMessage, *, kind: str) -> None:
+    """Deliver `message` to its To and Cc recipients; MailRejected when the server refuses.
+    `kind` (invoice, verification) labels the e-mail metrics."""
     if message["Message-ID"] is None:
         message["Message-ID"] = make_msgid(domain=_sender_domain(message))
     if message["Date"] is None:
         message["Date"] = formatdate(localtime=False, usegmt=True)
     settings = get_settings()
-    if settings.smtp_url:
-        _send_smtp(message, settings.smtp_url)
-    else:
-        _write_outbox(message, settings.outbox_dir)
+    try:
+        if settings.smtp_url:
+            _send_smtp(message, settings.smtp_url)
+        else:
+            _write_outbox(message, settings.outbox_dir)
+    except MailRejected:
+        metrics.email(kind, "failed")
+        raise
+    metrics.email(kind, "sent")
 
 
 def _sender_domain(message: EmailMessage) -> str:

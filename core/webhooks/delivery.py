@@ -37,6 +37,7 @@ from sqlalchemy import and_, or_, update
 from sqlmodel import select
 
 from config.settings import get_settings
+from core.base import metrics
 from core.base.clock import now
 from core.base.db import transaction
 from core.base.jsonout import dumps
@@ -88,6 +89,7 @@ class Claim:
     secret: str
     msg_id: str
     body: bytes = field(repr=False)
+    request_id: str | None = None  # of the request that caused the event: joins the logs
 
 
 @dataclass(frozen=True)
@@ -140,7 +142,7 @@ def claim_next(options: DeliveryOptions) -> Claim | None:
         session.add(delivery)
         return Claim(delivery_id=delivery.id, endpoint_id=endpoint.id, attempt=delivery.attempts,
                      attempted_at=moment, url=endpoint.url, secret=endpoint.secret, msg_id=str(event.id),
-                     body=dumps(event.payload).encode())
+                     body=dumps(event.payload).encode(), request_id=(event.meta or {}).get("request_id"))
 
 
 def send(claim: Claim, options: DeliveryOptions) -> Outcome:
@@ -192,11 +194,15 @@ def record(claim: Claim, outcome: Outcome, options: DeliveryOptions) -> None:
             _failed(session, delivery, endpoint, claim, options.clock())
         session.add(delivery)
         session.add(endpoint)
+    result = {"succeeded": "succeeded", "failed": "failed"}.get(delivery.status, "retrying")
+    metrics.webhook_attempt(result)
+    log.info("Webhook event %s to endpoint %s, attempt %d: %s%s", claim.msg_id, claim.endpoint_id, claim.attempt,
+             result, f" ({delivery.last_error})" if delivery.last_error else "",
+             extra={"request_id": claim.request_id, "event_id": claim.msg_id, "endpoint_id": str(claim.endpoint_id),
+                    "attempt": claim.attempt, "outcome": result, "status": outcome.status_code})
 
 
 def _failed(session, delivery: WebhookDelivery, endpoint: WebhookEndpoint, claim: Claim, moment: datetime) -> None:
-    log.info("Webhook delivery %s to endpoint %s failed (attempt %d): %s",
-             delivery.id, endpoint.id, claim.attempt, delivery.last_error)
     endpoint.failure_count += 1
     endpoint.first_failure_at = endpoint.first_failure_at or claim.attempted_at
     delay = retry_delay(claim.attempt)

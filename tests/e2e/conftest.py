@@ -6,17 +6,21 @@ starts more on the same database: `live_server_factory()` gives one origin,
 crashes one (SIGKILL), `live_server_factory.start_worker()` starts an `invoicing worker`. Every
 process is stopped after the test; if one dies early, its log is in the error. Starting takes
 seconds, so `live_server_pair` keeps two processes running for a whole test module (tables are
-still emptied after each test).
+still emptied after each test). `hooks` is a webhook receiver on loopback for a module.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -171,3 +175,40 @@ def documents_origin(test_settings, tmp_path_factory, documents) -> Iterator[str
         yield servers(UNSAFE_TEST_CA_FILE=documents.write_ca_file(directory / "test-ca.pem"))
     finally:
         servers.stop_all()
+
+
+@dataclass
+class Hooks:
+    """A webhook receiver on loopback that keeps every request's headers and body."""
+
+    url: str = ""
+    received: list[tuple[dict, bytes]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def types(self) -> list[str]:
+        with self.lock:
+            return [json.loads(body)["type"] for _, body in self.received]
+
+
+@pytest.fixture(scope="module")
+def hooks():
+    state = Hooks()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 (http.server's naming)
+            body = self.rfile.read(int(self.headers.get("content-length", 0)))
+            with state.lock:
+                state.received.append(({k.lower(): v for k, v in self.headers.items()}, body))
+            self.send_response(200)
+            self.send_header("content-length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    state.url = f"http://127.0.0.1:{server.server_address[1]}/hook"
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    yield state
+    server.shutdown()
+    server.server_close()

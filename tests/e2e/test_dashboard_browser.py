@@ -6,12 +6,8 @@ customers and products. Every page is saved as a screenshot and checked with axe
 
 from __future__ import annotations
 
-import json
 import re
-import threading
 import time
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import anyio
 import httpx
@@ -28,43 +24,6 @@ from tests.smtp import smtp_server
 PASSWORD = "correct horse battery"  # make_tenant's
 DESKTOP = {"width": 1280, "height": 900}
 PHONE = {"width": 390, "height": 844}
-
-
-@dataclass
-class Hooks:
-    """A webhook receiver on loopback that keeps every request's headers and body."""
-
-    url: str = ""
-    received: list[tuple[dict, bytes]] = field(default_factory=list)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def types(self) -> list[str]:
-        with self.lock:
-            return [json.loads(body)["type"] for _, body in self.received]
-
-
-@pytest.fixture(scope="module")
-def hooks():
-    state = Hooks()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802 (http.server's naming)
-            body = self.rfile.read(int(self.headers.get("content-length", 0)))
-            with state.lock:
-                state.received.append(({k.lower(): v for k, v in self.headers.items()}, body))
-            self.send_response(200)
-            self.send_header("content-length", "0")
-            self.end_headers()
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    state.url = f"http://127.0.0.1:{server.server_address[1]}/hook"
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-    yield state
-    server.shutdown()
-    server.server_close()
 
 
 @pytest.fixture(scope="module")

@@ -61,7 +61,7 @@ def test_default_sender_is_on_the_origins_host_name(origin, sender):
 
 def test_without_smtp_url_writes_an_eml_file_to_the_outbox(tmp_path):
     with mail_settings(smtp_url=None, data_dir=tmp_path):
-        mailer.send(message())
+        mailer.send(message(), kind="invoice")
     [written] = list((tmp_path / "outbox").iterdir())
     assert written.suffix == ".eml"
     stamp, _, ident = written.stem.partition("-")
@@ -74,7 +74,7 @@ def test_without_smtp_url_writes_an_eml_file_to_the_outbox(tmp_path):
 
 def test_smtp_server_receives_the_message_for_to_and_cc():
     with smtp_server() as (handler, url), mail_settings(smtp_url=url, mail_from="invoices@service.test"):
-        mailer.send(message(cc=["copy@example.com"]))
+        mailer.send(message(cc=["copy@example.com"]), kind="invoice")
     [received] = handler.received
     assert received.mail_from == "invoices@service.test"
     assert received.rcpt_tos == ["customer@example.com", "copy@example.com"]
@@ -85,14 +85,14 @@ def test_smtp_server_receives_the_message_for_to_and_cc():
 def test_refusing_server_raises_mail_rejected_with_its_reply():
     with smtp_server(Handler(refuse="550 Mailbox unavailable")) as (_, url), mail_settings(smtp_url=url):
         with pytest.raises(MailRejected) as caught:
-            mailer.send(message())
+            mailer.send(message(), kind="invoice")
     assert "550 Mailbox unavailable" in caught.value.detail
 
 
 def test_unreachable_server_raises_mail_rejected():
     with mail_settings(smtp_url=f"smtp://127.0.0.1:{free_port()}"):
         with pytest.raises(MailRejected) as caught:
-            mailer.send(message())
+            mailer.send(message(), kind="invoice")
     assert "could not be reached" in caught.value.detail
 
 
@@ -105,7 +105,7 @@ def test_credentials_never_appear_in_the_error_or_the_log(caplog):
     with smtp_server(**options) as (_, url), \
             mail_settings(smtp_url=url.replace("smtp://", "smtp://mailuser:s3cr3t-pw@")):
         with pytest.raises(MailRejected) as caught:
-            mailer.send(message())
+            mailer.send(message(), kind="invoice")
     assert "535" in caught.value.detail
     assert "s3cr3t-pw" not in caught.value.detail
     assert "s3cr3t-pw" not in caplog.text
@@ -114,7 +114,7 @@ def test_credentials_never_appear_in_the_error_or_the_log(caplog):
 def test_misconfigured_url_raises_mail_rejected():
     with mail_settings(smtp_url="http://mail.example.com"):
         with pytest.raises(MailRejected):
-            mailer.send(message())
+            mailer.send(message(), kind="invoice")
 
 
 @pytest.mark.parametrize("url, expected", [
@@ -142,7 +142,7 @@ def test_smtp_url_upgrades_with_starttls_and_logs_in_over_tls(tmp_path, monkeypa
     options = dict(tls_context=server_context, require_starttls=True, authenticator=authenticator)
     with smtp_server(**options) as (handler, url), \
             mail_settings(smtp_url=url.replace("smtp://", "smtp://mailuser:s3cr3t@")):
-        mailer.send(message())
+        mailer.send(message(), kind="invoice")
     assert logins == [(b"mailuser", b"s3cr3t", True)]
     assert len(handler.received) == 1
 
@@ -153,5 +153,5 @@ def test_untrusted_starttls_certificate_is_mail_rejected():
     with smtp_server(tls_context=server_context, require_starttls=True) as (handler, url), \
             mail_settings(smtp_url=url):
         with pytest.raises(MailRejected):
-            mailer.send(message())
+            mailer.send(message(), kind="invoice")
     assert handler.received == []

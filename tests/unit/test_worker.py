@@ -139,3 +139,18 @@ def test_cleanup_purges_rate_limit_windows_closed_long_ago():
     worker.cleanup()
     with db.transaction() as session:
         assert [w.bucket for w in session.exec(select(RateLimitWindow))] == ["api:new"]
+
+
+@pytest.mark.parametrize(("env", "requested"), [
+    ({}, False), ({"OTEL_TRACES_EXPORTER": "none"}, False), ({"OTEL_TRACES_EXPORTER": "console"}, True),
+    ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"}, True),
+    ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318", "OTEL_SDK_DISABLED": "true"}, False),
+])
+def test_tracing_is_a_no_op_unless_an_exporter_is_named(monkeypatch, env, requested):
+    from service import tracing
+    for name in ("OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+                 "OTEL_SDK_DISABLED"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert tracing.requested() is requested

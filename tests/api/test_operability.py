@@ -1,0 +1,211 @@
+"""Health, readiness, metrics and the request id, in-process (tests/e2e/test_operations.py runs
+them across real processes)."""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import logging
+from datetime import timedelta
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from sqlalchemy import create_engine
+
+from config.settings import get_settings
+from core.base import context
+from core.base.clock import now
+from core.base.db import transaction
+from core.models import WorkerHeartbeat
+from service import health, observability, worker
+from tests.api.invoicing import add_webhook_endpoint, draft, stored_events
+from tests.mcp import jsonrpc
+
+SCRAPE_TOKEN = "scrape-token-for-tests"
+
+
+@pytest.fixture
+def metrics_on(monkeypatch):
+    monkeypatch.setattr(get_settings(), "metrics_token", SCRAPE_TOKEN)
+
+
+def scrape(client) -> dict[tuple[str, tuple], float]:
+    """Every sample of /metrics as {(name, sorted labels): value}, read by prometheus_client's parser."""
+    response = client.get("/metrics", headers={"Authorization": f"Bearer {SCRAPE_TOKEN}"})
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"].startswith("text/plain; version=")
+    return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
+            for family in text_string_to_metric_families(response.text) for sample in family.samples}
+
+
+def value(samples, name: str, **labels) -> float:
+    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+
+
+# --- health and readiness ------------------------------------------------------------------------
+
+def test_healthz_answers_without_a_credential_and_is_never_cached(client):
+    response = client.get("/healthz")
+    assert (response.status_code, response.json()) == (200, {"status": "ok"})
+    assert response.headers["cache-control"] == "no-store"
+
+
+def test_readyz_checks_the_database_and_its_schema(client):
+    response = client.get("/readyz")
+    assert response.status_code == 200
+    assert response.json() == {"status": "ready", "checks": {"database": "ok", "migrations": "ok"}}
+    assert response.headers["cache-control"] == "no-store"
+
+
+def test_readyz_is_not_ready_while_the_database_is_unreachable_and_ready_after(client, monkeypatch):
+    unreachable = create_engine("postgresql+psycopg://nobody@127.0.0.1:9/none", connect_args={"connect_timeout": 2})
+    real = health.get_engine
+    monkeypatch.setattr(health, "get_engine", lambda: unreachable)
+    response = client.get("/readyz")
+    assert response.status_code == 503
+    assert response.json()["checks"]["database"].startswith("unavailable")
+    monkeypatch.setattr(health, "get_engine", real)
+    assert client.get("/readyz").status_code == 200
+
+
+@pytest.mark.parametrize(("revision", "ready"), [("0005", True), ("9999", True), ("0004", False), (None, False)])
+def test_the_schema_must_be_this_codes_or_newer(revision, ready):
+    assert (health.check_schema(revision) is None) is ready
+
+
+def test_readyz_waits_for_the_in_process_workers_first_success(client, monkeypatch):
+    monkeypatch.setenv(health.IN_PROCESS_WORKER, "host-a:123")
+    response = client.get("/readyz")
+    assert response.status_code == 503
+    assert response.json()["checks"]["worker"] == "no successful run yet"
+    worker.beat("host-a:123")
+    assert client.get("/readyz").json()["checks"]["worker"] == "ok"
+
+
+def test_readyz_is_not_ready_when_the_worker_stopped_succeeding(client, monkeypatch):
+    monkeypatch.setenv(health.IN_PROCESS_WORKER, "host-b:456")
+    with transaction() as session:
+        session.add(WorkerHeartbeat(worker_id="host-b:456", last_success_at=now() - timedelta(minutes=5)))
+    response = client.get("/readyz")
+    assert response.status_code == 503
+    assert response.json()["checks"]["worker"].startswith("no successful run since")
+
+
+def test_probes_are_outside_the_rate_limit(client, monkeypatch):
+    monkeypatch.setattr(get_settings(), "rate_limit_requests", 1)
+    assert all(client.get("/readyz").status_code == 200 for _ in range(5))
+
+
+# --- metrics ----------------------------------------------------------------------------------------
+
+def test_metrics_are_off_by_default(client):
+    assert client.get("/metrics").status_code == 404
+
+
+def test_metrics_need_the_token(client, metrics_on):
+    refused = client.get("/metrics")
+    assert refused.status_code == 401
+    assert refused.headers["www-authenticate"] == 'Bearer realm="metrics"'
+    assert client.get("/metrics", headers={"Authorization": "Bearer wrong"}).status_code == 401
+
+
+def test_metrics_refuse_an_address_not_listed(client, monkeypatch):
+    monkeypatch.setattr(get_settings(), "metrics_allow", "10.0.0.0/8")
+    assert client.get("/metrics").status_code == 403
+
+
+def test_a_request_is_counted_by_route_template(client, tenant, metrics_on):
+    invoice = draft(tenant)
+    before = scrape(client)
+    assert tenant.get(f"/invoices/{invoice['id']}").status_code == 200
+    assert tenant.get("/invoices/in_nope").status_code == 404
+    after = scrape(client)
+    labels = {"route": "/api/v1/invoices/{id}", "method": "GET"}
+    assert value(after, "invoicing_http_requests_total", **labels, status="200") - \
+        value(before, "invoicing_http_requests_total", **labels, status="200") == 1
+    assert value(after, "invoicing_http_requests_total", **labels, status="404") - \
+        value(before, "invoicing_http_requests_total", **labels, status="404") == 1
+    assert value(after, "invoicing_http_request_duration_seconds_count", **labels) - \
+        value(before, "invoicing_http_request_duration_seconds_count", **labels) == 2
+
+
+def test_an_unknown_path_is_one_label_not_one_per_path(client, metrics_on):
+    before = scrape(client)
+    client.get("/no/such/page-1")
+    client.get("/no/such/page-2")
+    after = scrape(client)
+    labels = {"route": "unmatched", "method": "GET", "status": "404"}
+    assert value(after, "invoicing_http_requests_total", **labels) - \
+        value(before, "invoicing_http_requests_total", **labels) == 2
+
+
+def test_a_tool_call_is_counted_by_tool_and_outcome(client, tenant, metrics_on):
+    before = scrape(client)
+    jsonrpc.structured(client, tenant.key, "get_business")
+    jsonrpc.call(client, tenant.key, "get_invoice", invoice="in_nope")
+    after = scrape(client)
+    for tool, outcome in (("get_business", "ok"), ("get_invoice", "not_found")):
+        assert value(after, "invoicing_mcp_tool_calls_total", tool=tool, outcome=outcome) - \
+            value(before, "invoicing_mcp_tool_calls_total", tool=tool, outcome=outcome) == 1
+
+
+def test_the_webhook_backlog_is_read_from_the_database(client, tenant, metrics_on):
+    add_webhook_endpoint(tenant.account_id)
+    draft(tenant)
+    samples = scrape(client)
+    assert value(samples, "invoicing_webhook_backlog") == 1
+    assert value(samples, "invoicing_webhook_oldest_pending_age_seconds") >= 0
+    assert value(samples, "invoicing_database_up") == 1
+
+
+def test_rate_limit_refusals_and_e_mails_are_counted(client, tenant, metrics_on, monkeypatch):
+    invoice = draft(tenant)
+    before = scrape(client)
+    tenant.post(f"/invoices/{invoice['id']}/send", idem=True)
+    monkeypatch.setattr(get_settings(), "rate_limit_requests", 1)
+    tenant.get("/customers")
+    tenant.get("/customers")
+    after = scrape(client)
+    assert value(after, "invoicing_emails_total", kind="invoice", outcome="sent") - \
+        value(before, "invoicing_emails_total", kind="invoice", outcome="sent") == 1
+    assert value(after, "invoicing_rate_limit_refusals_total", limit="api") > \
+        value(before, "invoicing_rate_limit_refusals_total", limit="api")
+
+
+# --- the request id joins the logs ----------------------------------------------------------------
+
+def test_every_response_carries_a_request_id(client):
+    for path in ("/healthz", "/login", "/.well-known/oauth-authorization-server", "/no/such/page"):
+        assert client.get(path).headers["x-request-id"].startswith("req_"), path
+
+
+def test_the_events_of_a_request_carry_its_id(tenant):
+    response = tenant.post("/customers", json={"name": "Ada"})
+    invoice = tenant.post("/invoices", json={"customer": response.json()["data"]["id"]}, idem=True,
+                          headers={"X-Request-Id": "trace-from-client-7"})
+    assert invoice.headers["x-request-id"] == "trace-from-client-7"
+    (created,) = stored_events(tenant.account_id)
+    assert created.meta["request_id"] == "trace-from-client-7"
+
+
+def test_a_tool_calls_events_carry_the_http_requests_id(client, tenant):
+    customer = jsonrpc.structured(client, tenant.key, "create_customer", name="Ada")
+    response = jsonrpc.post(client, "tools/call", {"name": "create_invoice", "arguments": {"customer": customer["id"]}},
+                            key=tenant.key)
+    (created,) = stored_events(tenant.account_id)
+    assert created.meta["request_id"] == response.headers["x-request-id"]
+
+
+def test_json_log_lines_carry_the_request_and_the_caller():
+    contextvars.copy_context().run(_log_a_line_in_a_request)  # leaves this thread's context as it was
+
+
+def _log_a_line_in_a_request():
+    request = context.begin("req_abc")
+    context.note_caller("acc-1", "api_key:key-1")
+    record = logging.LogRecord("invoicing.access", logging.INFO, __file__, 1, "GET %s", ("/x",), None)
+    record.status = 200
+    line = json.loads(observability.JsonLines().format(record))
+    assert line["message"] == "GET /x" and line["status"] == 200 and line["level"] == "info"
+    assert (line["request_id"], line["account_id"], line["credential_id"]) == ("req_abc", "acc-1", "api_key:key-1")
+    assert request.account_id == "acc-1"

@@ -6,10 +6,13 @@ with `invoicing db backup` is served by a new server."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -18,6 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+from sqlalchemy.engine import make_url
 
 from tests.conftest import make_tenant
 from tests.e2e.conftest import free_port
@@ -193,3 +197,72 @@ def test_traces_are_exported_when_otel_names_an_exporter(test_settings, tmp_path
         process.wait(timeout=30)
     assert '"service.name": "invoicing-under-test"' in text
     assert '"name": "GET /api/v1/business"' in text and '"http.route": "/api/v1/business"' in text
+
+
+class TcpForwarder:
+    """A TCP relay to the database that the test can cut and restore (the database 'unreachable')."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        self.target = target
+        self.port = free_port()
+        self.sockets: list[socket.socket] = []
+        self.listener: socket.socket | None = None
+
+    def start(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", self.port), reuse_port=False)
+        threading.Thread(target=self._accept, args=(self.listener,), daemon=True).start()
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(self.target)
+            self.sockets += [client, upstream]
+            for source, sink in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(source, sink), daemon=True).start()
+
+    @staticmethod
+    def _pipe(source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for end in (source, sink):
+                with contextlib.suppress(OSError):
+                    end.shutdown(socket.SHUT_RDWR)
+
+    def cut(self) -> None:
+        """Refuse new connections and break the open ones."""
+        with contextlib.suppress(OSError):
+            self.listener.shutdown(socket.SHUT_RDWR)  # wakes the thread blocked in accept()
+        self.listener.close()
+        for end in self.sockets:
+            with contextlib.suppress(OSError):
+                end.shutdown(socket.SHUT_RDWR)
+            end.close()
+        self.sockets.clear()
+
+
+def test_readiness_follows_the_database_going_away_and_coming_back(test_settings, tmp_path):
+    url = make_url(test_settings.database_url)
+    if url.get_backend_name() != "postgresql":
+        pytest.skip("needs a database reached over the network (the PostgreSQL pass)")
+    relay = TcpForwarder((url.host or "127.0.0.1", url.port or 5432))
+    relay.start()
+    through_relay = url.set(host="127.0.0.1", port=relay.port).render_as_string(hide_password=False)
+    settings = test_settings.model_copy(update={"database_url": through_relay})
+    origin, process, _ = serve(settings, tmp_path, "--no-worker")
+    try:
+        relay.cut()
+        gone = wait_for(lambda: (answer := httpx.get(f"{origin}/readyz", timeout=10)).status_code == 503 and answer)
+        assert gone.json()["checks"]["database"].startswith("unavailable")
+        assert httpx.get(f"{origin}/healthz").status_code == 200  # alive, only not ready
+        relay.start()
+        wait_for(lambda: httpx.get(f"{origin}/readyz", timeout=10).status_code == 200)
+    finally:
+        process.terminate()
+        process.wait(timeout=30)

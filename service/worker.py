@@ -96,7 +96,7 @@ def run_forever(stop_event: threading.Event, jobs: Iterable[Job] | None = None, 
     run of every job succeeded, the worker's heartbeat is written every HEARTBEAT_SECONDS."""
     jobs = default_jobs() if jobs is None else list(jobs)
     worker_id = worker_id or this_worker()
-    log.info("Background worker %s started: %s", worker_id, ", ".join(job.name for job in jobs) or "no jobs")
+    log.info("Background worker started: %s (worker %s)", ", ".join(job.name for job in jobs) or "no jobs", worker_id)
     next_run = {job.name: time.monotonic() for job in jobs}
     succeeded: dict[str, bool] = {}
     last_beat = -HEARTBEAT_SECONDS

@@ -5,21 +5,24 @@ actions, each behind a page that says what it will do. Every change runs an oper
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import closing
 from urllib.parse import urlencode
 
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from core.access.accounts import account_of, owner_of
 from core.access.apikeys import list_keys
 from core.base import ids
 from core.base.clock import today
-from core.base.db import transaction
+from core.base.db import new_session, transaction
 from core.base.errors import DomainError, NotFound, ValidationFailed
 from core.base.money import currency_exponent, format_money, from_major
+from core.base.validation import parse
 from core.billing import events, numbering
+from core.billing import invoices as core_invoices
 from core.billing.business import find_profile
-from core.billing.invoice_lines import UNIT_CODES
+from core.billing.invoice_lines import UNIT_CODES, ItemFields
 from core.billing.pdf import filename_for, render_invoice
 from core.billing.presentation import address_lines, total_rows
 from operations import customers as customer_operations
@@ -347,6 +350,42 @@ def save_line(visit: Visit) -> Response:
     return redirect(_detail_url(invoice["id"], "line_saved"))
 
 
+def preview_line(visit: Visit) -> Response:
+    """Live totals (JSON for the page's script): what a line and the draft would come to with the
+    line form as it is now (`line`: `add`, or the id of the line being edited), computed by the
+    core exactly as saving would, with nothing saved."""
+    try:
+        invoice = _load(visit)
+    except NotFound:
+        return JSONResponse({"message": "This invoice does not exist, or belongs to another account."},
+                            status_code=404)
+    target = visit.text("line", 100)
+    lines = invoice["lines"]["data"]
+    try:
+        edited = _line_body(_line_values(visit), invoice["currency"])
+        items = [(_as_item(line) | edited) if line["id"] == target else _as_item(line) for line in lines]
+        if target == "add":
+            items.append(edited)
+        with closing(new_session(read_only=True)) as session:
+            parsed = [parse(ItemFields, item, prefix=f"items.{index}.") for index, item in enumerate(items)]
+            draft, built = core_invoices.preview_lines(session, account_of(session, visit.user).id, invoice["id"],
+                                                        parsed)
+            position = len(built) - 1 if target == "add" else next(
+                (i for i, line in enumerate(lines) if line["id"] == target), None)
+            line = built[position] if position is not None else None
+            currency, total = draft.currency, draft.total
+    except DomainError as exc:
+        first = exc.errors[0] if exc.errors else None
+        field = first.path.rsplit(".", 1)[-1] if first else ""
+        return JSONResponse({"message": f"{field.replace('_', ' ').capitalize()}: {first.message}" if first
+                             else exc.detail}, status_code=exc.status)
+    said = f"The invoice would total {format_money(total, currency)}."
+    if line is not None:
+        said = (f"This line: {format_money(line.amount, currency)}"
+                f"{f' plus {format_money(line.tax_amount, currency)} tax' if line.tax_amount else ''}. " + said)
+    return JSONResponse({"message": said})
+
+
 def remove_line(visit: Visit) -> Response:
     try:
         act(visit, invoice_operations.remove_invoice_item, params={"id": visit.path_params["item_id"]},
@@ -471,6 +510,7 @@ def routes() -> list[Route]:
         page("/invoices/{invoice_id}", get=invoice_detail, post=save_draft),
         page("/invoices/{invoice_id}/pdf", get=invoice_pdf),
         page("/invoices/{invoice_id}/lines", post=add_line),
+        page("/invoices/{invoice_id}/preview", post=preview_line),
         page("/invoices/{invoice_id}/lines/{item_id}", post=save_line),
         page("/invoices/{invoice_id}/lines/{item_id}/remove", post=remove_line),
         *action_routes,

@@ -32,7 +32,7 @@ from core.billing.invoice_inputs import (
     PayInput,
     VoidInput,
 )
-from core.billing.invoice_lines import build_line, compute, refresh_prices, renumber
+from core.billing.invoice_lines import ItemFields, build_line, compute, refresh_prices, renumber
 from core.billing.invoice_render import (  # noqa: F401 (re-exported)
     INVOICE_STATUSES,
     customer_details,
@@ -139,6 +139,19 @@ def _save(session: Session, invoice: Invoice, lines: list[InvoiceLine], *, path:
     session.add(invoice)
     session.add_all(lines)
     session.flush()
+
+
+def preview_lines(session: Session, account_id: uuid.UUID, id_text: str,
+                  items: list[ItemFields]) -> tuple[Invoice, list[InvoiceLine]]:
+    """The draft and its lines as they would be with `items`, saving nothing: the lines are built,
+    priced and computed exactly as `update_invoice` does (the dashboard's live totals). Use a
+    read-only session and discard it: the invoice returned holds the previewed totals."""
+    invoice = get_invoice(session, account_id, id_text)
+    _require_draft(invoice, "edited")
+    lines = [build_line(session, invoice, item, prefix=f"items.{index}.") for index, item in enumerate(items)]
+    refresh_prices(session, invoice, lines)
+    compute(invoice, lines, path="items")
+    return invoice, lines
 
 
 def create_invoice(session: Session, principal: Principal, data: InvoiceCreate) -> Invoice:

@@ -113,6 +113,9 @@ def test_a_person_reviews_and_sends_what_their_assistant_drafted(origin, mailbox
 
             page.get_by_text("Edit line 1").click()
             page.locator("#line-1-quantity").fill("3")
+            live = page.locator("form[data-line] [data-preview-output]").first  # live totals, before saving
+            live.filter(has_text="The invoice would total 2,185.00 USD").wait_for()
+            assert live.inner_text().startswith("This line: 1,800.00 USD plus 360.00 USD tax.")
             page.get_by_role("button", name="Save line 1").click()
             page.wait_for_url(re.compile("notice=line_saved"))
             assert "2,185.00 USD" in page.locator("table.totals").inner_text()  # 3 × 600 + 20 % tax + 25
@@ -135,6 +138,7 @@ def test_a_person_reviews_and_sends_what_their_assistant_drafted(origin, mailbox
             assert [a.get_content_type() for a in received.attachments()] == ["application/pdf"]
 
             page.get_by_role("link", name="Mark paid…").click()
+            shot(page, "63-confirm-pay")
             page.get_by_label("Reference").fill("BACS 7781")
             page.get_by_role("button", name="Mark paid").click()
             page.wait_for_url(re.compile("notice=paid"))
@@ -201,6 +205,7 @@ def test_a_person_manages_customers_and_products(origin):
             shot(page, "59-product")
 
             page.goto(f"{origin}/invoices/new")
+            shot(page, "61-new-draft")
             page.get_by_label("Customer").select_option(label="Globex GmbH (ap@globex.example)")
             page.get_by_role("button", name="Create draft").click()
             page.wait_for_url(re.compile("notice=created"))
@@ -211,5 +216,10 @@ def test_a_person_manages_customers_and_products(origin):
 
             page.goto(f"{origin}/settings/business")
             shot(page, "60-business-profile")
+            page.goto(f"{origin}/products")
+            shot(page, "62-products")
+            page.goto(f"{origin}/invoices/in_{'0' * 32}")
+            assert page.get_by_role("heading", level=1).inner_text() == "No such invoice"
+            shot(page, "64-not-found")
         finally:
             browser.close()

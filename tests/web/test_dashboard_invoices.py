@@ -304,3 +304,46 @@ def test_drafts_by_a_connected_app_wait_for_review_with_its_badge(person, tenant
     assert "Drafted by Claude" in person.get("/invoices").text
     assert "Drafted by Claude" in person.get(f"/invoices/{invoice_id}").text
     assert "Claude (connected app)" in person.get(f"/invoices/{invoice_id}").text
+
+
+def preview(person: Browser, invoice_id: str, **fields):
+    return person.submit(f"/invoices/{invoice_id}/preview", fields, page=f"/invoices/{invoice_id}")
+
+
+def test_live_totals_for_a_new_line_come_from_the_core(person, tenant):
+    invoice = draft(tenant, items=[adhoc("Design", 10000, tax_rate=20)])
+    response = preview(person, invoice["id"], line="add", description="Hosting", quantity="1.5", unit="MON",
+                       unit_amount="33.33", discount_percent="10", tax_rate="20")
+    assert response.status_code == 200
+    # 1.5 × 33.33 × 0.9 = 44.9955 → 45.00, tax 9.00; invoice 100 + 20 + 45 + 9
+    assert response.json()["message"] == ("This line: 45.00 USD plus 9.00 USD tax. "
+                                          "The invoice would total 174.00 USD.")
+    assert tenant.get(f"/invoices/{invoice['id']}").json()["data"]["total"] == 12000  # nothing saved
+
+
+def test_live_totals_for_an_edited_line(person, tenant):
+    invoice = draft(tenant, items=[adhoc("First", 1000), adhoc("Second", 2000)])
+    second = invoice["lines"]["data"][1]["id"]
+    response = preview(person, invoice["id"], line=second, description="Second", quantity="3", unit="NOS",
+                       unit_amount="20.00", discount_percent="0", tax_rate="0")
+    assert response.json()["message"] == "This line: 60.00 USD. The invoice would total 70.00 USD."
+
+
+def test_live_totals_explain_a_bad_value(person, tenant):
+    invoice = draft(tenant)
+    response = preview(person, invoice["id"], line="add", description="X", quantity="0", unit="NOS", unit_amount="1")
+    assert response.status_code == 422
+    assert response.json()["message"].startswith("Quantity: ")
+
+
+def test_live_totals_of_another_accounts_draft_are_404(person, client):
+    from tests.conftest import make_tenant
+    stranger = draft(make_tenant(client))
+    assert preview(person, stranger["id"], line="add", quantity="1").status_code == 404
+
+
+def test_the_live_totals_script_is_only_on_drafts(person, tenant):
+    invoice = draft(tenant)
+    assert '<script src="/static/live-totals.js" defer></script>' in person.get(f"/invoices/{invoice['id']}").text
+    opened = finalized(tenant)
+    assert "live-totals.js" not in person.get(f"/invoices/{opened['id']}").text

@@ -38,7 +38,9 @@ def route_template(scope: Scope) -> str:
     if path is None:
         return "unmatched"
     prefix = scope.get("root_path", "")[len(scope.get("app_root_path", "")):]
-    return prefix + path + ("/{path}" if isinstance(route, Mount) else "")
+    if isinstance(route, Mount):  # matched no deeper: its own path is in the prefix already
+        return prefix + "/{path}"
+    return prefix + path
 
 
 class RequestObservation:

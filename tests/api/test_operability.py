@@ -139,6 +139,16 @@ def test_an_unknown_path_is_one_label_not_one_per_path(client, metrics_on):
         value(before, "invoicing_http_requests_total", **labels) == 2
 
 
+def test_static_files_are_one_label(client, metrics_on):
+    before = scrape(client)
+    client.get("/static/app.css")
+    client.get("/static/pico.min.css")
+    after = scrape(client)
+    labels = {"route": "/static/{path}", "method": "GET", "status": "200"}
+    assert value(after, "invoicing_http_requests_total", **labels) - \
+        value(before, "invoicing_http_requests_total", **labels) == 2
+
+
 def test_a_tool_call_is_counted_by_tool_and_outcome(client, tenant, metrics_on):
     before = scrape(client)
     jsonrpc.structured(client, tenant.key, "get_business")

@@ -19,7 +19,7 @@ from operations import customers as customer_operations
 from operations import products as product_operations
 from pages.routing import Visit, errors_by_field, page, redirect
 from web.acting import act, new_form_key
-from web.rendering import not_found, render
+from web.rendering import not_found, notice_of, render
 
 CUSTOMER_FIELDS = ("name", "email", "phone", "tax_id") + tuple(f"address.{key}" for key in ADDRESS_KEYS)
 PRODUCT_FIELDS = ("name", "description")
@@ -38,7 +38,7 @@ NOTICES = {
 
 
 def _notice(visit: Visit) -> str | None:
-    return NOTICES.get(visit.request.query_params.get("notice", ""))
+    return notice_of(visit, NOTICES)
 
 
 def _errors(exc: DomainError) -> dict[str, str]:

@@ -30,7 +30,7 @@ from operations import invoices as invoice_operations
 from operations import products as product_operations
 from pages.routing import Visit, errors_by_field, page, redirect
 from web.acting import act, new_form_key
-from web.rendering import not_found, render
+from web.rendering import not_found, notice_of, render
 
 STATUS_TABS = (("", "All"), ("draft", "Drafts"), ("open", "Open"), ("overdue", "Overdue"), ("paid", "Paid"),
                ("void", "Void"))
@@ -51,7 +51,7 @@ NOTICES = {
 
 
 def _notice(visit: Visit) -> str | None:
-    return NOTICES.get(visit.request.query_params.get("notice", ""))
+    return notice_of(visit, NOTICES)
 
 
 def _invoice_id(visit: Visit) -> str:

@@ -19,7 +19,7 @@ from core.billing.business import (
 )
 from pages.routing import Visit, errors_by_field, page, redirect
 from web.invoice_pages import drafts_for_review
-from web.rendering import render
+from web.rendering import notice_of, render
 
 TOP_LEVEL_FIELDS = ("legal_name", "trade_name", "country_code", "currency", "tax_id", "email", "phone",
                     "invoice_prefix")
@@ -36,7 +36,7 @@ NOTICES = {
 
 
 def notice(visit: Visit) -> str | None:
-    return NOTICES.get(visit.request.query_params.get("notice", ""))
+    return notice_of(visit, NOTICES)
 
 
 def start_page(visit: Visit) -> Response:

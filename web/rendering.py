@@ -18,3 +18,9 @@ def not_found(visit: Visit, what: str, back: str) -> Response:
     return render(visit.request, "error.html", status_code=404, title=f"No such {what}",
                   message=f"This {what} does not exist, or belongs to another account.",
                   back_url=back, back_label="Back to the list")
+
+
+def notice_of(visit: Visit, notices: dict[str, str]) -> str | None:
+    """The message a page shows after an action, chosen by the `notice` code in its query string
+    (a code, never reflected text)."""
+    return notices.get(visit.request.query_params.get("notice", ""))

@@ -19,7 +19,7 @@ from core.base.validation import NAME_MAX, parse
 from core.models import EVENT_TYPES, ApiKey
 from core.webhooks import endpoints as webhooks
 from pages.routing import Visit, errors_by_field, page, redirect
-from web.rendering import not_found, render
+from web.rendering import not_found, notice_of, render
 
 PRESET_LABELS = {
     "read_only": "Read only",
@@ -38,7 +38,7 @@ NOTICES = {
 
 
 def _notice(visit: Visit) -> str | None:
-    return NOTICES.get(visit.request.query_params.get("notice", ""))
+    return notice_of(visit, NOTICES)
 
 
 # --- API keys --------------------------------------------------------------------------------

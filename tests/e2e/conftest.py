@@ -6,7 +6,8 @@ starts more on the same database: `live_server_factory()` gives one origin,
 crashes one (SIGKILL), `live_server_factory.start_worker()` starts an `invoicing worker`. Every
 process is stopped after the test; if one dies early, its log is in the error. Starting takes
 seconds, so `live_server_pair` keeps two processes running for a whole test module (tables are
-still emptied after each test). `hooks` is a webhook receiver on loopback for a module.
+still emptied after each test). `hooks` is a webhook receiver on loopback for a module, `mailbox`
+an SMTP server; `wait_for` polls a condition.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import pytest
 
 from config.settings import Settings
 from tests.oauth_flow import DocumentServer
+from tests.smtp import smtp_server
 
 STARTUP_TIMEOUT = 30.0
 
@@ -212,3 +214,20 @@ def hooks():
     yield state
     server.shutdown()
     server.server_close()
+
+
+@pytest.fixture(scope="module")
+def mailbox():
+    """A real SMTP server on loopback for a module: (handler with `received`, its smtp:// URL)."""
+    with smtp_server() as (handler, url):
+        yield handler, url
+
+
+def wait_for(condition, timeout: float = 30.0):
+    """Poll `condition` until it returns something true (returned), or fail after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if result := condition():
+            return result
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout:g} s waiting")

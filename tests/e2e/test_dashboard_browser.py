@@ -7,7 +7,6 @@ customers and products. Every page is saved as a screenshot and checked with axe
 from __future__ import annotations
 
 import re
-import time
 
 import anyio
 import httpx
@@ -16,20 +15,14 @@ from standardwebhooks import Webhook
 
 from tests.api.invoicing import stored_events
 from tests.conftest import make_tenant
+from tests.e2e.conftest import wait_for
 from tests.e2e.test_browser import SCREENSHOTS, pytestmark, shot  # noqa: F401
 from tests.e2e.test_documents_browser import browser_page
 from tests.e2e.test_mcp_oauth import ConsentingUser, MemoryStorage, connect
-from tests.smtp import smtp_server
 
 PASSWORD = "correct horse battery"  # make_tenant's
 DESKTOP = {"width": 1280, "height": 900}
 PHONE = {"width": 390, "height": 844}
-
-
-@pytest.fixture(scope="module")
-def mailbox():
-    with smtp_server() as (handler, url):
-        yield handler, url
 
 
 @pytest.fixture(scope="module")
@@ -78,15 +71,6 @@ def wider_than_the_screen(page) -> list[str]:
         .filter(e => e.getBoundingClientRect().right > window.innerWidth + 1)
         .map(e => e.tagName + '.' + e.className + '#' + e.id + ' ' + Math.round(e.getBoundingClientRect().right))
         .slice(0, 15)""")
-
-
-def wait_for(condition, timeout: float = 20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if result := condition():
-            return result
-        time.sleep(0.2)
-    raise AssertionError("timed out waiting")
 
 
 def test_a_person_reviews_and_sends_what_their_assistant_drafted(origin, mailbox, hooks, test_settings):

@@ -14,16 +14,9 @@ import pytest
 
 from tests.conftest import make_tenant
 from tests.e2e.test_browser import CHROMIUM, CHROMIUM_ARGS, SCREENSHOTS, pytestmark, shot  # noqa: F401
-from tests.smtp import smtp_server
 
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1280, "height": 900}
-
-
-@pytest.fixture(scope="module")
-def mailbox():
-    with smtp_server() as (handler, url):
-        yield handler, url
 
 
 @pytest.fixture(scope="module")

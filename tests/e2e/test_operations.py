@@ -24,7 +24,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy.engine import make_url
 
 from tests.conftest import make_tenant
-from tests.e2e.conftest import free_port
+from tests.e2e.conftest import free_port, wait_for
 from tests.oauth_flow import obtain, register, sign_in
 
 pytestmark = pytest.mark.e2e
@@ -83,15 +83,6 @@ def value(samples, name: str, **labels) -> float:
 
 def log_lines(log: Path) -> list[dict]:
     return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
-
-
-def wait_for(condition, timeout: float = 30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if result := condition():
-            return result
-        time.sleep(0.2)
-    raise AssertionError("timed out waiting")
 
 
 def test_one_view_of_both_processes_in_metrics_and_logs(operated, hooks):

@@ -3,7 +3,16 @@
 from starlette.routing import BaseRoute
 
 from core.access.connected_apps import ConnectedApps
-from web import auth_pages, catalog_pages, invoice_pages, onboarding, public, settings_pages
+from web import (
+    auth_pages,
+    catalog_pages,
+    invoice_actions,
+    invoice_lines,
+    invoice_pages,
+    onboarding,
+    public,
+    settings_pages,
+)
 
 
 def routes(connected_apps: ConnectedApps) -> list[BaseRoute]:
@@ -12,6 +21,8 @@ def routes(connected_apps: ConnectedApps) -> list[BaseRoute]:
         *auth_pages.routes(),
         *onboarding.routes(),
         *invoice_pages.routes(),
+        *invoice_lines.routes(),
+        *invoice_actions.routes(),
         *catalog_pages.routes(),
         *settings_pages.routes(connected_apps),
     ]

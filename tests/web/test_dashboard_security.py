@@ -8,9 +8,10 @@ import pytest
 from tests.api.invoicing import customer, draft, price
 from tests.conftest import make_tenant
 from tests.web.conftest import OWNER_PASSWORD, Browser
-from web import catalog_pages, invoice_pages
+from web import catalog_pages, invoice_actions, invoice_lines, invoice_pages
 
-DASHBOARD_ROUTES = [*invoice_pages.routes(), *catalog_pages.routes()]
+DASHBOARD_ROUTES = [*invoice_pages.routes(), *invoice_lines.routes(), *invoice_actions.routes(),
+                    *catalog_pages.routes()]
 POST_PATHS = sorted({route.path for route in DASHBOARD_ROUTES if "POST" in route.methods} | {"/settings/business"})
 GET_PATHS_WITH_IDS = sorted(route.path for route in DASHBOARD_ROUTES if "GET" in route.methods and "{" in route.path)
 

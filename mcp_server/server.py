@@ -20,6 +20,7 @@ from core.base.money import format_money
 from core.mechanisms.idempotency import check_key
 from mcp_server.tools import BY_NAME, TOOLS, Tool
 from operations.pipeline import Invocation, Outcome, Reply, execute
+from operations.rendering import error_payload
 
 INSTRUCTIONS = """\
 This server keeps a business's invoices: customers, a catalog of products and prices, invoices and their lines.
@@ -77,15 +78,6 @@ async def _call_tool(ctx: ServerRequestContext, params: types.CallToolRequestPar
 def _error_result(payload: dict) -> types.CallToolResult:
     # No structured content: strict clients check it against the output schema, which errors do not match.
     return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps(payload))], is_error=True)
-
-
-def error_payload(error: DomainError) -> dict:
-    payload: dict[str, Any] = {"code": error.code, "detail": error.detail}
-    if error.errors:
-        payload["errors"] = [{"path": e.path, "message": e.message} for e in error.errors]
-    if retry_after := getattr(error, "retry_after", None):
-        payload["retry_after_seconds"] = retry_after
-    return payload
 
 
 class _Presenter:

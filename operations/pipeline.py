@@ -157,7 +157,7 @@ def execute(operation: Operation, invocation: Invocation, presenter: Presenter) 
 
 def _authenticate(operation: Operation, invocation: Invocation) -> tuple[Principal, ratelimit.Usage]:
     """The caller, and its request count in this window (counted unless the operation has its own limit)."""
-    if invocation.principal is not None:
+    if invocation.principal is not None:  # a person in the dashboard: no credential, no per-credential limit
         return invocation.principal, ratelimit.NOT_LIMITED
 
     def look_up_and_count() -> tuple[Principal, ratelimit.Usage]:

@@ -16,7 +16,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from core.base.errors import FieldError
+from core.base.errors import DomainError, FieldError
 from core.base.validation import unacceptable_parameters
 from core.models import User
 from pages.csrf import CsrfFailed, require_csrf
@@ -70,6 +70,12 @@ def errors_by_field(errors: list[FieldError]) -> dict[str, str]:
     for error in errors:
         result.setdefault(error.path, error.message)
     return result
+
+
+def errors_of(error: DomainError) -> dict[str, str]:
+    """A refusal as field path -> message for its form; one that names no field goes under ''
+    (shown above the form)."""
+    return errors_by_field(error.errors) if error.errors else {"": error.detail}
 
 
 def sign_in_first(back: str) -> RedirectResponse:

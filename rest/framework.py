@@ -87,13 +87,13 @@ def rate_limit_headers(usage: Usage | None) -> dict[str, str]:
 
 
 def _request_id(request: Request) -> tuple[str, DomainError | None]:
-    """The client's X-Request-Id when acceptable, else the id the service gave the request; a
-    malformed one is refused (after the credential and scope checks)."""
+    """The request's id (the client's X-Request-Id when acceptable: service.observability gave it),
+    and the refusal of a malformed one (reported after the credential and scope checks)."""
     supplied = request.headers.get("x-request-id")
+    error = None
     if supplied and not context.acceptable_request_id(supplied):
         error = ValidationFailed.at("X-Request-Id", f"must be at most {context.REQUEST_ID_MAX} printable characters")
-        return context.request_id(), error
-    return (supplied if supplied else context.request_id()), None
+    return context.request_id(), error
 
 
 async def _read_body(request: Request) -> bytes | None:

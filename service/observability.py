@@ -58,15 +58,14 @@ class RequestObservation:
         supplied = _header(scope, b"x-request-id")
         request = context.begin(supplied if context.acceptable_request_id(supplied) else context.new_request_id())
         started = time.perf_counter()
-        status = 500  # if the application fails before answering
+        status, route = 500, ""  # if the application fails before answering
 
         async def send_with_id(message: Message) -> None:
-            nonlocal status
+            nonlocal status, route
             if message["type"] == "http.response.start":
-                status = message["status"]
-                request.route = route_template(scope)  # routed by now
+                status, route = message["status"], route_template(scope)  # routed by now
                 if self.name_spans:  # before the body: the tracing middleware ends the span with it
-                    _name_span(f"{scope['method']} {request.route}", request.route)
+                    _name_span(f"{scope['method']} {route}", route)
                 headers = list(message.get("headers", []))
                 if not any(name.lower() == b"x-request-id" for name, _ in headers):
                     headers.append((b"x-request-id", request.request_id.encode()))
@@ -77,11 +76,11 @@ class RequestObservation:
             await self.app(scope, receive, send_with_id)
         finally:
             seconds = time.perf_counter() - started
-            request.route = request.route or route_template(scope)
-            metrics.http_request(request.route, scope["method"], status, seconds)
+            route = route or route_template(scope)
+            metrics.http_request(route, scope["method"], status, seconds)
             if scope["path"] not in UNLOGGED_PATHS:
-                access_log.info("%s %s %d %.1f ms", scope["method"], request.route, status, seconds * 1000,
-                                extra={"route": request.route, "method": scope["method"], "status": status,
+                access_log.info("%s %s %d %.1f ms", scope["method"], route, status, seconds * 1000,
+                                extra={"route": route, "method": scope["method"], "status": status,
                                        "duration_ms": round(seconds * 1000, 1)})
 
 

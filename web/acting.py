@@ -15,13 +15,13 @@ from typing import Any
 
 from core.access.accounts import account_of
 from core.access.principal import Principal
-from core.access.scopes import ALL_SCOPES
 from core.base import context
 from core.base.db import transaction
 from core.base.errors import DomainError, FieldError
 from core.base.jsonout import dumps
 from core.mechanisms.idempotency import StoredResponse as Reply
 from operations.pipeline import Invocation, Operation, execute
+from operations.rendering import error_payload
 from pages.routing import Visit
 
 IDEMPOTENCY_FIELD = "idempotency_key"
@@ -43,9 +43,7 @@ class _Kept:
         return Reply(200, dumps(result), {})
 
     def failure(self, error: DomainError) -> Reply:
-        payload: dict[str, Any] = {"code": error.code, "detail": error.detail,
-                                   "errors": [{"path": e.path, "message": e.message} for e in error.errors]}
-        return Reply(error.status, json.dumps(payload), {})
+        return Reply(error.status, json.dumps(error_payload(error)), {})
 
 
 def new_form_key() -> str:
@@ -56,8 +54,7 @@ def new_form_key() -> str:
 def principal_of(visit: Visit) -> Principal:
     with transaction() as session:
         account_id = account_of(session, visit.user).id
-    return Principal(account_id=account_id, granted_scopes=frozenset(ALL_SCOPES), actor="user",
-                     user_id=visit.user.id, credential_id=f"user:{visit.user.id}")
+    return Principal.signed_in_person(account_id, visit.user.id)
 
 
 def act(visit: Visit, operation: Operation, *, params: dict[str, str] | None = None,
@@ -74,9 +71,7 @@ def act(visit: Visit, operation: Operation, *, params: dict[str, str] | None = N
     outcome = execute(operation, invocation, _Kept())
     if outcome.error is not None:
         raise outcome.error
-    if outcome.replayed:
-        payload = json.loads(outcome.reply.body)
-        if outcome.reply.status >= 400:
-            raise ReplayedError(payload, outcome.reply.status)
-        return payload
-    return json.loads(outcome.reply.body)
+    payload = json.loads(outcome.reply.body)
+    if outcome.reply.status >= 400:  # a refusal kept under the form's key, replayed
+        raise ReplayedError(payload, outcome.reply.status)
+    return payload

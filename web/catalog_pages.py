@@ -17,7 +17,7 @@ from core.billing.business import find_profile
 from core.catalog.customers import ADDRESS_KEYS
 from operations import customers as customer_operations
 from operations import products as product_operations
-from pages.routing import Visit, errors_by_field, page, redirect
+from pages.routing import Visit, errors_of, page, redirect
 from web.acting import act, new_form_key
 from web.rendering import not_found, notice_of, render
 
@@ -41,10 +41,6 @@ def _notice(visit: Visit) -> str | None:
     return notice_of(visit, NOTICES)
 
 
-def _errors(exc: DomainError) -> dict[str, str]:
-    return errors_by_field(exc.errors) if exc.errors else {"": exc.detail}
-
-
 def _list_page(visit: Visit, operation, *, template: str, path: str, by_archived: dict[bool, dict]) -> Response:
     """A searchable, paged list; `by_archived` is the query for each state of the "show archived" box."""
     params = visit.request.query_params
@@ -55,7 +51,7 @@ def _list_page(visit: Visit, operation, *, template: str, path: str, by_archived
     try:
         result = act(visit, operation, query=query)
     except ValidationFailed as exc:
-        result, errors = {"data": [], "next_cursor": None}, _errors(exc)
+        result, errors = {"data": [], "next_cursor": None}, errors_of(exc)
     chosen = {name: value for name, value in (("query", search), ("archived", "1" if archived else "")) if value}
     next_url = f"{path}?" + urlencode(chosen | {"cursor": result["next_cursor"]}) if result["next_cursor"] else None
     return render(visit.request, template, rows=result["data"], search=search, archived=archived, errors=errors,
@@ -109,7 +105,7 @@ def create_customer(visit: Visit) -> Response:
         created = act(visit, customer_operations.create_customer, body=_customer_body(values, creating=True),
                       keyed=True)
     except DomainError as exc:
-        return _customer_form(visit, customer=None, values=values, errors=_errors(exc), status_code=exc.status)
+        return _customer_form(visit, customer=None, values=values, errors=errors_of(exc), status_code=exc.status)
     return redirect(f"/customers/{created['id']}?notice=customer_created")
 
 
@@ -135,7 +131,7 @@ def save_customer(visit: Visit) -> Response:
         act(visit, customer_operations.update_customer, params={"id": customer["id"]},
             body=_customer_body(values, creating=False))
     except DomainError as exc:
-        return _customer_form(visit, customer=customer, values=values, errors=_errors(exc), status_code=exc.status)
+        return _customer_form(visit, customer=customer, values=values, errors=errors_of(exc), status_code=exc.status)
     return redirect(f"/customers/{customer['id']}?notice=customer_saved")
 
 
@@ -175,7 +171,7 @@ def create_product(visit: Visit) -> Response:
     try:
         created = act(visit, product_operations.create_product, body=values, keyed=True)
     except DomainError as exc:
-        return _product_page(visit, product=None, values=values, errors=_errors(exc), status_code=exc.status)
+        return _product_page(visit, product=None, values=values, errors=errors_of(exc), status_code=exc.status)
     return redirect(f"/products/{created['id']}?notice=product_created")
 
 
@@ -200,7 +196,7 @@ def save_product(visit: Visit) -> Response:
     try:
         act(visit, product_operations.update_product, params={"id": product["id"]}, body=values)
     except DomainError as exc:
-        return _product_page(visit, product=product, values=values, errors=_errors(exc), status_code=exc.status)
+        return _product_page(visit, product=product, values=values, errors=errors_of(exc), status_code=exc.status)
     return redirect(f"/products/{product['id']}?notice=product_saved")
 
 
@@ -229,7 +225,7 @@ def create_price(visit: Visit) -> Response:
     try:
         act(visit, product_operations.create_price, body=_price_body(values, product["id"]), keyed=True)
     except DomainError as exc:
-        errors = {path.removeprefix("recurring."): message for path, message in _errors(exc).items()}
+        errors = {path.removeprefix("recurring."): message for path, message in errors_of(exc).items()}
         return _product_page(visit, product=product, values=values, errors=errors, failed="price",
                              status_code=exc.status)
     return redirect(f"/products/{product['id']}?notice=price_created")

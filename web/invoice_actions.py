@@ -14,9 +14,9 @@ from core.base.money import format_money
 from core.billing import numbering
 from core.billing.business import find_profile
 from operations import invoices as invoice_operations
-from pages.routing import Visit, page, redirect
+from pages.routing import Visit, errors_of, page, redirect
 from web.acting import act, new_form_key
-from web.invoice_pages import detail_url, errors_of, load_invoice
+from web.invoice_pages import detail_url, load_invoice
 from web.rendering import not_found, render
 
 

@@ -16,9 +16,9 @@ from core.base.validation import parse
 from core.billing import invoices as core_invoices
 from core.billing.invoice_lines import ItemFields
 from operations import invoices as invoice_operations
-from pages.routing import Visit, page, redirect
+from pages.routing import Visit, errors_of, page, redirect
 from web.acting import act
-from web.invoice_pages import detail_url, errors_of, invoice_id_of, load_invoice, major_text, refused
+from web.invoice_pages import detail_url, invoice_id_of, load_invoice, major_text, refused
 from web.rendering import not_found
 
 LINE_FIELDS = ("price", "description", "quantity", "unit", "unit_amount", "discount_percent", "tax_rate")

@@ -26,7 +26,7 @@ from core.billing.presentation import address_lines, total_rows
 from operations import customers as customer_operations
 from operations import invoices as invoice_operations
 from operations import products as product_operations
-from pages.routing import Visit, errors_by_field, page, redirect
+from pages.routing import Visit, errors_by_field, errors_of, page, redirect
 from web.acting import act, new_form_key
 from web.rendering import not_found, notice_of, render
 
@@ -62,11 +62,14 @@ def detail_url(invoice_id: str, notice: str) -> str:
 
 # --- who did it ------------------------------------------------------------------------------
 
-def drafted_by(meta: dict | None) -> str | None:
+def _app_name(meta: dict) -> str:
+    """The connected app an event's meta names: the name it registered, else its client id."""
+    return meta.get("client_name") or meta.get("client_id") or "a connected app"
+
+
+def _drafted_by(meta: dict | None) -> str | None:
     """The connected app that created an invoice, for the "Drafted by …" badge."""
-    if meta and meta.get("actor") == "oauth_app":
-        return meta.get("client_name") or meta.get("client_id") or "a connected app"
-    return None
+    return _app_name(meta) if meta and meta.get("actor") == "oauth_app" else None
 
 
 def _creators(visit: Visit, rows: list[dict]) -> dict[str, str]:
@@ -75,7 +78,7 @@ def _creators(visit: Visit, rows: list[dict]) -> dict[str, str]:
         account_id = account_of(session, visit.user).id
         found = events.creators(session, account_id, [ids.parse("invoice", row["id"]) for row in rows])
     return {ids.public_id("invoice", invoice_id): app
-            for invoice_id, meta in found.items() if (app := drafted_by(meta)) is not None}
+            for invoice_id, meta in found.items() if (app := _drafted_by(meta)) is not None}
 
 
 def _actor_names(visit: Visit) -> Callable[[dict | None], str]:
@@ -91,7 +94,7 @@ def _actor_names(visit: Visit) -> Callable[[dict | None], str]:
         if actor == "api_key":
             return f"API key “{key_names.get(meta.get('api_key_id'), 'deleted key')}”"
         if actor == "oauth_app":
-            return f"{meta.get('client_name') or meta.get('client_id')} (connected app)"
+            return f"{_app_name(meta)} (connected app)"
         if actor == "user":
             return f"{person} (dashboard)"
         return "Customer, through the public link"
@@ -200,9 +203,9 @@ def _detail_page(visit: Visit, *, errors: dict | None = None, failed: str | None
     if draft:
         context["customer_options"] = [(c["id"], c["name"]) for c in _customer_choices(visit, include_archived=False)]
         context["price_options"] = _price_options(visit, invoice["currency"])
-    creator = (history[-1]["meta"] if history and history[-1]["type"] == "invoice.created" else None)
     return render(visit.request, "invoice.html", status_code=status_code, invoice=invoice, draft=draft,
-                  history=[(event, actor(event["meta"])) for event in history], drafted_by=drafted_by(creator),
+                  history=[(event, actor(event["meta"])) for event in history],
+                  drafted_by=_creators(visit, [invoice]).get(invoice["id"]),
                   customer_address=address_lines(invoice["customer_details"].get("address")),
                   totals=total_rows(invoice), errors=errors or {}, failed=failed, values=values or {},
                   major=major_text, form_key=new_form_key(), notice=_notice(visit), **context)
@@ -245,11 +248,6 @@ def invoice_pdf(visit: Visit) -> Response:
                     headers={"Content-Disposition": disposition, "Cache-Control": "private, no-store",
                              "Content-Security-Policy": "frame-ancestors 'self'", "X-Frame-Options": "SAMEORIGIN",
                              "X-Content-Type-Options": "nosniff"})
-
-
-def errors_of(exc: DomainError) -> dict[str, str]:
-    """Field path → message; an error without a field (invalid state, a missing price) under ''."""
-    return errors_by_field(exc.errors) if exc.errors else {"": exc.detail}
 
 
 def refused(visit: Visit, exc: DomainError, failed: str, values: dict, errors: dict | None = None) -> Response:

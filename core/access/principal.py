@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
-from core.access.scopes import effective
+from core.access.scopes import ALL_SCOPES, effective
 from core.base.errors import Forbidden
 
 
@@ -25,6 +25,18 @@ class Principal:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "scopes", effective(self.granted_scopes))
+
+    @classmethod
+    def signed_in_person(cls, account_id: uuid.UUID, user_id: uuid.UUID) -> Principal:
+        """The owner acting in the dashboard: every scope (the account is theirs)."""
+        return cls(account_id=account_id, granted_scopes=frozenset(ALL_SCOPES), actor="user", user_id=user_id,
+                   credential_id=f"user:{user_id}")
+
+    @property
+    def has_credential_limits(self) -> bool:
+        """The specification counts requests a minute and sends an hour per credential (API key or
+        OAuth grant); a person in the dashboard has none, only the account's limits."""
+        return self.actor != "user"
 
     @property
     def rate_limit_subject(self) -> str:

@@ -1,4 +1,4 @@
-"""What the current request is, for logs and traces: its id, route and caller.
+"""What the current request is, for logs: its id and, once authenticated, its caller.
 
 The service's middleware opens a `RequestContext` per HTTP request; the surfaces take its id as
 the request id they report (`X-Request-Id`, event meta, tool errors), and the pipeline notes the
@@ -18,7 +18,6 @@ REQUEST_ID_MAX = 200
 @dataclass
 class RequestContext:
     request_id: str
-    route: str = ""
     account_id: str | None = None
     credential_id: str | None = None  # the API key's id, or the OAuth client's id; never the secret
 

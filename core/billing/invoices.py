@@ -123,18 +123,28 @@ def _check_dates(invoice: Invoice) -> None:
         raise ValidationFailed.at("due_date", "must not be before issue_date")
 
 
+def _build_lines(session: Session, invoice: Invoice, items) -> list[InvoiceLine]:
+    """New (unsaved) lines of `invoice` from the elements of `items`; errors name `items.N.…`."""
+    return [build_line(session, invoice, item, prefix=f"items.{index}.") for index, item in enumerate(items)]
+
+
 def _replace_lines(session: Session, invoice: Invoice, old: list[InvoiceLine], items) -> list[InvoiceLine]:
     for line in old:
         session.delete(line)
     session.flush()
-    return [build_line(session, invoice, item, prefix=f"items.{index}.") for index, item in enumerate(items)]
+    return _build_lines(session, invoice, items)
+
+
+def _price_and_compute(session: Session, invoice: Invoice, lines: list[InvoiceLine], *, path: str) -> None:
+    """Re-read the prices and recompute every amount of the draft and its lines (in memory)."""
+    refresh_prices(session, invoice, lines)
+    compute(invoice, lines, path=path)
 
 
 def _save(session: Session, invoice: Invoice, lines: list[InvoiceLine], *, path: str = "lines") -> None:
     """Re-read prices, recompute every amount and write the draft and its lines."""
     renumber(lines)
-    refresh_prices(session, invoice, lines)
-    compute(invoice, lines, path=path)
+    _price_and_compute(session, invoice, lines, path=path)
     invoice.updated = now()
     session.add(invoice)
     session.add_all(lines)
@@ -148,9 +158,8 @@ def preview_lines(session: Session, account_id: uuid.UUID, id_text: str,
     read-only session and discard it: the invoice returned holds the previewed totals."""
     invoice = get_invoice(session, account_id, id_text)
     _require_draft(invoice, "edited")
-    lines = [build_line(session, invoice, item, prefix=f"items.{index}.") for index, item in enumerate(items)]
-    refresh_prices(session, invoice, lines)
-    compute(invoice, lines, path="items")
+    lines = _build_lines(session, invoice, items)
+    _price_and_compute(session, invoice, lines, path="items")
     return invoice, lines
 
 
@@ -175,7 +184,7 @@ def create_invoice(session: Session, principal: Principal, data: InvoiceCreate) 
     _check_dates(invoice)
     session.add(invoice)
     session.flush()
-    lines = [build_line(session, invoice, item, prefix=f"items.{index}.") for index, item in enumerate(data.items)]
+    lines = _build_lines(session, invoice, data.items)
     _save(session, invoice, lines, path="items")
     events.record(session, invoice, "invoice.created", principal.event_meta())
     return invoice

@@ -93,7 +93,7 @@ def send_invoice(session: Session, principal: Principal, id_text: str,
 def send_limit_usage(session: Session, principal: Principal) -> ratelimit.Usage:
     """Where the caller stands against its send limit (for RateLimit-* headers): per key for a
     credential, the account's e-mail limit for a person in the dashboard."""
-    if principal.actor == "user":
+    if not principal.has_credential_limits:
         return ratelimit.peek(session, ratelimit.emails_per_account(), str(principal.account_id))
     return ratelimit.peek(session, ratelimit.sends_per_key(), principal.rate_limit_subject)
 
@@ -102,7 +102,7 @@ def _count_send(session: Session, principal: Principal) -> ratelimit.Usage:
     """One send per credential (10 an hour; a person in the dashboard has no such limit) and one
     invoice e-mail per account (50 an hour, whoever sends)."""
     per_key = None
-    if principal.actor != "user":
+    if principal.has_credential_limits:
         per_key = ratelimit.hit(session, ratelimit.sends_per_key(), principal.rate_limit_subject)
         per_key.raise_if_exceeded("invoice sends per API key")
     per_account = ratelimit.hit(session, ratelimit.emails_per_account(), str(principal.account_id))

@@ -194,7 +194,7 @@ def record(claim: Claim, outcome: Outcome, options: DeliveryOptions) -> None:
             _failed(session, delivery, endpoint, claim, options.clock())
         session.add(delivery)
         session.add(endpoint)
-    result = {"succeeded": "succeeded", "failed": "failed"}.get(delivery.status, "retrying")
+    result = "retrying" if delivery.status == "pending" else delivery.status
     metrics.webhook_attempt(result)
     log.info("Webhook event %s to endpoint %s, attempt %d: %s%s", claim.msg_id, claim.endpoint_id, claim.attempt,
              result, f" ({delivery.last_error})" if delivery.last_error else "",

@@ -170,7 +170,7 @@ def from_major(text: str, currency: str) -> int | None:
     """An amount typed by a person in major units ('2,500.50', '2500.5') as minor units (250050);
     None when it is not a plain amount with at most the currency's decimals ('1.234' in USD)."""
     cleaned = text.strip().replace(",", "").replace("\u00a0", "").replace(" ", "")
-    if not cleaned or not all(c.isdigit() or c == "." for c in cleaned) or cleaned.count(".") > 1:
+    if not cleaned or not all(c in "0123456789." for c in cleaned) or cleaned.count(".") > 1:
         return None
     exponent = currency_exponent(currency)
     with decimal.localcontext(_context()):

@@ -17,6 +17,7 @@ from core.base.money import (
     compute_totals,
     currency_exponent,
     format_money,
+    from_major,
     is_known_currency,
     normalize_currency,
     round_half_up,
@@ -264,3 +265,26 @@ def test_presentation_rejects_unknown_currency():
         format_money(100, "ZZZ")
     with pytest.raises(ValueError, match="unknown currency"):
         amount_in_words(100, "ZZZ")
+
+
+# --- amounts typed by people ----------------------------------------------------------------------
+
+@pytest.mark.parametrize(("text", "currency", "minor"), [
+    ("2,500.50", "USD", 250050), ("2500.5", "USD", 250050), (" 12 ", "USD", 1200), (".5", "USD", 50),
+    ("5000", "JPY", 5000), ("1.234", "KWD", 1234), ("1\u00a0000.00", "EUR", 100000), ("0", "USD", 0),
+])
+def test_from_major_reads_amounts_in_major_units(text, currency, minor):
+    assert from_major(text, currency) == minor
+
+
+@pytest.mark.parametrize(("text", "currency"), [
+    ("1.234", "USD"), ("5000.5", "JPY"), ("-1", "USD"), ("1e3", "USD"), ("ten", "USD"), ("", "USD"),
+    ("1.2.3", "USD"), ("NaN", "USD"), ("١٢", "USD"),
+])
+def test_from_major_refuses_what_is_not_a_plain_amount(text, currency):
+    assert from_major(text, currency) is None
+
+
+@given(st.integers(min_value=0, max_value=10**15), st.sampled_from(["USD", "JPY", "KWD"]))
+def test_from_major_reads_what_to_major_writes(minor, currency):
+    assert from_major(str(to_major(minor, currency)), currency) == minor

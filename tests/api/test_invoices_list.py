@@ -1,4 +1,4 @@
-"""GET /invoices: newest first, without lines, filtered by status, customer and issue dates."""
+"""GET /invoices: newest first, without lines, filtered by status, customer, issue dates and number."""
 
 import uuid
 from datetime import timedelta
@@ -189,3 +189,40 @@ def test_reads_take_no_write_lock_on_sqlite(tenant):
         event.remove(db.get_engine(), "before_cursor_execute", listener)
     begins = [s for s in statements if s.startswith("BEGIN")]
     assert begins == ["BEGIN IMMEDIATE", "BEGIN"]  # authentication counts the request; the read only reads
+
+
+# --- number --------------------------------------------------------------------------------------
+
+def test_number_filter_is_a_case_insensitive_prefix(tenant):
+    first, second = open_invoice(tenant), open_invoice(tenant)  # INV-0001, INV-0002
+    draft(tenant)  # no number: never matched
+    assert ids_of(tenant.get("/invoices", params={"number": "inv-000"})) == [second["id"], first["id"]]
+    assert ids_of(tenant.get("/invoices", params={"number": "INV-0002"})) == [second["id"]]
+    assert ids_of(tenant.get("/invoices", params={"number": "0002"})) == []
+
+
+@pytest.mark.parametrize("pattern", ["%", "_NV", "INV-000%"])
+def test_number_filter_takes_wildcards_literally(tenant, pattern):
+    open_invoice(tenant)
+    assert ids_of(tenant.get("/invoices", params={"number": pattern})) == []
+
+
+def test_number_filter_over_64_characters_is_422(tenant):
+    response = tenant.get("/invoices", params={"number": "I" * 65})
+    assert response.status_code == 422 and response.json()["errors"][0]["path"] == "number"
+
+
+def test_pages_of_a_number_search_keep_the_filter(tenant):
+    made = [open_invoice(tenant)["id"] for _ in range(3)]
+    first = tenant.get("/invoices", params={"number": "INV", "limit": 2}).json()
+    second = tenant.get("/invoices", params={"number": "INV", "limit": 2, "cursor": first["next_cursor"]}).json()
+    assert [i["id"] for i in first["data"] + second["data"]] == made[::-1]
+    other = tenant.get("/invoices", params={"number": "INV-1", "limit": 2, "cursor": first["next_cursor"]})
+    assert other.status_code == 422 and other.json()["errors"][0]["path"] == "cursor"
+
+
+def test_a_cursor_without_the_number_filter_stays_valid(tenant):
+    for _ in range(2):
+        draft(tenant)
+    first = tenant.get("/invoices", params={"limit": 1}).json()
+    assert tenant.get("/invoices", params={"limit": 1, "cursor": first["next_cursor"]}).status_code == 200

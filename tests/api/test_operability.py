@@ -9,17 +9,20 @@ import logging
 from datetime import timedelta
 
 import pytest
+from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
-from sqlalchemy import create_engine
+from sqlalchemy import create_engine, text
 
 from config.settings import get_settings
-from core.base import context
+from core.base import context, metrics
 from core.base.clock import now
 from core.base.db import transaction
 from core.models import WorkerHeartbeat
 from service import health, observability, worker
 from tests.api.invoicing import add_webhook_endpoint, draft, stored_events
 from tests.mcp import jsonrpc
+from tests.oauth_flow import obtain, refresh, register
+from tests.web.conftest import Browser
 
 SCRAPE_TOKEN = "scrape-token-for-tests"
 
@@ -180,6 +183,41 @@ def test_rate_limit_refusals_and_e_mails_are_counted(client, tenant, metrics_on,
         value(before, "invoicing_emails_total", kind="invoice", outcome="sent") == 1
     assert value(after, "invoicing_rate_limit_refusals_total", limit="api") > \
         value(before, "invoicing_rate_limit_refusals_total", limit="api")
+
+
+def delta(before, after, name: str, **labels) -> float:
+    return value(after, name, **labels) - value(before, name, **labels)
+
+
+def test_oauth_grants_refusals_and_consents_are_counted(client, browser, metrics_on):
+    before = scrape(client)
+    app = register(client, token_endpoint_auth_method="none")
+    obtain(client, app)
+    assert refresh(client, app["client_id"], "not-a-refresh-token").json()["error"] == "invalid_grant"
+    after = scrape(client)
+    tokens = "invoicing_oauth_token_requests_total"
+    assert delta(before, after, tokens, grant_type="authorization_code", outcome="issued") == 1
+    assert delta(before, after, tokens, grant_type="refresh_token", outcome="invalid_grant") == 1
+    assert delta(before, after, "invoicing_oauth_consent_decisions_total", decision="allowed") == 1
+
+
+def test_a_throttled_sign_in_is_counted(client, metrics_on, monkeypatch):
+    monkeypatch.setattr(get_settings(), "rate_limit_sign_in", 1)
+    before = scrape(client)
+    for _ in range(3):
+        Browser(client).sign_in("nobody@example.com", "wrong password")
+    assert delta(before, scrape(client), "invoicing_rate_limit_refusals_total", limit="sign_in") >= 1
+
+
+def test_connections_in_use_are_counted(metrics_on):
+    def in_use() -> float:
+        return REGISTRY.get_sample_value("invoicing_db_connections_in_use") or 0.0
+    metrics.instruments()
+    before = in_use()
+    with transaction() as session:
+        session.execute(text("SELECT 1"))
+        assert in_use() == before + 1
+    assert in_use() == before
 
 
 # --- the request id joins the logs ----------------------------------------------------------------

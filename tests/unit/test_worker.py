@@ -12,7 +12,7 @@ from sqlmodel import select
 from core.access import accounts
 from core.base import db
 from core.base.clock import now
-from core.models import IdempotencyRecord, RateLimitWindow
+from core.models import IdempotencyRecord, RateLimitWindow, WorkerHeartbeat
 from service import worker
 
 
@@ -154,3 +154,40 @@ def test_tracing_is_a_no_op_unless_an_exporter_is_named(monkeypatch, env, reques
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     assert tracing.requested() is requested
+
+
+def heartbeat_of(worker_id: str) -> WorkerHeartbeat | None:
+    with db.transaction() as session:
+        return session.get(WorkerHeartbeat, worker_id)
+
+
+def run_worker_until(worker_id: str, jobs, condition) -> None:
+    stop = threading.Event()
+    thread = threading.Thread(target=worker.run_forever, args=(stop, jobs), kwargs={"worker_id": worker_id},
+                              daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 5
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    stop.set()
+    thread.join(5)
+
+
+def test_a_worker_whose_jobs_succeed_writes_its_heartbeat():
+    job, runs = counting_job()
+    run_worker_until("host:1", [job], lambda: heartbeat_of("host:1") is not None)
+    assert heartbeat_of("host:1").last_success_at > now() - timedelta(seconds=10)
+
+
+def test_a_worker_whose_last_job_failed_writes_no_heartbeat():
+    job, runs = counting_job(fail_first=1000)
+    run_worker_until("host:2", [job], lambda: len(runs) >= 3)
+    assert heartbeat_of("host:2") is None
+
+
+def test_cleanup_forgets_workers_gone_for_a_day():
+    with db.transaction() as session:
+        session.add(WorkerHeartbeat(worker_id="gone:1", last_success_at=now() - timedelta(days=2)))
+        session.add(WorkerHeartbeat(worker_id="here:1", last_success_at=now()))
+    worker.cleanup()
+    assert heartbeat_of("gone:1") is None and heartbeat_of("here:1") is not None

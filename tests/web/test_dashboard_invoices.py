@@ -205,6 +205,14 @@ def test_dashboard_sends_count_against_the_account_e_mail_limit(person, tenant, 
     assert "invoice e-mails per account" in response.text
 
 
+def test_the_per_key_send_limit_does_not_apply_to_a_person(person, tenant, monkeypatch):
+    from config.settings import get_settings
+    monkeypatch.setattr(get_settings(), "rate_limit_sends", 1)
+    for invoice in (finalized(tenant), finalized(tenant)):
+        response = submit_form(person, f"/invoices/{invoice['id']}/send", f"/invoices/{invoice['id']}/send", {})
+        assert response.status_code == 303, response.text
+
+
 def test_mark_paid_with_a_reference(person, tenant):
     invoice = finalized(tenant)
     response = submit_form(person, f"/invoices/{invoice['id']}/pay", f"/invoices/{invoice['id']}/pay",

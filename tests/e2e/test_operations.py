@@ -135,7 +135,10 @@ def test_no_key_token_or_password_reaches_the_logs(operated):
         app = register(browser, token_endpoint_auth_method="none")
         sign_in(browser, tenant.user_email)
         tokens = obtain(browser, app)
-    assert httpx.get(f"{origin}/mcp", headers={"Authorization": f"Bearer {tokens['access_token']}"}).status_code
+    used = httpx.post(f"{origin}/mcp", headers={"Authorization": f"Bearer {tokens['access_token']}",
+                                                "Accept": "application/json, text/event-stream"},
+                      json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert used.status_code == 200  # the token reached the server, and was used
     text = log.read_text()
     for secret in (tenant.key, PASSWORD, tokens["access_token"], tokens["refresh_token"]):
         assert secret not in text

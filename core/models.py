@@ -12,7 +12,8 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import Any, Literal
 
-from sqlalchemy import JSON, BigInteger, Index, UniqueConstraint, event, func
+from sqlalchemy import JSON, BigInteger, Index, Text, UniqueConstraint, event, func
+from sqlalchemy import true as sa_true
 from sqlmodel import Field, SQLModel
 
 from core.base.clock import now
@@ -53,6 +54,24 @@ class User(SQLModel, table=True):
     name: str | None = Field(default=None, max_length=256)
     password_hash: str = Field(max_length=255)
     email_verified_at: datetime | None = _ts_null()
+    created_at: datetime = _ts()
+
+
+class SignInChallenge(SQLModel, table=True):
+    """A sign-in from a browser new to an account whose budget of failed sign-ins is spent: it
+    needs the one-time code e-mailed to the account. One is made whether or not the password was
+    right (`user_id` is then None and no code works), so the answer tells a guesser nothing."""
+
+    __tablename__ = "sign_in_challenges"
+    id: uuid.UUID = Field(default_factory=_id, primary_key=True)
+    token_hash: str = Field(max_length=64, unique=True)  # the browser's handle, kept only hashed
+    user_id: uuid.UUID | None = Field(default=None, foreign_key="users.id", index=True)
+    account_subject: str = Field(max_length=64)  # the keyed hash the account's limits count under
+    code_hash: str = Field(max_length=64)  # HMAC of the code under a key derived from the secret key
+    email_hint: str = Field(max_length=300)  # the address as typed, masked, for the page
+    next_path: str = Field(default="/", max_length=2000)
+    attempts: int = 0
+    expires_at: datetime = Field(sa_type=UTCDateTime, index=True)
     created_at: datetime = _ts()
 
 
@@ -316,12 +335,25 @@ class IdempotencyRecord(SQLModel, table=True):
 
 
 class RateLimitWindow(SQLModel, table=True):
-    """Requests counted per bucket and fixed window, shared by every server process."""
+    """Requests counted per bucket and clock-aligned window (a sliding-window counter reads the
+    current and the previous one), shared by every server process."""
 
     __tablename__ = "rate_limit_windows"
     bucket: str = Field(max_length=200, primary_key=True)
     window_start: int = Field(primary_key=True, sa_type=BigInteger)  # Unix seconds
-    count: int = 0
+    count: int = 0  # requests allowed in this window
+    allowed: bool = Field(default=True, sa_column_kwargs={"server_default": sa_true()})  # the last request's fate
+
+
+class RateLimitLog(SQLModel, table=True):
+    """The times of the last requests a limit counted (a sliding log, `core.mechanisms.ratelimit`)."""
+
+    __tablename__ = "rate_limit_logs"
+    bucket: str = Field(max_length=200, primary_key=True)
+    stamps: str = Field(sa_type=Text)  # a ring of 13-digit Unix milliseconds, one per request of the limit
+    head: int = 0  # where the next stamp goes; the stamp there is the oldest
+    allowed: bool = True  # the last request's fate
+    expires_at: int = Field(default=0, sa_type=BigInteger, index=True)  # Unix ms when every stamp has left
 
 
 class WorkerHeartbeat(SQLModel, table=True):

@@ -11,6 +11,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from config.settings import get_settings
+from core.access import known_browsers
+from core.access.known_browsers import KnownBrowser
+from core.access.sign_in import CODE_LIFETIME
 from core.base import crypto
 from core.base.clock import now
 from core.base.db import transaction
@@ -18,6 +21,8 @@ from core.models import User, WebSession
 
 SESSION_COOKIE = "invoicing_session"
 SESSION_LIFETIME = timedelta(days=14)
+KNOWN_BROWSER_COOKIE = "invoicing_known_browser"
+CHALLENGE_COOKIE = "invoicing_sign_in"  # the handle of a sign-in waiting for its e-mailed code
 
 
 def start_session(session: Session, user: User) -> str:
@@ -28,9 +33,31 @@ def start_session(session: Session, user: User) -> str:
     return token
 
 
+def _set_cookie(response: Response, name: str, value: str, max_age: int, path: str = "/") -> None:
+    response.set_cookie(name, value, max_age=max_age, httponly=True, samesite="lax",
+                        secure=get_settings().origin.startswith("https://"), path=path)
+
+
 def set_session_cookie(response: Response, token: str) -> None:
-    response.set_cookie(SESSION_COOKIE, token, max_age=int(SESSION_LIFETIME.total_seconds()), httponly=True,
-                        samesite="lax", secure=get_settings().origin.startswith("https://"), path="/")
+    _set_cookie(response, SESSION_COOKIE, token, int(SESSION_LIFETIME.total_seconds()))
+
+
+def known_browser(request: Request) -> KnownBrowser | None:
+    return known_browsers.read(request.cookies.get(KNOWN_BROWSER_COOKIE))
+
+
+def remember_browser(request: Request, response: Response, user: User) -> None:
+    """Mark this browser as one that has signed in as `user` (it skips the e-mailed code later)."""
+    value = known_browsers.remember(known_browser(request), user.id)
+    _set_cookie(response, KNOWN_BROWSER_COOKIE, value, known_browsers.LIFETIME_SECONDS)
+
+
+def set_challenge_cookie(response: Response, token: str) -> None:
+    _set_cookie(response, CHALLENGE_COOKIE, token, int(CODE_LIFETIME.total_seconds()), path="/login")
+
+
+def clear_challenge_cookie(response: Response) -> None:
+    response.delete_cookie(CHALLENGE_COOKIE, path="/login")
 
 
 def _row(session: Session, request: Request) -> WebSession | None:

@@ -20,6 +20,7 @@ from datetime import timedelta
 from sqlalchemy import delete
 
 from authz import cleanup as oauth_cleanup
+from core.access import sign_in
 from core.base.clock import now
 from core.base.db import transaction
 from core.mechanisms import idempotency, ratelimit
@@ -47,11 +48,12 @@ class Job:
 
 
 def cleanup() -> None:
-    """Forget idempotency records past their 24 hours, rate-limit windows long closed, and the
-    heartbeats of workers gone for a day."""
+    """Forget idempotency records past their 24 hours, rate-limit counts no limit reads any more,
+    sign-in challenges past their time, and the heartbeats of workers gone for a day."""
     with transaction() as session:
         idempotency.purge_expired(session)
         ratelimit.purge_old(session)
+        sign_in.purge_expired(session)
         session.exec(delete(WorkerHeartbeat).where(WorkerHeartbeat.last_success_at < now() - FORGET_WORKERS_AFTER))
 
 

@@ -2,29 +2,47 @@
 
 from __future__ import annotations
 
+import logging
+from email.message import EmailMessage
+
 from sqlalchemy.exc import IntegrityError
+from starlette.background import BackgroundTask
 from starlette.responses import Response
 from starlette.routing import Route
 
-from core.access import accounts, login_throttle, verification
+from core.access import accounts, sign_in, verification
 from core.base.db import transaction
 from core.base.errors import Conflict, ValidationFailed
 from core.base.validation import EMAIL_MAX, NAME_MAX
 from core.mechanisms import ratelimit
 from core.models import User
+from core.outbound import mailer
 from pages.routing import Visit, error_page, errors_by_field, page, redirect
-from pages.sessions import end_session, safe_next, set_session_cookie, start_session
+from pages.sessions import (
+    CHALLENGE_COOKIE,
+    clear_challenge_cookie,
+    end_session,
+    known_browser,
+    remember_browser,
+    safe_next,
+    set_challenge_cookie,
+    set_session_cookie,
+    start_session,
+)
 from web.rendering import render
+
+log = logging.getLogger("invoicing.sign_in")
 
 PASSWORD_MAX = 1000  # argon2 takes any length; this only bounds the work per request
 RESENDS_PER_USER = ratelimit.Limit("verification_resend", 5, 3600)
 
 
-def _signed_in(user: User, next_path: str) -> Response:
+def _signed_in(visit: Visit, user: User, next_path: str) -> Response:
     with transaction() as session:
         token = start_session(session, user)
     response = redirect(next_path)
     set_session_cookie(response, token)
+    remember_browser(visit.request, response, user)
     return response
 
 
@@ -53,7 +71,7 @@ def signup(visit: Visit) -> Response:
         return _signup_again(visit, values, {
             "email": "an account with this e-mail already exists. Sign in instead, or use another address."})
     sent = verification.send_verification(user)
-    return _signed_in(user, "/onboarding" if sent else "/onboarding?notice=email_not_sent")
+    return _signed_in(visit, user, "/onboarding" if sent else "/onboarding?notice=email_not_sent")
 
 
 # --- sign-in and sign-out -------------------------------------------------------------------
@@ -65,22 +83,98 @@ def login_form(visit: Visit) -> Response:
     return render(visit.request, "login.html", values={"email": ""}, next_path=next_path, error=None)
 
 
+def _too_many(visit: Visit, retry_after: int) -> Response:
+    response = render(visit.request, "error.html", status_code=429, title="Too many sign-in attempts",
+                      message="Sign-in from your network is paused after too many failed attempts.",
+                      retry_after=retry_after, back_url="/login", back_label="Back to sign-in")
+    response.headers["Retry-After"] = str(retry_after)
+    return response
+
+
+def _send_after_answer(response: Response, mail: EmailMessage | None) -> Response:
+    """Send the code's e-mail once the answer is out: how long it takes must not tell whether
+    there was one (only a right password makes one)."""
+    if mail is not None:
+        response.background = BackgroundTask(_send_code, mail)
+    return response
+
+
+def _send_code(mail: EmailMessage) -> None:
+    try:
+        mailer.send(mail, kind="sign_in_code")
+    except Exception:  # the page offers another code
+        log.exception("could not send a sign-in code")
+
+
 def login(visit: Visit) -> Response:
     email = visit.text("email", EMAIL_MAX + 1)
     password = visit.text("password", PASSWORD_MAX, strip=False)
     next_path = safe_next(visit.text("next", 2000))
     with transaction() as session:
-        outcome = login_throttle.attempt_login(session, email, password, visit.client_ip())
+        outcome = sign_in.attempt_login(session, email, password, visit.client_ip(),
+                                        known_browser=known_browser(visit.request), next_path=next_path)
     if outcome.throttled:
-        response = render(visit.request, "error.html", status_code=429, title="Too many sign-in attempts",
-                          message="Sign-in from your network is paused after too many failed attempts.",
-                          retry_after=outcome.retry_after, back_url="/login", back_label="Back to sign-in")
-        response.headers["Retry-After"] = str(outcome.retry_after)
-        return response
+        return _too_many(visit, outcome.retry_after)
+    if outcome.challenge is not None:
+        response = redirect("/login/code")
+        set_challenge_cookie(response, outcome.challenge.token)
+        return _send_after_answer(response, outcome.challenge.mail)
     if outcome.user is None:
         return render(visit.request, "login.html", status_code=401, values={"email": email},
                       next_path=next_path, error="The e-mail address or the password is incorrect.")
-    return _signed_in(outcome.user, next_path)
+    return _signed_in(visit, outcome.user, next_path)
+
+
+# --- the e-mailed code of a sign-in from a new browser ---------------------------------------
+
+def _challenge_gone(visit: Visit) -> Response:
+    response = render(visit.request, "error.html", status_code=410, title="This sign-in has ended",
+                      message="The code has expired or was mistyped too often. Sign in again to get a new one.",
+                      back_url="/login", back_label="Sign in again")
+    clear_challenge_cookie(response)
+    return response
+
+
+def _code_page(visit: Visit, hint: str, *, status_code: int = 200, error: str | None = None,
+               notice: str | None = None) -> Response:
+    return render(visit.request, "login_code.html", status_code=status_code, email_hint=hint, error=error,
+                  notice=notice, minutes=int(sign_in.CODE_LIFETIME.total_seconds() // 60),
+                  digits=sign_in.CODE_DIGITS)
+
+
+def code_form(visit: Visit) -> Response:
+    with transaction() as session:
+        challenge = sign_in.find_challenge(session, visit.request.cookies.get(CHALLENGE_COOKIE))
+    if challenge is None:
+        return _challenge_gone(visit)
+    notice = "We have sent a new code." if visit.request.query_params.get("notice") == "resent" else None
+    return _code_page(visit, challenge.email_hint, notice=notice)
+
+
+def enter_code(visit: Visit) -> Response:
+    token = visit.request.cookies.get(CHALLENGE_COOKIE)
+    with transaction() as session:
+        challenge = sign_in.find_challenge(session, token)
+        hint = challenge.email_hint if challenge else ""
+        outcome = sign_in.enter_code(session, token, visit.text("code", 40))
+    if outcome.user is not None:
+        response = _signed_in(visit, outcome.user, outcome.next_path)
+        clear_challenge_cookie(response)
+        return response
+    if outcome.attempts_left == 0:
+        return _challenge_gone(visit)
+    return _code_page(visit, hint, status_code=401,
+                      error=f"That code is not right. {outcome.attempts_left} more "
+                            f"{'try' if outcome.attempts_left == 1 else 'tries'}, then sign in again.")
+
+
+def resend_code(visit: Visit) -> Response:
+    token = visit.request.cookies.get(CHALLENGE_COOKIE)
+    with transaction() as session:
+        if sign_in.find_challenge(session, token) is None:
+            return _challenge_gone(visit)
+        mail = sign_in.resend_code(session, token)
+    return _send_after_answer(redirect("/login/code?notice=resent"), mail)
 
 
 def logout_form(visit: Visit) -> Response:
@@ -128,6 +222,8 @@ def routes() -> list[Route]:
     return [
         page("/signup", get=signup_form, post=signup, signed_in=False),
         page("/login", get=login_form, post=login, signed_in=False),
+        page("/login/code", get=code_form, post=enter_code, signed_in=False),
+        page("/login/code/resend", post=resend_code, signed_in=False),
         page("/logout", get=logout_form, post=logout, signed_in=False),
         page("/verify-email", get=verify_email, signed_in=False),
         page("/verify-email/resend", post=resend_verification),

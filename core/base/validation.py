@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import UTC, date, datetime, time
+from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Annotated, Any, TypeVar
 
@@ -39,33 +39,28 @@ Percent = Annotated[Decimal, Field(ge=0, le=100, max_digits=12, decimal_places=6
 M = TypeVar("M", bound=BaseModel)
 
 # --- calendar, decided once ------------------------------------------------------------------
-# Far enough from the ends of Python's calendar (years 1 to 9999) that a year of days until due,
-# an offset of a day or an inclusive bound never overflows; wide enough for any real invoice.
-DATE_MIN = date(1900, 1, 1)
-DATE_MAX = date(9998, 12, 31)
+# Every date Python's calendar holds (0001-01-01 to 9999-12-31), as both databases store them.
+# What would fall outside it once computed (a due date a year on, a timestamp moved to UTC) is a
+# 422 at the field that asked for it, or, for a default, stops at the calendar's end.
+DATE_MIN, DATE_MAX = date.min, date.max
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-_CALENDAR_RANGE = f"must be between {DATE_MIN.isoformat()} and {DATE_MAX.isoformat()}"
 
 
 def calendar_date(value: object) -> object:
-    """`YYYY-MM-DD` as a date within the calendar range, or ValueError (a pydantic validator)."""
+    """`YYYY-MM-DD` as a date, or ValueError (a pydantic validator)."""
     if isinstance(value, date) and not isinstance(value, datetime):
-        day = value
-    elif not isinstance(value, str) or not _DATE.fullmatch(value):
+        return value
+    if not isinstance(value, str) or not _DATE.fullmatch(value):
         raise ValueError("must be a date in the form YYYY-MM-DD")
-    else:
-        try:
-            day = date.fromisoformat(value)
-        except ValueError:
-            raise ValueError("is not a valid calendar date") from None
-    if not DATE_MIN <= day <= DATE_MAX:
-        raise ValueError(_CALENDAR_RANGE)
-    return day
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise ValueError("is not a valid calendar date") from None
 
 
 def utc_moment(value: object) -> object:
     """A date (midnight UTC) or an ISO 8601 timestamp (UTC when no offset is given), in UTC to
-    the millisecond, within the calendar range; None stays None; or ValueError (a pydantic validator)."""
+    the millisecond; None stays None; or ValueError (a pydantic validator)."""
     if value is None:
         return None
     if not isinstance(value, str):
@@ -76,15 +71,23 @@ def utc_moment(value: object) -> object:
         moment = datetime.fromisoformat(value.replace("Z", "+00:00") if value.endswith("Z") else value)
     except ValueError:
         raise ValueError("must be an ISO 8601 date or timestamp") from None
-    if not DATE_MIN <= moment.date() <= DATE_MAX:  # before converting: the offset could overflow
-        raise ValueError(_CALENDAR_RANGE)
-    moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    try:
+        moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"falls outside the calendar ({DATE_MIN} to {DATE_MAX}) in UTC") from None
     return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
 
 
+def days_after(day: date, days: int, path: str) -> date:
+    """`day` plus `days`, or a 422 at `path` when that is past the calendar's end."""
+    try:
+        return day + timedelta(days=days)
+    except OverflowError:
+        raise ValidationFailed.at(path, f"puts the date after {DATE_MAX}, the calendar's end") from None
+
+
 CalendarDate = Annotated[date, BeforeValidator(calendar_date),
-                         WithJsonSchema({"type": "string", "format": "date",
-                                         "description": f"YYYY-MM-DD, {DATE_MIN} to {DATE_MAX}"})]
+                         WithJsonSchema({"type": "string", "format": "date", "description": "YYYY-MM-DD"})]
 
 # --- what text is acceptable, decided once for every surface -------------------------------------
 # Valid Unicode scalar values only (a lone surrogate cannot be encoded, so no database stores it),

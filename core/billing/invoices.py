@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import secrets
 import uuid
-from datetime import timedelta
+from datetime import date, timedelta
 
 from sqlalchemy import func, or_
 from sqlmodel import Session, select
@@ -20,7 +20,7 @@ from core.base.clock import now, today
 from core.base.errors import InvalidState, NotFound, ValidationFailed
 from core.base.jsonout import jsonable
 from core.base.lookup import owned
-from core.base.validation import LINES_MAX
+from core.base.validation import DATE_MAX, LINES_MAX, days_after
 from core.billing import events, numbering
 from core.billing.business import business_to_api, find_profile
 from core.billing.invoice_inputs import (
@@ -118,6 +118,14 @@ def _billable_customer(session: Session, account_id: uuid.UUID, id_text: str) ->
     return customer
 
 
+def _due_after(issue_date: date, days_until_due: int | None) -> date:
+    """The due date `days_until_due` after the issue date; by default 30 days after, or the
+    calendar's last day when that is sooner."""
+    if days_until_due is not None:
+        return days_after(issue_date, days_until_due, "days_until_due")
+    return issue_date + min(DATE_MAX - issue_date, timedelta(days=DEFAULT_DAYS_UNTIL_DUE))
+
+
 def _check_dates(invoice: Invoice) -> None:
     if invoice.due_date is not None and invoice.due_date < invoice.issue_date:
         raise ValidationFailed.at("due_date", "must not be before issue_date")
@@ -176,8 +184,7 @@ def create_invoice(session: Session, principal: Principal, data: InvoiceCreate) 
     if "due_date" in sent:
         due_date = data.due_date
     else:
-        days = data.days_until_due if data.days_until_due is not None else DEFAULT_DAYS_UNTIL_DUE
-        due_date = issue_date + timedelta(days=days)
+        due_date = _due_after(issue_date, data.days_until_due)
     invoice = Invoice(account_id=principal.account_id, customer_id=customer.id, currency=currency,
                       collection_method=data.collection_method or "send_invoice", issue_date=issue_date,
                       due_date=due_date, description=data.description, footer=data.footer)
@@ -216,7 +223,7 @@ def update_invoice(session: Session, principal: Principal, id_text: str, data: I
     if "due_date" in sent:
         invoice.due_date = data.due_date
     elif "days_until_due" in sent:
-        invoice.due_date = invoice.issue_date + timedelta(days=data.days_until_due)
+        invoice.due_date = days_after(invoice.issue_date, data.days_until_due, "days_until_due")
     _check_dates(invoice)
     if "items" in sent:
         lines = _replace_lines(session, invoice, lines, data.items)

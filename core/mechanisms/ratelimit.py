@@ -1,4 +1,21 @@
-"""Fixed-window request counting in the database, so every server process shares the limits."""
+"""Limits that hold in every span of their length, counted in the database so every process shares them.
+
+Two algorithms, chosen by the size of the limit (the reasons are in docs/decisions.md):
+
+- **Sliding log** (up to `EXACT_MAX` requests per window: every limit at its default, the API's
+  120 a minute included): the times of the last `requests` counted events, in a ring in one row. A
+  request is allowed when the oldest of them has left the last `window_seconds`, so no span of that
+  length ever holds more than `requests`, wherever the clock's minutes and hours begin.
+- **Sliding-window counter** (a limit an operator raised above `EXACT_MAX`): one row per bucket and
+  clock-aligned window; a request is allowed while the previous window's count, weighted by how much
+  of it still overlaps the last `window_seconds`, plus the current window's stays within the limit.
+  Its storage does not grow with the limit; a burst straddling a boundary is refused, but it assumes
+  the previous window's requests were spread evenly.
+
+Either way one upsert decides, counts and returns what the headers need, so the request path keeps
+one statement. Refused requests are not counted, so `Retry-After` and `RateLimit-Reset` stay true:
+they name the moment the next request will be allowed if the caller sends nothing before.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +23,14 @@ import math
 import time
 from dataclasses import dataclass
 
-from sqlalchemy import delete
+from sqlalchemy import BigInteger, Text, and_, bindparam, case, cast, delete, func, literal, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session
 
 from config.settings import get_settings
 from core.base import metrics
 from core.base.errors import RateLimited
-from core.models import RateLimitWindow
+from core.models import RateLimitLog, RateLimitWindow
 
 
 @dataclass(frozen=True)
@@ -21,6 +38,17 @@ class Limit:
     name: str
     requests: int
     window_seconds: int
+
+    @property
+    def window_ms(self) -> int:
+        return self.window_seconds * 1000
+
+    @property
+    def exact(self) -> bool:
+        return self.requests <= EXACT_MAX
+
+
+EXACT_MAX = 1000  # the largest limit kept as a sliding log (a ring of 13 bytes per request in one row)
 
 
 def api_requests() -> Limit:
@@ -40,18 +68,15 @@ def emails_per_account() -> Limit:
 class Usage:
     limit: int
     remaining: int
-    reset: int  # Unix seconds when the window ends
-    exceeded: bool
+    reset: int  # Unix seconds: when a request beyond the remaining ones will be allowed
+    exceeded: bool  # this request (hit) or the next one (peek) is refused
     window_seconds: int
     name: str = ""  # the limit's, for the refusals metric
+    retry_after: int = 1  # whole seconds from now until `reset`, at least 1
 
     def refused(self) -> None:
         """Note in the metrics that a request was refused by this limit (the caller refuses it)."""
         metrics.rate_limited(self.name or "other")
-
-    @property
-    def retry_after(self) -> int:
-        return max(1, math.ceil(self.reset - time.time()))
 
     def error(self, what: str) -> RateLimited:
         """The refusal of one more `what` (`requests`, `invoice e-mails per account`, …)."""
@@ -69,55 +94,236 @@ NOT_LIMITED = Usage(limit=0, remaining=0, reset=0, exceeded=False, window_second
 
 
 def _duration(seconds: int) -> str:
-    return "hour" if seconds == 3600 else f"{seconds} seconds"
+    if seconds % 3600 == 0:
+        return "hour" if seconds == 3600 else f"{seconds // 3600} hours"
+    return f"{seconds // 60} minutes" if seconds % 60 == 0 and seconds > 60 else f"{seconds} seconds"
 
 
 def _bucket(limit: Limit, subject: str) -> str:
     return f"{limit.name}:{subject}"
 
 
-WINDOWS = RateLimitWindow.__table__  # a Core statement: the ORM's bulk-insert path costs more than the round trip
+def _now_ms(now: float | None) -> int:
+    return math.floor((time.time() if now is None else now) * 1000)
 
 
-def _upsert(session: Session):
-    dialect = session.get_bind().dialect.name
-    return (postgresql if dialect == "postgresql" else sqlite).insert(WINDOWS)
+def _usage(limit: Limit, now_ms: int, *, remaining: int, next_allowed_ms: int, exceeded: bool) -> Usage:
+    return Usage(limit=limit.requests, remaining=remaining, reset=math.ceil(next_allowed_ms / 1000),
+                 exceeded=exceeded, window_seconds=limit.window_seconds, name=limit.name,
+                 retry_after=max(1, math.ceil((next_allowed_ms - now_ms) / 1000)))
 
 
-def hit(session: Session, limit: Limit, subject: str, *, cost: int = 1, now: float | None = None) -> Usage:
-    """Count `cost` requests for `subject` and report the usage (the caller commits)."""
-    current = time.time() if now is None else now
-    window_start = int(current // limit.window_seconds) * limit.window_seconds
-    insert = _upsert(session).values(bucket=_bucket(limit, subject), window_start=window_start, count=cost)
-    statement = insert.on_conflict_do_update(
-        index_elements=["bucket", "window_start"],
-        set_={"count": WINDOWS.c.count + cost},
-    ).returning(WINDOWS.c.count)
-    count = session.execute(statement).scalar_one()
-    return Usage(
-        limit=limit.requests,
-        remaining=max(0, limit.requests - count),
-        reset=window_start + limit.window_seconds,
-        exceeded=count > limit.requests,
-        window_seconds=limit.window_seconds,
-        name=limit.name,
-    )
+def hit(session: Session, limit: Limit, subject: str, *, now: float | None = None) -> Usage:
+    """Count one request for `subject` unless the limit refuses it; report the usage (the caller commits)."""
+    counter = _log_hit if limit.exact else _counter_hit
+    return counter(session, limit, _bucket(limit, subject), _now_ms(now))
 
 
 def peek(session: Session, limit: Limit, subject: str, *, now: float | None = None) -> Usage:
-    current = time.time() if now is None else now
-    window_start = int(current // limit.window_seconds) * limit.window_seconds
-    row = session.get(RateLimitWindow, (_bucket(limit, subject), window_start))
-    count = row.count if row else 0
-    return Usage(limit.requests, max(0, limit.requests - count), window_start + limit.window_seconds,
-                 count >= limit.requests, limit.window_seconds, limit.name)
+    """Where `subject` stands, without counting; `exceeded` says whether one more would be refused."""
+    reader = _log_peek if limit.exact else _counter_peek
+    return reader(session, limit, _bucket(limit, subject), _now_ms(now))
+
+
+def take_back(session: Session, limit: Limit, subject: str, *, now: float | None = None) -> None:
+    """Uncount the latest request counted for `subject` (one counted ahead and then not needed)."""
+    bucket, now_ms = _bucket(limit, subject), _now_ms(now)
+    if limit.exact:
+        session.execute(_log_take_back(session, limit), {"target": bucket, "ring_length": limit.requests * WIDTH})
+        return
+    window_start = _Window.at(limit, now_ms).start_ms // 1000
+    session.execute(update(WINDOWS).where(WINDOWS.c.bucket == bucket, WINDOWS.c.window_start == window_start,
+                                          WINDOWS.c.count > 0).values(count=WINDOWS.c.count - 1))
 
 
 def forget(session: Session, limit: Limit, subject: str) -> None:
-    """Drop what `subject` has counted against `limit`, in every window."""
-    session.execute(delete(RateLimitWindow).where(RateLimitWindow.bucket == _bucket(limit, subject)))
+    """Drop everything `subject` has counted against `limit`."""
+    bucket = _bucket(limit, subject)
+    session.execute(delete(LOGS).where(LOGS.c.bucket == bucket) if limit.exact
+                    else delete(WINDOWS).where(WINDOWS.c.bucket == bucket))
 
 
-def purge_old(session: Session, *, older_than_seconds: int = 7200) -> None:
-    cutoff = int(time.time()) - older_than_seconds
-    session.execute(delete(RateLimitWindow).where(RateLimitWindow.window_start < cutoff))
+def purge_old(session: Session, *, now: float | None = None) -> None:
+    """Delete what no limit reads any more: counter windows that can no longer be a previous
+    window (two hours covers the longest counter window) and logs whose every event has left its window."""
+    now_ms = _now_ms(now)
+    session.execute(delete(WINDOWS).where(WINDOWS.c.window_start < now_ms // 1000 - 7200))
+    session.execute(delete(LOGS).where(LOGS.c.expires_at <= now_ms))
+
+
+# --- sliding-window counter -------------------------------------------------------------------
+# Integer arithmetic in milliseconds, identical in SQL and Python: a request is allowed when
+#   previous × overlap + (current + 1) × window  ≤  limit × window
+# where overlap is the part of the previous window still inside the last `window` milliseconds.
+
+WINDOWS = RateLimitWindow.__table__  # Core statements: the ORM's paths cost more than the round trip
+
+
+def _insert(session: Session, table):
+    dialect = session.get_bind().dialect.name
+    return (postgresql if dialect == "postgresql" else sqlite).insert(table)
+
+
+def _previous_count():
+    previous = WINDOWS.alias("previous")
+    return func.coalesce(select(previous.c.count).where(
+        previous.c.bucket == bindparam("bucket"), previous.c.window_start == bindparam("previous_start"),
+    ).scalar_subquery(), 0)
+
+
+def _wide(value):
+    return cast(value, BigInteger)  # PostgreSQL's integer products overflow at 2³¹
+
+
+def _allows(current) -> object:
+    return (_wide(_previous_count()) * _wide(bindparam("overlap")) + _wide(current + 1) * _wide(bindparam("window"))
+            <= _wide(bindparam("capacity")))
+
+
+def _counter_statement(session: Session):
+    first = _allows(literal(0))
+    insert = _insert(session, WINDOWS).values(
+        bucket=bindparam("bucket"), window_start=bindparam("window_start"),
+        count=case((first, 1), else_=0), allowed=first)
+    again = _allows(WINDOWS.c.count)
+    return insert.on_conflict_do_update(
+        index_elements=["bucket", "window_start"],
+        set_={"count": WINDOWS.c.count + case((again, 1), else_=0), "allowed": again},
+    ).returning(WINDOWS.c.count, WINDOWS.c.allowed, _previous_count())
+
+
+@dataclass(frozen=True)
+class _Window:
+    start_ms: int  # the current window's start
+    elapsed_ms: int
+
+    @classmethod
+    def at(cls, limit: Limit, now_ms: int) -> _Window:
+        start = now_ms // limit.window_ms * limit.window_ms
+        return cls(start, now_ms - start)
+
+
+def _counter_parameters(limit: Limit, bucket: str, window: _Window) -> dict:
+    return {"bucket": bucket, "window_start": window.start_ms // 1000,
+            "previous_start": (window.start_ms - limit.window_ms) // 1000,
+            "overlap": limit.window_ms - window.elapsed_ms, "window": limit.window_ms,
+            "capacity": limit.requests * limit.window_ms}
+
+
+def _counter_hit(session: Session, limit: Limit, bucket: str, now_ms: int) -> Usage:
+    window = _Window.at(limit, now_ms)
+    count, allowed, previous = session.execute(_counter_statement(session),
+                                               _counter_parameters(limit, bucket, window)).one()
+    return _counter_usage(limit, now_ms, window, previous, count, exceeded=not allowed)
+
+
+def _counter_peek(session: Session, limit: Limit, bucket: str, now_ms: int) -> Usage:
+    window = _Window.at(limit, now_ms)
+    starts = {window.start_ms // 1000: "current", (window.start_ms - limit.window_ms) // 1000: "previous"}
+    rows = session.execute(select(WINDOWS.c.window_start, WINDOWS.c.count).where(
+        WINDOWS.c.bucket == bucket, WINDOWS.c.window_start.in_(list(starts)))).all()
+    counts = {starts[start]: count for start, count in rows}
+    usage = _counter_usage(limit, now_ms, window, counts.get("previous", 0), counts.get("current", 0), exceeded=False)
+    return _replace_exceeded(usage, usage.remaining == 0)
+
+
+def _replace_exceeded(usage: Usage, exceeded: bool) -> Usage:
+    return Usage(usage.limit, usage.remaining, usage.reset, exceeded, usage.window_seconds, usage.name,
+                 usage.retry_after)
+
+
+def _counter_usage(limit: Limit, now_ms: int, window: _Window, previous: int, current: int, *,
+                   exceeded: bool) -> Usage:
+    span, capacity = limit.window_ms, limit.requests * limit.window_ms
+    overlap = span - window.elapsed_ms
+    remaining = max(0, (capacity - previous * overlap - current * span) // span)
+    return _usage(limit, now_ms, remaining=remaining, exceeded=exceeded,
+                  next_allowed_ms=_counter_next_allowed(limit, window, previous, current + remaining))
+
+
+def _counter_next_allowed(limit: Limit, window: _Window, previous: int, current: int) -> int:
+    """When one more request than `current` will be allowed, if no other request comes before."""
+    span, free = limit.window_ms, limit.requests - current - 1  # free: places left beside the previous window's
+    if previous > 0 and free >= 0:  # later in this window, as the previous window's weight fades
+        elapsed = span - free * span // previous
+        if elapsed < span:
+            return window.start_ms + max(elapsed, window.elapsed_ms)
+    # In the next window, where this window's count is the previous one.
+    elapsed = span - (limit.requests - 1) * span // current if current else 0
+    return window.start_ms + span + max(0, elapsed)
+
+
+# --- sliding log ----------------------------------------------------------------------------
+# A ring of `requests` fixed-width stamps (Unix milliseconds as 13 decimal digits, so text order is
+# time order), written at `head`; the stamp at `head` is the oldest of the last `requests` counted.
+
+LOGS = RateLimitLog.__table__
+WIDTH = 13
+
+
+def _stamp(moment_ms: int) -> str:
+    return f"{max(0, moment_ms):0{WIDTH}d}"
+
+
+def _stamps(ring: str) -> list[int]:
+    return [int(ring[at:at + WIDTH]) for at in range(0, len(ring), WIDTH)]
+
+
+def _substr(*arguments):
+    return func.substr(*arguments, type_=Text)  # typed as text, so that `+` joins (`||`)
+
+
+def _at(session: Session, text):
+    """Text compared byte by byte: PostgreSQL would otherwise use the database's collation."""
+    return text.collate("C") if session.get_bind().dialect.name == "postgresql" else text
+
+
+def _log_statement(session: Session):
+    size, ring, head = bindparam("size"), LOGS.c.stamps, LOGS.c.head
+    offset = head * WIDTH
+    oldest = _at(session, _substr(ring, offset + 1, WIDTH))
+    fits = func.length(ring) == bindparam("ring_length")  # else the limit was changed: start afresh
+    allowed = and_(fits, oldest <= _at(session, bindparam("cutoff")))
+    fresh = or_(~fits, allowed)
+    written = _substr(ring, 1, offset) + bindparam("stamp", type_=Text) + _substr(ring, offset + WIDTH + 1)
+    insert = _insert(session, LOGS).values(bucket=bindparam("bucket"), stamps=bindparam("fresh_ring"),
+                                           head=1 % size, allowed=True, expires_at=bindparam("expires_at"))
+    return insert.on_conflict_do_update(index_elements=["bucket"], set_={
+        "stamps": case((~fits, bindparam("fresh_ring")), (allowed, written), else_=ring),
+        "head": case((~fits, 1 % size), (allowed, (head + 1) % size), else_=head),
+        "allowed": fresh,
+        "expires_at": case((fresh, bindparam("expires_at")), else_=LOGS.c.expires_at),
+    }).returning(LOGS.c.stamps, LOGS.c.allowed)
+
+
+def _log_take_back(session: Session, limit: Limit):
+    ring, latest = LOGS.c.stamps, (LOGS.c.head + limit.requests - 1) % limit.requests
+    cleared = _substr(ring, 1, latest * WIDTH) + _stamp(0) + _substr(ring, latest * WIDTH + WIDTH + 1)
+    return update(LOGS).where(LOGS.c.bucket == bindparam("target"), func.length(ring) == bindparam("ring_length")
+                              ).values(stamps=cleared, head=latest)
+
+
+def _log_hit(session: Session, limit: Limit, bucket: str, now_ms: int) -> Usage:
+    stamp = _stamp(now_ms)
+    ring, allowed = session.execute(_log_statement(session), {
+        "bucket": bucket, "size": limit.requests, "ring_length": limit.requests * WIDTH, "stamp": stamp,
+        "cutoff": _stamp(now_ms - limit.window_ms), "fresh_ring": stamp + _stamp(0) * (limit.requests - 1),
+        "expires_at": now_ms + limit.window_ms,
+    }).one()
+    return _log_usage(limit, now_ms, _stamps(ring), exceeded=not allowed)
+
+
+def _log_peek(session: Session, limit: Limit, bucket: str, now_ms: int) -> Usage:
+    ring = session.execute(select(LOGS.c.stamps).where(LOGS.c.bucket == bucket)).scalar_one_or_none()
+    stamps = _stamps(ring) if ring and len(ring) == limit.requests * WIDTH else []
+    usage = _log_usage(limit, now_ms, stamps, exceeded=False)
+    return _replace_exceeded(usage, usage.remaining == 0)
+
+
+def _log_usage(limit: Limit, now_ms: int, stamps: list[int], *, exceeded: bool) -> Usage:
+    counted = [stamp for stamp in stamps if stamp > now_ms - limit.window_ms]
+    remaining = max(0, limit.requests - len(counted))
+    spent = sorted(counted + [now_ms] * remaining)  # as if the remaining ones went now
+    oldest_that_must_leave = spent[len(spent) - limit.requests]
+    return _usage(limit, now_ms, remaining=remaining, exceeded=exceeded,
+                  next_allowed_ms=oldest_that_must_leave + limit.window_ms)

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import email
 import io
+import time
 import uuid
 from email.policy import default as default_policy
 
 import pytest
 from pypdf import PdfReader
 
-from core.base import db
 from core.mechanisms import ratelimit
 from tests.api.invoicing import customer, draft, history, open_invoice, pay, void
 from tests.conftest import TEST_ORIGIN
+from tests.limits import spend
 from tests.smtp import Handler, mail_settings, smtp_server
 
 
@@ -26,11 +27,6 @@ def mailbox():
 
 def send(tenant, invoice_id: str, body: dict | None = None, *, idem: str | bool = True):
     return tenant.post(f"/invoices/{invoice_id}/send", json=body, idem=idem)
-
-
-def seed(limit: ratelimit.Limit, subject: str, count: int) -> None:
-    with db.transaction() as session:
-        ratelimit.hit(session, limit, subject, cost=count)
 
 
 def types(tenant, invoice_id: str) -> list[str]:
@@ -294,7 +290,7 @@ def test_success_carries_the_send_limit_headers(tenant, mailbox):
 
 
 def test_eleventh_send_within_an_hour_per_key_is_429(tenant, mailbox):
-    seed(ratelimit.sends_per_key(), f"key:{tenant.key_id}", 9)
+    spend(ratelimit.sends_per_key(), f"key:{tenant.key_id}", 9)
     invoice = draft(tenant)
     assert send(tenant, invoice["id"]).status_code == 200
     response = send(tenant, invoice["id"])
@@ -307,7 +303,7 @@ def test_eleventh_send_within_an_hour_per_key_is_429(tenant, mailbox):
 
 
 def test_send_limit_is_per_key(tenant, mailbox):
-    seed(ratelimit.sends_per_key(), f"key:{tenant.key_id}", 10)
+    spend(ratelimit.sends_per_key(), f"key:{tenant.key_id}", 10)
     invoice = draft(tenant)
     assert send(tenant, invoice["id"]).status_code == 429
     other_key = tenant.as_key(tenant.key_with(["invoices:send"]))
@@ -315,14 +311,14 @@ def test_send_limit_is_per_key(tenant, mailbox):
 
 
 def test_rate_limited_send_leaves_the_draft_a_draft(tenant, mailbox):
-    seed(ratelimit.sends_per_key(), f"key:{tenant.key_id}", 10)
+    spend(ratelimit.sends_per_key(), f"key:{tenant.key_id}", 10)
     invoice = draft(tenant)
     assert send(tenant, invoice["id"]).status_code == 429
     assert tenant.get(f"/invoices/{invoice['id']}").json()["data"]["status"] == "draft"
 
 
 def test_fifty_first_email_per_account_is_429_whatever_the_key(tenant, mailbox):
-    seed(ratelimit.emails_per_account(), str(tenant.account_id), 49)
+    spend(ratelimit.emails_per_account(), str(tenant.account_id), 49)
     invoice = draft(tenant)
     assert send(tenant, invoice["id"]).status_code == 200
     other_key = tenant.as_key(tenant.key_with(["invoices:send"]))
@@ -333,8 +329,26 @@ def test_fifty_first_email_per_account_is_429_whatever_the_key(tenant, mailbox):
     assert len(mailbox.received) == 1
 
 
+def test_the_account_limit_holds_across_the_clock_hour(tenant, mailbox, monkeypatch):
+    hour = int(time.time()) // 3600 * 3600
+    spend(ratelimit.emails_per_account(), str(tenant.account_id), 50, now=hour - 30)
+    monkeypatch.setattr(ratelimit.time, "time", lambda: hour + 30)
+    response = send(tenant, draft(tenant)["id"])
+    assert response.status_code == 429
+    assert response.headers["Retry-After"] == str(3600 - 60)
+    monkeypatch.setattr(ratelimit.time, "time", lambda: hour + 3600 - 30)
+    assert send(tenant, draft(tenant)["id"]).status_code == 200
+
+
+def test_the_key_limit_holds_across_the_clock_hour(tenant, mailbox, monkeypatch):
+    hour = int(time.time()) // 3600 * 3600
+    spend(ratelimit.sends_per_key(), f"key:{tenant.key_id}", 10, now=hour - 1)
+    monkeypatch.setattr(ratelimit.time, "time", lambda: hour + 1)
+    assert send(tenant, draft(tenant)["id"]).status_code == 429
+
+
 def test_account_limit_does_not_touch_other_accounts(tenant, other_tenant, mailbox):
-    seed(ratelimit.emails_per_account(), str(tenant.account_id), 50)
+    spend(ratelimit.emails_per_account(), str(tenant.account_id), 50)
     invoice = draft(other_tenant)
     assert send(other_tenant, invoice["id"]).status_code == 200
 
@@ -342,5 +356,5 @@ def test_account_limit_does_not_touch_other_accounts(tenant, other_tenant, mailb
 def test_send_is_exempt_from_the_request_limit(tenant, mailbox):
     helper = tenant.as_key(tenant.key_with(["invoices:write", "clients:write"]))
     invoice_id = draft(helper)["id"]
-    seed(ratelimit.api_requests(), f"key:{tenant.key_id}", 120)
+    spend(ratelimit.api_requests(), f"key:{tenant.key_id}", 120)
     assert send(tenant, invoice_id).status_code == 200

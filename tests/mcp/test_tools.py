@@ -173,12 +173,11 @@ def test_an_invoice_finalized_through_mcp_shows_in_rest(client, tenant):
 
 
 def test_sending_over_the_per_key_limit_is_a_rate_limited_tool_error(client, tenant):
-    from core.base import db
     from core.mechanisms import ratelimit
+    from tests.limits import spend
 
     draft = structured(client, tenant.key, "create_invoice", customer=customer(tenant)["id"], items=[adhoc()])
-    with db.transaction() as session:
-        ratelimit.hit(session, ratelimit.sends_per_key(), f"key:{tenant.key_id}", cost=10)
+    spend(ratelimit.sends_per_key(), f"key:{tenant.key_id}", 10)
     error = error_of(call(client, tenant.key, "send_invoice", invoice=draft["id"]))
     assert error["code"] == "rate_limited" and error["retry_after_seconds"] >= 1
     assert structured(client, tenant.key, "get_invoice", invoice=draft["id"])["status"] == "draft"

@@ -11,6 +11,7 @@ from core.base import db
 from core.mechanisms import ratelimit
 from mcp_server.gate import MAX_BODY_BYTES
 from mcp_server.tools import TOOLS
+from tests.limits import spend
 from tests.mcp.jsonrpc import HEADERS, post
 
 DECIDED_TOOLS = {
@@ -137,8 +138,7 @@ def test_a_body_over_the_limit_is_413(client, tenant):
 
 
 def test_requests_over_the_limit_are_429_with_retry_after(client, tenant, fixed_window):
-    with db.transaction() as session:
-        ratelimit.hit(session, ratelimit.api_requests(), f"key:{tenant.key_id}", cost=120)
+    spend(ratelimit.api_requests(), f"key:{tenant.key_id}", 120)
     response = post(client, "tools/list", key=tenant.key)
     assert response.status_code == 429
     assert int(response.headers["retry-after"]) >= 1
@@ -146,8 +146,7 @@ def test_requests_over_the_limit_are_429_with_retry_after(client, tenant, fixed_
 
 
 def test_a_tool_call_over_the_limit_is_429_too(client, tenant, fixed_window):
-    with db.transaction() as session:
-        ratelimit.hit(session, ratelimit.api_requests(), f"key:{tenant.key_id}", cost=120)
+    spend(ratelimit.api_requests(), f"key:{tenant.key_id}", 120)
     response = post(client, "tools/call", {"name": "list_customers", "arguments": {}}, key=tenant.key)
     assert response.status_code == 429
     assert response.json()["error"]["data"]["retry_after_seconds"] >= 1

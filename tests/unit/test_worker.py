@@ -12,7 +12,7 @@ from sqlmodel import select
 from core.access import accounts
 from core.base import db
 from core.base.clock import now
-from core.models import IdempotencyRecord, RateLimitWindow, WorkerHeartbeat
+from core.models import IdempotencyRecord, RateLimitLog, RateLimitWindow, SignInChallenge, WorkerHeartbeat
 from service import worker
 
 
@@ -131,14 +131,27 @@ def test_cleanup_purges_idempotency_records_older_than_24_hours():
         assert [r.key for r in session.exec(select(IdempotencyRecord))] == ["fresh"]
 
 
-def test_cleanup_purges_rate_limit_windows_closed_long_ago():
+def test_cleanup_purges_rate_limit_counts_no_limit_reads():
     current = int(time.time())
     with db.transaction() as session:
         session.add(RateLimitWindow(bucket="api:old", window_start=current - 3 * 3600, count=5))
         session.add(RateLimitWindow(bucket="api:new", window_start=current - 60, count=5))
+        session.add(RateLimitLog(bucket="send:old", stamps="", expires_at=(current - 1) * 1000))
+        session.add(RateLimitLog(bucket="send:new", stamps="", expires_at=(current + 60) * 1000))
     worker.cleanup()
     with db.transaction() as session:
         assert [w.bucket for w in session.exec(select(RateLimitWindow))] == ["api:new"]
+        assert [log.bucket for log in session.exec(select(RateLimitLog))] == ["send:new"]
+
+
+def test_cleanup_purges_sign_in_challenges_past_their_time():
+    with db.transaction() as session:
+        for name, expires in (("old", now() - timedelta(seconds=1)), ("live", now() + timedelta(minutes=5))):
+            session.add(SignInChallenge(token_hash=name, account_subject="s", code_hash="c",
+                                        email_hint="h", expires_at=expires))
+    worker.cleanup()
+    with db.transaction() as session:
+        assert [c.token_hash for c in session.exec(select(SignInChallenge))] == ["live"]
 
 
 @pytest.mark.parametrize(("env", "requested"), [

@@ -275,6 +275,13 @@ def test_the_list_filters_by_status_number_customer_and_dates(person, tenant):
     assert f'/invoices/{a_draft["id"]}' in in_january and paid["number"] not in in_january
 
 
+def test_open_ended_date_filters_list_every_invoice(person, tenant):
+    a_draft = draft(tenant, issue_date="2026-01-05")
+    assert f'/invoices/{a_draft["id"]}' in person.get("/invoices?from=0001-01-01&to=9999-12-31").text
+    crossed = person.get("/invoices?from=9999-12-31&to=0001-01-01")
+    assert crossed.status_code == 200 and f'/invoices/{a_draft["id"]}' not in crossed.text
+
+
 def test_a_bad_filter_is_explained_not_a_crash(person):
     response = person.get("/invoices?from=yesterday")
     assert response.status_code == 200

@@ -1,0 +1,277 @@
+"""Password sign-in that neither locks anyone out nor lets a distributed attack keep guessing.
+
+Failed sign-ins are counted in sliding logs in the database (shared by every process):
+
+- **per account, from anywhere** (`INVOICING_RATE_LIMIT_SIGN_IN`, 10 an hour): the account's budget
+  of guesses. Once it is spent, a sign-in from a browser that has not signed in to this account
+  before needs a one-time code e-mailed to the account's address. The password is still checked,
+  but the answer is the same whether it was right or not (a code page); only a right password
+  makes a code that works, and only then is one e-mailed. So however many addresses an attacker
+  holds, they learn the outcome of at most the budget's guesses per window, and the owner is never
+  locked out: the e-mailed code always works.
+- **per client address, across accounts** (5× the budget per 15 minutes): one address trying many
+  accounts is refused (`429`) before any password is checked.
+- **per known browser and account** (the budget per 15 minutes): a browser that signed in to the
+  account before (a signed cookie, `core.access.known_browsers`) skips the code and the address
+  limit, and has this limit of its own.
+
+Each attempt is counted before its password is checked (concurrent attempts cannot slip past a
+limit between a look and a count) and taken back when it succeeds. Counter keys are keyed hashes
+of the e-mail (trimmed, lowercased) and the client's network, so the answer is the same whether or
+not the account exists, and nothing stored reveals either.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+from email.message import EmailMessage
+
+from sqlalchemy import delete
+from sqlmodel import Session, select
+
+from config.settings import get_settings
+from core.access.accounts import check_password, hash_password
+from core.access.known_browsers import KnownBrowser
+from core.base import crypto, metrics
+from core.base.clock import now as clock_now
+from core.mechanisms import ratelimit
+from core.models import SignInChallenge, User
+
+CODE_DIGITS = 8
+CODE_LIFETIME = timedelta(minutes=10)
+CODE_ATTEMPTS = 5  # wrong codes before a challenge is spent
+CODE_MAILS_PER_HOUR = 5  # per account, so nobody can flood the owner's mailbox
+
+
+def failures_per_account() -> ratelimit.Limit:
+    return ratelimit.Limit("sign_in_account", get_settings().rate_limit_sign_in, 3600)
+
+
+def failures_per_address() -> ratelimit.Limit:
+    """Higher: many people may sign in from behind one address (an office, a carrier NAT)."""
+    return ratelimit.Limit("sign_in_address", 5 * get_settings().rate_limit_sign_in, 15 * 60)
+
+
+def failures_per_known_browser() -> ratelimit.Limit:
+    return ratelimit.Limit("sign_in_known_browser", get_settings().rate_limit_sign_in, 15 * 60)
+
+
+def code_mails_per_account() -> ratelimit.Limit:
+    return ratelimit.Limit("sign_in_code_mail", CODE_MAILS_PER_HOUR, 3600)
+
+
+@dataclass(frozen=True)
+class Challenge:
+    """A code is needed: the browser's handle (a cookie), where the code went, and the code's
+    e-mail when there is one to send (after the answer, so its time tells nothing)."""
+
+    token: str
+    email_hint: str
+    mail: EmailMessage | None
+
+
+@dataclass(frozen=True)
+class LoginOutcome:
+    user: User | None = None  # signed in
+    retry_after: int | None = None  # seconds, when refused by a limit
+    challenge: Challenge | None = None  # a code is needed
+
+    @property
+    def throttled(self) -> bool:
+        return self.retry_after is not None
+
+
+def normalized_email(email: str) -> str:
+    """As the sign-in looks the user up, so every spelling that reaches one account counts for it."""
+    return email.strip().lower()
+
+
+def client_network(client_ip: str) -> str:
+    """The unit an address is counted by: an IPv4 address, or the /64 network of an IPv6 address."""
+    try:
+        address = ipaddress.ip_address((client_ip or "").strip())
+    except ValueError:
+        return (client_ip or "").strip() or "unknown"  # not an IP (a Unix socket, a test client)
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.IPv6Network((address, 64), strict=False))
+    return str(address)
+
+
+def _keyed(purpose: str, *parts: str) -> str:
+    key = hashlib.sha256(f"sign-in:{purpose}:".encode() + get_settings().signing_key).digest()
+    return hmac.new(key, "\x00".join(parts).encode(), hashlib.sha256).hexdigest()
+
+
+def account_subject(email: str) -> str:
+    return _keyed("account", normalized_email(email))
+
+
+def address_subject(client_ip: str) -> str:
+    return _keyed("address", client_network(client_ip))
+
+
+def _known_browser_subject(user: User, browser: KnownBrowser) -> str:
+    return _keyed("known-browser", str(user.id), browser.device)
+
+
+_dummy_hash: str | None = None
+
+
+def _password_matches(user: User | None, password: str) -> bool:
+    """Check the password; an unknown address costs the same time, so timing does not tell it."""
+    global _dummy_hash
+    if user is not None:
+        return check_password(user, password)
+    if _dummy_hash is None:
+        _dummy_hash = hash_password("not a real password")
+    check_password(User(email="", password_hash=_dummy_hash), password)
+    return False
+
+
+def _refused(usage: ratelimit.Usage) -> LoginOutcome:
+    metrics.rate_limited("sign_in")
+    return LoginOutcome(retry_after=usage.retry_after)
+
+
+def attempt_login(session: Session, email: str, password: str, client_ip: str, *,
+                  known_browser: KnownBrowser | None = None, next_path: str = "/",
+                  now: float | None = None) -> LoginOutcome:
+    """Sign in, refuse, or ask for an e-mailed code; everything is written in `session` (commit it)."""
+    user = session.exec(select(User).where(User.email == normalized_email(email))).first()
+    account = account_subject(email)
+    if user is not None and known_browser is not None and known_browser.knows(user.id):
+        return _from_known_browser(session, user, password, known_browser, account, now)
+    address = address_subject(client_ip)
+    address_usage = ratelimit.hit(session, failures_per_address(), address, now=now)
+    if address_usage.exceeded:
+        return _refused(address_usage)
+    budget = ratelimit.hit(session, failures_per_account(), account, now=now)
+    matches = _password_matches(user, password)
+    if budget.exceeded:  # the account's guesses are spent: the answer must not tell whether it matched
+        metrics.rate_limited("sign_in_code")
+        return LoginOutcome(challenge=_challenge(session, user if matches else None, email, next_path, now))
+    if not matches:
+        return LoginOutcome()
+    ratelimit.take_back(session, failures_per_address(), address, now=now)
+    ratelimit.take_back(session, failures_per_account(), account, now=now)
+    return LoginOutcome(user=user)
+
+
+def _from_known_browser(session: Session, user: User, password: str, browser: KnownBrowser, account: str,
+                        now: float | None) -> LoginOutcome:
+    subject = _known_browser_subject(user, browser)
+    usage = ratelimit.hit(session, failures_per_known_browser(), subject, now=now)
+    if usage.exceeded:
+        return _refused(usage)
+    if check_password(user, password):
+        ratelimit.take_back(session, failures_per_known_browser(), subject, now=now)
+        return LoginOutcome(user=user)
+    ratelimit.hit(session, failures_per_account(), account, now=now)  # a failure from anywhere counts for the account
+    return LoginOutcome()
+
+
+# --- the e-mailed code ------------------------------------------------------------------------
+
+def _code_hash(code: str) -> str:
+    return _keyed("code", code)
+
+
+def _new_code() -> str:
+    return "".join(secrets.choice("0123456789") for _ in range(CODE_DIGITS))
+
+
+def email_hint(email: str) -> str:
+    """`a•••@example.com`: enough for the owner to recognise, little for anyone else."""
+    local, _, domain = normalized_email(email).rpartition("@")
+    return f"{local[:1]}•••@{domain}" if local else "the account's e-mail address"
+
+
+def _challenge(session: Session, user: User | None, email: str, next_path: str, now: float | None) -> Challenge:
+    token, code = crypto.token(32), _new_code()
+    challenge = SignInChallenge(
+        token_hash=crypto.sha256_hex(token), user_id=user.id if user else None, account_subject=account_subject(email),
+        code_hash=_code_hash(code) if user else _code_hash(crypto.token(16)), email_hint=email_hint(email),
+        next_path=next_path, expires_at=clock_now() + CODE_LIFETIME)
+    session.add(challenge)
+    return Challenge(token=token, email_hint=challenge.email_hint, mail=_code_mail(session, user, code, now))
+
+
+def _code_mail(session: Session, user: User | None, code: str, now: float | None) -> EmailMessage | None:
+    """The code's e-mail to a user whose password matched, unless the account had its share of codes."""
+    if user is None:
+        return None
+    if ratelimit.hit(session, code_mails_per_account(), account_subject(user.email), now=now).exceeded:
+        metrics.rate_limited("sign_in_code_mail")
+        return None
+    message = EmailMessage()
+    message["Subject"] = f"Your sign-in code: {code}"
+    message["From"] = get_settings().sender_address
+    message["To"] = user.email
+    minutes = int(CODE_LIFETIME.total_seconds() // 60)
+    message.set_content(
+        f"{'Hello ' + user.name + ',' if user.name else 'Hello,'}\n\n"
+        f"Someone signed in to your invoicing account with your password from a browser it has not seen "
+        f"before. Because of recent failed sign-ins on the account, that needs this code:\n\n"
+        f"    {code}\n\n"
+        f"It works once, for {minutes} minutes. If it was not you, someone else knows your password: "
+        f"do not share the code.\n")
+    return message
+
+
+@dataclass(frozen=True)
+class CodeOutcome:
+    user: User | None = None  # signed in
+    next_path: str = "/"
+    attempts_left: int = 0  # after a wrong code; 0 with no user: sign in again
+
+
+def find_challenge(session: Session, token: str | None, *, lock: bool = False) -> SignInChallenge | None:
+    """The live challenge a browser's handle names, or None."""
+    if not token or len(token) > 200:
+        return None
+    query = select(SignInChallenge).where(SignInChallenge.token_hash == crypto.sha256_hex(token))
+    challenge = session.exec(query.with_for_update() if lock else query).first()
+    if challenge is None or challenge.expires_at <= clock_now() or challenge.attempts >= CODE_ATTEMPTS:
+        return None
+    return challenge
+
+
+def enter_code(session: Session, token: str | None, code: str) -> CodeOutcome:
+    """Check a code against the browser's challenge; each try counts before it is checked."""
+    challenge = find_challenge(session, token, lock=True)
+    if challenge is None:
+        return CodeOutcome()
+    challenge.attempts += 1
+    session.add(challenge)
+    typed = "".join(character for character in code if character.isdigit() and character.isascii())
+    if challenge.user_id is not None and crypto.same(_code_hash(typed), challenge.code_hash):
+        session.delete(challenge)
+        return CodeOutcome(user=session.get(User, challenge.user_id), next_path=challenge.next_path)
+    return CodeOutcome(next_path=challenge.next_path, attempts_left=CODE_ATTEMPTS - challenge.attempts)
+
+
+def resend_code(session: Session, token: str | None, *, now: float | None = None) -> EmailMessage | None:
+    """A new code for the browser's challenge (the old one stops working), when its password
+    matched and the account has not had its share of codes; the answer is the same either way."""
+    challenge = find_challenge(session, token, lock=True)
+    if challenge is None or challenge.user_id is None:
+        return None
+    user = session.get(User, challenge.user_id)
+    code = _new_code()
+    mail = _code_mail(session, user, code, now)
+    if mail is not None:
+        challenge.code_hash = _code_hash(code)
+        challenge.expires_at = clock_now() + CODE_LIFETIME
+        session.add(challenge)
+    return mail
+
+
+def purge_expired(session: Session) -> None:
+    session.execute(delete(SignInChallenge).where(SignInChallenge.expires_at <= clock_now()))

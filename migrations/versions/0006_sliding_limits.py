@@ -1,0 +1,51 @@
+"""limits that hold in every span (the sliding-window counter's decision, sliding logs), sign-in challenges
+
+Revision ID: 0006
+Revises: 0005
+"""
+import sqlalchemy as sa
+import sqlmodel
+from alembic import op
+
+from core.base.db import UTCDateTime
+
+revision = "0006"
+down_revision = "0005"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.add_column("rate_limit_windows", sa.Column("allowed", sa.Boolean(), server_default=sa.true(), nullable=False))
+    op.create_table(
+        "rate_limit_logs",
+        sa.Column("bucket", sqlmodel.sql.sqltypes.AutoString(length=200), primary_key=True),
+        sa.Column("stamps", sa.Text(), nullable=False),
+        sa.Column("head", sa.Integer(), nullable=False),
+        sa.Column("allowed", sa.Boolean(), nullable=False),
+        sa.Column("expires_at", sa.BigInteger(), nullable=False),
+    )
+    op.create_index("ix_rate_limit_logs_expires_at", "rate_limit_logs", ["expires_at"])
+    op.create_table(
+        "sign_in_challenges",
+        sa.Column("id", sa.Uuid(), primary_key=True),
+        sa.Column("token_hash", sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False, unique=True),
+        sa.Column("user_id", sa.Uuid(), sa.ForeignKey("users.id"), nullable=True),
+        sa.Column("account_subject", sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
+        sa.Column("code_hash", sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
+        sa.Column("email_hint", sqlmodel.sql.sqltypes.AutoString(length=300), nullable=False),
+        sa.Column("next_path", sqlmodel.sql.sqltypes.AutoString(length=2000), nullable=False),
+        sa.Column("attempts", sa.Integer(), nullable=False),
+        sa.Column("expires_at", UTCDateTime(), nullable=False),
+        sa.Column("created_at", UTCDateTime(), nullable=False),
+    )
+    op.create_index("ix_sign_in_challenges_user_id", "sign_in_challenges", ["user_id"])
+    op.create_index("ix_sign_in_challenges_expires_at", "sign_in_challenges", ["expires_at"])
+
+
+def downgrade() -> None:
+    op.drop_table("sign_in_challenges")
+    op.drop_index("ix_rate_limit_logs_expires_at", table_name="rate_limit_logs")
+    op.drop_table("rate_limit_logs")
+    with op.batch_alter_table("rate_limit_windows") as batch:
+        batch.drop_column("allowed")

@@ -26,11 +26,12 @@ from authz.server import server
 from config.settings import get_settings
 from core.access import resources
 from core.base import metrics
+from core.base.addresses import client_network
 from core.base.db import transaction
 from core.base.validation import text_problem, unacceptable_parameters
 from core.mechanisms import ratelimit
 from pages.csrf import CsrfFailed, require_csrf
-from pages.routing import path_with_query, sign_in_first
+from pages.routing import error_page, path_with_query, sign_in_first
 from pages.sessions import current_user
 
 MAX_FORM_FIELDS = 100
@@ -79,15 +80,14 @@ async def revoke(request: Request) -> Response:
 
 
 async def register(request: Request) -> Response:
-    body = await request.body()
+    body = await request.body()  # at most MAX_REGISTRATION_BYTES: service.body_limits refuses more unread
     try:
-        document = client_metadata.loads(body) if len(body) <= MAX_REGISTRATION_BYTES else None
+        document = client_metadata.loads(body)
     except client_metadata.MetadataError:
         document = None
     if not isinstance(document, dict):
-        return _oauth_error(
-            "invalid_client_metadata", f"The body must be a JSON object of at most {MAX_REGISTRATION_BYTES} bytes.")
-    usage = await run_in_threadpool(_count_registration, request.client.host if request.client else "unknown")
+        return _oauth_error("invalid_client_metadata", "The body must be a JSON object.")
+    usage = await run_in_threadpool(_count_registration, client_network(request.client.host if request.client else ""))
     if usage.exceeded:
         usage.refused()
         response = _oauth_error("invalid_request", f"Too many registrations from this address: "
@@ -108,7 +108,7 @@ def registrations_per_address() -> ratelimit.Limit:
 
 def _count_registration(address: str) -> ratelimit.Usage:
     with transaction() as session:
-        # Registration is open; this keeps one address from filling the clients table.
+        # Registration is open; this keeps one network (an IPv4 address, an IPv6 /64) from filling the clients table.
         return ratelimit.hit(session, registrations_per_address(), address)
 
 
@@ -175,6 +175,14 @@ def _prefetch_documents(client_ids) -> dict[str, str]:
             if error := metadata_documents.ensure_fresh(client_id):
                 errors[client_id] = error
     return errors
+
+
+def too_large(request: Request, limit: str) -> Response:
+    """A body over the endpoint's limit (refused before it is read): the OAuth error format, or a
+    page for the authorization endpoint, which people see."""
+    if request.url.path == "/oauth/authorize":
+        return error_page(request, 413, "This request is too large", f"A form here is never larger than {limit}.")
+    return _oauth_error("invalid_request", f"The request body is larger than {limit}.", 413)
 
 
 def _oauth_error(error: str, description: str, status_code: int = 400) -> Response:

@@ -12,7 +12,7 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import Any, Literal
 
-from sqlalchemy import JSON, BigInteger, Index, Text, UniqueConstraint, event, func
+from sqlalchemy import JSON, BigInteger, Index, LargeBinary, Text, UniqueConstraint, event, func
 from sqlalchemy import true as sa_true
 from sqlmodel import Field, SQLModel
 
@@ -354,6 +354,27 @@ class RateLimitLog(SQLModel, table=True):
     head: int = 0  # where the next stamp goes; the stamp there is the oldest
     allowed: bool = True  # the last request's fate
     expires_at: int = Field(default=0, sa_type=BigInteger, index=True)  # Unix ms when every stamp has left
+
+
+class InvoiceDocument(SQLModel, table=True):
+    """A finalized invoice's rendered document (the PDF), kept once made: a finalized invoice
+    never changes, so no one who opens its link makes the service render it again. `variant`
+    names what the bytes depend on besides the invoice (its status as shown, the layout's version)."""
+
+    __tablename__ = "invoice_documents"
+    invoice_id: uuid.UUID = Field(foreign_key="invoices.id", primary_key=True)
+    variant: str = Field(max_length=100, primary_key=True)
+    content: bytes = Field(sa_type=LargeBinary)
+    etag: str = Field(max_length=80)
+    created_at: datetime = _ts()
+
+
+class SpentFormToken(SQLModel, table=True):
+    """The form tokens (CSRF) of signed-out forms already submitted: each is good for one submission."""
+
+    __tablename__ = "spent_form_tokens"
+    token_hash: str = Field(max_length=64, primary_key=True)
+    expires_at: datetime = Field(sa_type=UTCDateTime, index=True)
 
 
 class WorkerHeartbeat(SQLModel, table=True):

@@ -9,6 +9,7 @@ from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
+from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -65,14 +66,8 @@ class Gate:
             await self.inner(scope, receive, send)
             return
         headers = Headers(scope=scope)
-        body = b""
-        if scope["method"] == "POST":
-            body = await _read_body(receive)
-            if body is None:
-                response = JSONResponse({"jsonrpc": "2.0", "id": None, "error": {
-                    "code": -32600, "message": f"The request body is over {MAX_BODY_BYTES} bytes."}}, status_code=413)
-                await response(scope, receive, send)
-                return
+        # At most MAX_BODY_BYTES: service.body_limits refuses more before it is read.
+        body = await Request(scope, receive).body() if scope["method"] == "POST" else b""
         message = _message(body)
         tool = _tool_called(message)
         try:
@@ -113,6 +108,12 @@ def _refusal(method: str, message: object, tool: Tool | None, principal: Princip
                           {"code": "forbidden", "scope": tool.scope})
 
 
+def too_large(_request: Request, limit: str) -> Response:
+    """A body over the endpoint's limit (refused before it is read), as a JSON-RPC error."""
+    return JSONResponse({"jsonrpc": "2.0", "id": None, "error": {
+        "code": -32600, "message": f"The request body is larger than {limit}."}}, status_code=413)
+
+
 def _tool_called(message: object) -> Tool | None:
     """The known tool a `tools/call` request names, if it is one."""
     if not isinstance(message, dict) or message.get("method") != "tools/call":
@@ -133,22 +134,6 @@ def _message(body: bytes) -> object:
         return json.loads(body) if body else None
     except (ValueError, RecursionError):  # not JSON, or nested too deep: the SDK answers a parse error
         return None
-
-
-async def _read_body(receive: Receive) -> bytes | None:
-    chunks, size = [], 0
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            break
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            return None
-        chunks.append(chunk)
-        if not message.get("more_body"):
-            break
-    return b"".join(chunks)
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

@@ -11,15 +11,22 @@ import hashlib
 import json
 import secrets
 import time
+from datetime import UTC, datetime
 
 from joserfc import jws
 from joserfc.errors import JoseError
 from joserfc.jwk import OctKey
+from sqlalchemy import delete
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session
 from starlette.requests import Request
 from starlette.responses import Response
 
 from config.settings import get_settings
 from core.base import crypto
+from core.base.clock import now
+from core.base.db import transaction
+from core.models import SpentFormToken
 
 CSRF_COOKIE = "invoicing_csrf"
 FIELD = "csrf_token"
@@ -43,12 +50,14 @@ def _seed(request: Request) -> str:
 
 
 def csrf_token(request: Request) -> str:
-    payload = {"b": crypto.sha256_hex(_seed(request)), "exp": int(time.time()) + LIFETIME_SECONDS}
+    payload = {"b": crypto.sha256_hex(_seed(request)), "exp": int(time.time()) + LIFETIME_SECONDS,
+               "n": secrets.token_urlsafe(12)}  # each rendered form its own token, so one can be spent
     return jws.serialize_compact({"alg": "HS256"}, json.dumps(payload).encode(), _key())
 
 
-def require_csrf(request: Request, form) -> None:
-    """Raise CsrfFailed unless the form carries a valid token for this browser."""
+def require_csrf(request: Request, form, *, single_use: bool = False) -> None:
+    """Raise CsrfFailed unless the form carries a valid token for this browser; a `single_use`
+    token is spent by its first submission (signed-out forms: sign-up, sign-in)."""
     token = form.get(FIELD)
     seed = request.cookies.get(CSRF_COOKIE)
     if not token or not seed or len(token) > 1000:
@@ -59,6 +68,21 @@ def require_csrf(request: Request, form) -> None:
         raise CsrfFailed("invalid CSRF token") from None
     if payload.get("exp", 0) < time.time() or not crypto.same(str(payload.get("b")), crypto.sha256_hex(seed)):
         raise CsrfFailed("CSRF token does not match this browser")
+    if single_use:
+        _spend(token, payload["exp"])
+
+
+def _spend(token: str, expires: int) -> None:
+    try:
+        with transaction() as session:
+            session.add(SpentFormToken(token_hash=crypto.sha256_hex(token),
+                                       expires_at=datetime.fromtimestamp(expires, UTC)))
+    except IntegrityError:
+        raise CsrfFailed("this form was already submitted") from None
+
+
+def purge_spent(session: Session) -> None:
+    session.execute(delete(SpentFormToken).where(SpentFormToken.expires_at <= now()))
 
 
 def attach_cookie(request: Request, response: Response) -> None:

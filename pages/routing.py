@@ -64,6 +64,12 @@ def error_page(request: Request, status: int, title: str, message: str) -> Respo
     return shared.render(request, "error.html", status_code=status, title=title, message=message)
 
 
+def too_large(request: Request, limit: str) -> Response:
+    """A form over its limit (refused before it is read)."""
+    return error_page(request, 413, "This form is too large",
+                      f"It holds more than {limit}, more than any form of this service needs.")
+
+
 def errors_by_field(errors: list[FieldError]) -> dict[str, str]:
     """Field path -> first message, for showing each error next to its field."""
     result: dict[str, str] = {}
@@ -89,6 +95,8 @@ def path_with_query(request: Request) -> str:
 
 
 def _run(handlers: dict[str, Handler], signed_in: bool, request: Request, form: FormData | None) -> Response:
+    """Run a page's handler after the checks every page shares. The forms of signed-out pages
+    (sign-up, sign-in) carry tokens good for one submission each."""
     user = current_user(request)
     if signed_in and user is None:
         # After signing in the browser GETs `next`: a POST-only path would answer 405.
@@ -104,7 +112,7 @@ def _run(handlers: dict[str, Handler], signed_in: bool, request: Request, form: 
                           "Control characters (such as NUL) cannot be stored. Go back, remove them and try again.")
     if form is not None:
         try:
-            require_csrf(request, form)
+            require_csrf(request, form, single_use=not signed_in)
         except CsrfFailed:
             return error_page(request, 403, "This form has expired",
                               "The form could not be accepted because its security token is missing, expired, "

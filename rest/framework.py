@@ -21,8 +21,9 @@ from starlette.routing import Route
 
 from core.access import resources
 from core.base import context
-from core.base.errors import DomainError, NotFound, ValidationFailed
+from core.base.errors import DomainError, NotFound, PayloadTooLarge, ValidationFailed
 from core.base.jsonout import dumps
+from core.billing import documents
 from core.mechanisms.ratelimit import Usage
 from operations.pipeline import Call, Invocation, Operation, Reply, execute
 from rest.problems import problem_body, problem_response
@@ -30,7 +31,7 @@ from rest.problems import problem_body, problem_response
 # Far above the largest valid request (250 invoice lines with 5000-character descriptions).
 MAX_BODY_BYTES = 8 * 1048576
 
-__all__ = ["Api", "Call", "Endpoint", "unrouted"]
+__all__ = ["Api", "Call", "Endpoint", "unrouted", "too_large"]
 
 
 @dataclass
@@ -96,34 +97,28 @@ def _request_id(request: Request) -> tuple[str, DomainError | None]:
     return context.request_id(), error
 
 
-async def _read_body(request: Request) -> bytes | None:
-    """The body, or None when it exceeds MAX_BODY_BYTES (read no further: memory stays bounded)."""
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            return None
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
 async def _dispatch(endpoints: dict[str, Endpoint], request: Request) -> Response:
     endpoint = endpoints[request.method] if request.method in endpoints else endpoints.get("GET")
-    raw = await _read_body(request)
+    raw = await request.body()  # at most MAX_BODY_BYTES: service.body_limits refuses more before it is read
     return await anyio.to_thread.run_sync(partial(_process, endpoint, request, raw))
 
 
-def _process(endpoint: Endpoint, request: Request, raw: bytes | None) -> Response:
+def too_large(request: Request, limit: str) -> Response:
+    """A body over the API's limit (refused before it is read)."""
+    request_id, _ = _request_id(request)
+    return problem_response(PayloadTooLarge(f"The request body is larger than {limit}, the most any request "
+                                            f"of this API needs."), request_id)
+
+
+def _process(endpoint: Endpoint, request: Request, raw: bytes) -> Response:
     request_id, header_error = _request_id(request)
     invocation = Invocation(
         credential=request.headers.get("authorization"), resource=resources.rest_api(), request_id=request_id,
         params=dict(request.path_params), query=dict(request.query_params),
-        query_items=request.query_params.multi_items(), body=raw or b"",
+        query_items=request.query_params.multi_items(), body=raw,
         idempotency_key=request.headers.get("idempotency-key"),
         idempotency_scope=(endpoint.method, request.url.path),
         header_error=header_error,
-        body_error=None if raw is not None else ValidationFailed.at(
-            "body", f"must be at most {MAX_BODY_BYTES // 1048576} MiB"),
     )
     outcome = execute(endpoint, invocation, _Presenter(endpoint, request_id))
     limit_headers = rate_limit_headers(outcome.usage)
@@ -131,14 +126,23 @@ def _process(endpoint: Endpoint, request: Request, raw: bytes | None) -> Respons
         return problem_response(outcome.error, request_id, headers=limit_headers,
                                 resource_metadata=resources.metadata_url(resources.rest_api()))
     if isinstance(outcome.result, Response):  # a document (the PDF) rather than JSON
-        outcome.result.headers.update({**limit_headers, "X-Request-Id": request_id})
-        return outcome.result
+        document = _not_modified(request, outcome.result) or outcome.result
+        document.headers.update({**limit_headers, "X-Request-Id": request_id})
+        return document
     reply = outcome.reply
     headers = {**reply.headers, **limit_headers, "X-Request-Id": request_id}
     if outcome.replayed:
         headers["Idempotent-Replayed"] = "true"
     return Response(reply.body, status_code=reply.status, headers=headers,
                     media_type=headers.pop("content-type", "application/json"))
+
+
+def _not_modified(request: Request, document: Response) -> Response | None:
+    """304 when the client already holds this document (its strong ETag in If-None-Match)."""
+    etag = document.headers.get("etag")
+    if not documents.held(etag, request.headers.get("if-none-match")):
+        return None
+    return Response(status_code=304, headers={"ETag": etag, "Cache-Control": document.headers["cache-control"]})
 
 
 @dataclass(frozen=True)

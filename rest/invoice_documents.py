@@ -2,8 +2,8 @@
 
 from starlette.responses import Response
 
-from core.billing import invoices
-from core.billing.pdf import filename_for, render_invoice
+from core.billing import documents, invoices
+from core.billing.pdf import filename_for
 from operations import invoices as invoice_operations
 from rest.framework import Api, Call
 
@@ -20,9 +20,14 @@ api.endpoint("POST", "/invoices/{id}/send", invoice_operations.send_invoice, ext
 
 @api.operation("GET", "/invoices/{id}/pdf", scope="invoices:read", media_type="application/pdf",
                summary="Download an invoice as PDF",
-               description="The invoice as an A4 PDF, as the customer receives it. Drafts carry a DRAFT mark.")
+               description="The invoice as an A4 PDF, as the customer receives it. Drafts carry a DRAFT mark. "
+                           "A finalized invoice's PDF carries a strong `ETag`: send it back in `If-None-Match` "
+                           "and an unchanged document is answered `304 Not Modified`.")
 def invoice_pdf(call: Call) -> Response:
     view = invoices.view_invoice(*call.account(), call.params["id"])
-    disposition = f'attachment; filename="{filename_for(view)}"'
-    return Response(render_invoice(view), media_type="application/pdf",
-                    headers={"Content-Disposition": disposition, "Cache-Control": "private, no-store"})
+    call.session.commit()  # no transaction stays open while the document renders
+    document = documents.invoice_pdf(view)
+    caching = {"ETag": document.etag, "Cache-Control": "private, no-cache"} if document.etag else \
+        {"Cache-Control": "private, no-store"}  # a draft changes: never stored
+    return Response(document.content, media_type="application/pdf",
+                    headers={"Content-Disposition": f'attachment; filename="{filename_for(view)}"', **caching})

@@ -19,18 +19,27 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from authz import connected_apps, verifier
+from authz.app import MAX_REGISTRATION_BYTES
 from authz.app import routes as authz_routes
+from authz.app import too_large as oauth_too_large
 from authz.metadata import authorization_server_metadata
 from config.settings import get_settings
 from core.access import credentials
 from core.base.db import DATABASE_FAULTS, database_fault
 from core.base.errors import ValidationFailed
 from mcp_server.app import McpEndpoint
+from mcp_server.gate import MAX_BODY_BYTES as MCP_MAX_BODY_BYTES
+from mcp_server.gate import too_large as mcp_too_large
 from pages.render import STATIC_FILES
 from pages.routing import error_page
+from pages.routing import too_large as page_too_large
+from pages.sessions import SESSION_COOKIE
 from rest.app import create_rest_app
+from rest.framework import MAX_BODY_BYTES as API_MAX_BODY_BYTES
+from rest.framework import too_large as api_too_large
 from rest.framework import unrouted
 from service import health, metrics_endpoint, observability, tracing
+from service.body_limits import KB, BodyLimit, BodyLimits
 from web.app import routes as web_routes
 from well_known.app import routes as well_known_routes
 
@@ -65,9 +74,22 @@ def create_app() -> Starlette:
 
     database_faults = dict.fromkeys(DATABASE_FAULTS, _database_fault)
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: _not_found, **database_faults},
-                    middleware=[Middleware(observability.RequestObservation, name_spans=tracing.requested())])
+                    middleware=[Middleware(observability.RequestObservation, name_spans=tracing.requested()),
+                                Middleware(BodyLimits, limits=body_limits(), session_cookie=SESSION_COOKIE)])
     tracing.configure(app)
     return app
+
+
+def body_limits() -> list[BodyLimit]:
+    """How large a body each surface takes (the first matching prefix decides), and its 413."""
+    return [
+        BodyLimit("/api/v1/", API_MAX_BODY_BYTES, api_too_large),
+        BodyLimit("/mcp", MCP_MAX_BODY_BYTES, mcp_too_large),
+        BodyLimit("/oauth/register", MAX_REGISTRATION_BYTES, oauth_too_large),
+        BodyLimit("/oauth/", 8 * KB, oauth_too_large),  # token, revocation, the consent form
+        # Sign-in and sign-up forms are a few KB; a signed-in person's draft of 250 lines is megabytes.
+        BodyLimit("/", 16 * KB, page_too_large, max_bytes_signed_in=API_MAX_BODY_BYTES),
+    ]
 
 
 def _database_fault(request: Request, exc: Exception) -> Response:

@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-import logging
-from email.message import EmailMessage
-
 from sqlalchemy.exc import IntegrityError
-from starlette.background import BackgroundTask
 from starlette.responses import Response
 from starlette.routing import Route
 
+from config.settings import get_settings
 from core.access import accounts, sign_in, verification
+from core.base.addresses import client_network
 from core.base.db import transaction
 from core.base.errors import Conflict, ValidationFailed
-from core.base.validation import EMAIL_MAX, NAME_MAX
+from core.base.validation import EMAIL_MAX, NAME_MAX, normalize_email
 from core.mechanisms import ratelimit
 from core.models import User
-from core.outbound import mailer
+from pages.mail import send_after
 from pages.routing import Visit, error_page, errors_by_field, page, redirect
 from pages.sessions import (
     CHALLENGE_COOKIE,
@@ -31,10 +29,7 @@ from pages.sessions import (
 )
 from web.rendering import render
 
-log = logging.getLogger("invoicing.sign_in")
-
 PASSWORD_MAX = 1000  # argon2 takes any length; this only bounds the work per request
-RESENDS_PER_USER = ratelimit.Limit("verification_resend", 5, 3600)
 
 
 def _signed_in(visit: Visit, user: User, next_path: str) -> Response:
@@ -58,20 +53,39 @@ def _signup_again(visit: Visit, values: dict, errors: dict[str, str]) -> Respons
     return render(visit.request, "signup.html", status_code=422, values=values, errors=errors)
 
 
+def signups_per_network() -> ratelimit.Limit:
+    """Accounts created from one client network (an IPv4 address, an IPv6 /64)."""
+    return ratelimit.Limit("sign_up", get_settings().rate_limit_sign_ups, 3600)
+
+
+def _too_many_sign_ups(visit: Visit, usage: ratelimit.Usage) -> Response:
+    usage.refused()
+    response = render(visit.request, "error.html", status_code=429, title="Too many new accounts",
+                      message="Several accounts were created from your network in the last hour.",
+                      retry_after=usage.retry_after, back_url="/signup", back_label="Back to sign-up")
+    response.headers["Retry-After"] = str(usage.retry_after)
+    return response
+
+
 def signup(visit: Visit) -> Response:
     values = {"email": visit.text("email", EMAIL_MAX + 1), "name": visit.text("name", NAME_MAX + 1)}
     password = visit.text("password", PASSWORD_MAX, strip=False)
     try:
+        normalize_email(values["email"], path="email")
+        password_hash = accounts.hash_new_password(password)  # slow: before the transaction
         with transaction() as session:
-            user, _account = accounts.create_account(session, email=values["email"], password=password,
+            usage = ratelimit.hit(session, signups_per_network(), client_network(visit.client_ip()))
+            if usage.exceeded:
+                return _too_many_sign_ups(visit, usage)
+            user, _account = accounts.create_account(session, email=values["email"], password_hash=password_hash,
                                                      name=values["name"] or None)
+            mail, _ = verification.verification_mail(session, user)
     except ValidationFailed as exc:
         return _signup_again(visit, values, errors_by_field(exc.errors))
     except (Conflict, IntegrityError):  # IntegrityError: the same address signed up at the same moment
         return _signup_again(visit, values, {
             "email": "an account with this e-mail already exists. Sign in instead, or use another address."})
-    sent = verification.send_verification(user)
-    return _signed_in(visit, user, "/onboarding" if sent else "/onboarding?notice=email_not_sent")
+    return send_after(_signed_in(visit, user, "/onboarding"), mail, "verification")
 
 
 # --- sign-in and sign-out -------------------------------------------------------------------
@@ -91,21 +105,6 @@ def _too_many(visit: Visit, retry_after: int) -> Response:
     return response
 
 
-def _send_after_answer(response: Response, mail: EmailMessage | None) -> Response:
-    """Send the code's e-mail once the answer is out: how long it takes must not tell whether
-    there was one (only a right password makes one)."""
-    if mail is not None:
-        response.background = BackgroundTask(_send_code, mail)
-    return response
-
-
-def _send_code(mail: EmailMessage) -> None:
-    try:
-        mailer.send(mail, kind="sign_in_code")
-    except Exception:  # the page offers another code
-        log.exception("could not send a sign-in code")
-
-
 def login(visit: Visit) -> Response:
     email = visit.text("email", EMAIL_MAX + 1)
     password = visit.text("password", PASSWORD_MAX, strip=False)
@@ -118,7 +117,8 @@ def login(visit: Visit) -> Response:
     if outcome.challenge is not None:
         response = redirect("/login/code")
         set_challenge_cookie(response, outcome.challenge.token)
-        return _send_after_answer(response, outcome.challenge.mail)
+        # Sent after the answer: how long it takes must not tell whether there was one (a right password).
+        return send_after(response, outcome.challenge.mail, "sign_in_code")
     if outcome.user is None:
         return render(visit.request, "login.html", status_code=401, values={"email": email},
                       next_path=next_path, error="The e-mail address or the password is incorrect.")
@@ -174,7 +174,7 @@ def resend_code(visit: Visit) -> Response:
         if sign_in.find_challenge(session, token) is None:
             return _challenge_gone(visit)
         mail = sign_in.resend_code(session, token)
-    return _send_after_answer(redirect("/login/code?notice=resent"), mail)
+    return send_after(redirect("/login/code?notice=resent"), mail, "sign_in_code")
 
 
 def logout_form(visit: Visit) -> Response:
@@ -203,19 +203,19 @@ def verify_email(visit: Visit) -> Response:
 
 
 def resend_verification(visit: Visit) -> Response:
+    if visit.user.email_verified_at is not None:
+        return redirect("/?notice=already_verified")
     with transaction() as session:
-        usage = ratelimit.hit(session, RESENDS_PER_USER, str(visit.user.id))
-    if usage.exceeded:
+        mail, usage = verification.verification_mail(session, visit.user)
+    if mail is None:
         usage.refused()
-        response = render(visit.request, "error.html", status_code=429, title="Too many e-mails",
-                          message="We have sent several verification e-mails in the last hour already.",
+        response = render(visit.request, "error.html", status_code=429, title="A verification e-mail is on its way",
+                          message=f"We sent one to {visit.user.email} less than a day ago: look for it, in the spam "
+                                  f"folder too. We send one a day, so that nobody can fill a stranger's mailbox.",
                           retry_after=usage.retry_after)
         response.headers["Retry-After"] = str(usage.retry_after)
         return response
-    if visit.user.email_verified_at is not None:
-        return redirect("/?notice=already_verified")
-    sent = verification.send_verification(visit.user)
-    return redirect("/?notice=" + ("verification_sent" if sent else "email_not_sent"))
+    return send_after(redirect("/?notice=verification_sent"), mail, "verification")
 
 
 def routes() -> list[Route]:

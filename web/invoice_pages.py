@@ -18,16 +18,17 @@ from core.base.clock import today
 from core.base.db import transaction
 from core.base.errors import DomainError, NotFound, ValidationFailed
 from core.base.money import currency_exponent, format_money
-from core.billing import events
+from core.billing import documents, events
 from core.billing.business import find_profile
 from core.billing.invoice_lines import UNIT_CODES
-from core.billing.pdf import filename_for, render_invoice
+from core.billing.pdf import filename_for
 from core.billing.presentation import address_lines, total_rows
 from operations import customers as customer_operations
 from operations import invoices as invoice_operations
 from operations import products as product_operations
 from pages.routing import Visit, errors_by_field, errors_of, page, redirect
 from web.acting import act, new_form_key
+from web.documents import pdf_response
 from web.rendering import not_found, notice_of, render
 
 STATUS_TABS = (("", "All"), ("draft", "Drafts"), ("open", "Open"), ("overdue", "Overdue"), ("paid", "Paid"),
@@ -244,10 +245,9 @@ def invoice_pdf(visit: Visit) -> Response:
     inline = visit.request.query_params.get("download") != "1"
     disposition = f'{"inline" if inline else "attachment"}; filename="{filename_for(view)}"'
     # Shown inside the invoice's own page: framing by this origin only.
-    return Response(render_invoice(view), media_type="application/pdf",
-                    headers={"Content-Disposition": disposition, "Cache-Control": "private, no-store",
-                             "Content-Security-Policy": "frame-ancestors 'self'", "X-Frame-Options": "SAMEORIGIN",
-                             "X-Content-Type-Options": "nosniff"})
+    return pdf_response(visit.request, documents.invoice_pdf(view), disposition,
+                        {"Content-Security-Policy": "frame-ancestors 'self'", "X-Frame-Options": "SAMEORIGIN",
+                         "X-Content-Type-Options": "nosniff"})
 
 
 def refused(visit: Visit, exc: DomainError, failed: str, values: dict, errors: dict | None = None) -> Response:

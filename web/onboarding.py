@@ -28,9 +28,8 @@ FORM_FIELDS = (TOP_LEVEL_FIELDS + tuple(f"address.{k}" for k in ADDRESS_KEYS)
 
 # Messages the start page may show, chosen by a code in the query string (never reflected text).
 NOTICES = {
-    "verification_sent": "We have sent you a new verification e-mail.",
+    "verification_sent": "A new verification e-mail is on its way.",
     "already_verified": "Your e-mail address is already verified.",
-    "email_not_sent": "We could not send the verification e-mail just now. Try again from the start page.",
     "profile_saved": "Your business profile is saved.",
 }
 

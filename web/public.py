@@ -12,11 +12,13 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from config.settings import get_settings
+from core.base.addresses import client_network
 from core.base.db import transaction
 from core.base.errors import NotFound
 from core.base.money import format_money
-from core.billing import public
-from core.billing.pdf import filename_for, render_invoice
+from core.billing import documents, public
+from core.billing.pdf import filename_for
 from core.billing.presentation import (
     STATUS_LABELS,
     UNIT_NAMES,
@@ -29,7 +31,9 @@ from core.billing.presentation import (
     readable_date,
     total_rows,
 )
+from core.mechanisms import ratelimit
 from pages.render import SECURITY_HEADERS
+from web.documents import pdf_response
 from web.rendering import templates
 
 PUBLIC_HEADERS = {**SECURITY_HEADERS, "Referrer-Policy": "no-referrer", "X-Robots-Tag": "noindex, nofollow"}
@@ -71,6 +75,24 @@ def _not_found() -> HTMLResponse:
     return HTMLResponse(html, status_code=404, headers=PUBLIC_HEADERS)
 
 
+def visits_per_network() -> ratelimit.Limit:
+    """Public pages and PDFs served to one client network (an IPv4 address, an IPv6 /64)."""
+    return ratelimit.Limit("public_link", get_settings().rate_limit_public_link, 60)
+
+
+def _count_visit(client_ip: str) -> ratelimit.Usage:
+    with transaction() as session:
+        return ratelimit.hit(session, visits_per_network(), client_network(client_ip))
+
+
+def _too_many(usage: ratelimit.Usage) -> Response:
+    usage.refused()
+    html = templates.environment.get_template("error.html").render(
+        title="Too many requests", message="This network has opened invoice links very often in the last minute.",
+        retry_after=usage.retry_after, back_url=None, user=None, csrf_token=lambda: "")
+    return HTMLResponse(html, status_code=429, headers={**PUBLIC_HEADERS, "Retry-After": str(usage.retry_after)})
+
+
 def _open(method: str, token: str, record) -> dict | None:
     """The invoice view behind a token (None if unknown); a GET records the visit (HEAD does not)."""
     with transaction() as session:
@@ -83,7 +105,9 @@ def _open(method: str, token: str, record) -> dict | None:
     return view
 
 
-def _show(method: str, token: str) -> Response:
+def _show(method: str, token: str, client_ip: str) -> Response:
+    if (usage := _count_visit(client_ip)).exceeded:
+        return _too_many(usage)
     view = _open(method, token, public.record_view)
     if view is None:
         return _not_found()
@@ -92,20 +116,24 @@ def _show(method: str, token: str) -> Response:
     return HTMLResponse(html, headers=PUBLIC_HEADERS)
 
 
-def _download(method: str, token: str) -> Response:
-    view = _open(method, token, public.record_download)
-    if view is None:
-        return _not_found()
-    headers = {**PUBLIC_HEADERS, "Content-Disposition": f'attachment; filename="{filename_for(view)}"'}
-    return Response(render_invoice(view), media_type="application/pdf", headers=headers)
+def _client_ip(request: Request) -> str:
+    return request.client.host if request.client else ""
 
 
 async def invoice_page(request: Request) -> Response:
-    return await run_in_threadpool(_show, request.method, request.path_params["token"])
+    return await run_in_threadpool(_show, request.method, request.path_params["token"], _client_ip(request))
 
 
 async def invoice_pdf(request: Request) -> Response:
-    return await run_in_threadpool(_download, request.method, request.path_params["token"])
+    """The kept PDF (rendered once, on the render pool: this request holds no thread meanwhile)."""
+    if (usage := await run_in_threadpool(_count_visit, _client_ip(request))).exceeded:
+        return _too_many(usage)
+    view = await run_in_threadpool(_open, request.method, request.path_params["token"], public.record_download)
+    if view is None:
+        return _not_found()
+    document = await documents.invoice_pdf_async(view, read=run_in_threadpool)
+    headers = {key: value for key, value in PUBLIC_HEADERS.items() if key != "Cache-Control"}
+    return pdf_response(request, document, f'attachment; filename="{filename_for(view)}"', headers)
 
 
 async def no_such_link(_: Request) -> Response:

@@ -146,7 +146,9 @@ def create_webhook_endpoint(visit: Visit) -> Response:
         data = parse(webhooks.WebhookEndpointCreate,
                      {"url": values["url"], "events": values["events"] if values["which"] == "some" else None})
         with transaction() as session:
-            row = webhooks.create_endpoint(session, account_of(session, visit.user).id, data)
+            account_id = account_of(session, visit.user).id
+        with transaction() as session:  # its first step resolves the address: no lock is held meanwhile
+            row = webhooks.create_endpoint(session, account_id, data)
     except ValidationFailed as exc:
         errors = {("events" if path.startswith("events") else path): message
                   for path, message in errors_by_field(exc.errors).items()}

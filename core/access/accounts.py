@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 import uuid
 
 from argon2 import PasswordHasher
@@ -28,21 +29,38 @@ def check_password(user: User, password: str) -> bool:
         return False
 
 
-def create_account(session: Session, *, email: str, password: str, name: str | None = None) -> tuple[User, Account]:
+def hash_new_password(password: str) -> str:
+    """Check a new password and hash it. Hashing takes a while (argon2): do it before any
+    transaction, so no write lock waits for it."""
+    if len(password) < MIN_PASSWORD_LENGTH:
+        raise ValidationFailed.at("password", f"must be at least {MIN_PASSWORD_LENGTH} characters")
+    return hash_password(password)
+
+
+def create_account(session: Session, *, email: str, password: str | None = None, password_hash: str | None = None,
+                   name: str | None = None) -> tuple[User, Account]:
+    """A user and the account it owns, from a password or a hash made by `hash_new_password`."""
     email = normalize_email(email, path="email")
     if name is not None:
         name = acceptable_text(name, "name", max_length=NAME_MAX)
-    if len(password) < MIN_PASSWORD_LENGTH:
-        raise ValidationFailed.at("password", f"must be at least {MIN_PASSWORD_LENGTH} characters")
+    password_hash = password_hash or hash_new_password(password or "")
     if session.exec(select(User).where(User.email == email)).first():
         raise Conflict("A user with this e-mail already exists.")
-    user = User(email=email, name=name, password_hash=hash_password(password))
+    user = User(email=email, name=name, password_hash=password_hash)
     session.add(user)
     session.flush()
     account = Account(owner_user_id=user.id)
     session.add(account)
     session.flush()
     return user, account
+
+
+def plain_name(name: str | None, max_length: int = 40) -> str | None:
+    """A name fit to greet someone in an e-mail we send for a caller: short, and nothing but
+    letters, spaces and `' - .` (no link, address or message can ride along); else None."""
+    name = (name or "").strip()
+    plain = all(unicodedata.category(c)[0] in "LM" or c in " '-." for c in name)
+    return name if name and plain and len(name) <= max_length else None
 
 
 def user_by_email(session: Session, email: str) -> User:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 import secrets
 from dataclasses import dataclass
 from datetime import timedelta
@@ -35,9 +34,10 @@ from sqlalchemy import delete
 from sqlmodel import Session, select
 
 from config.settings import get_settings
-from core.access.accounts import check_password, hash_password
+from core.access.accounts import check_password, hash_password, plain_name
 from core.access.known_browsers import KnownBrowser
 from core.base import crypto, metrics
+from core.base.addresses import client_network
 from core.base.clock import now as clock_now
 from core.mechanisms import ratelimit
 from core.models import SignInChallenge, User
@@ -89,19 +89,6 @@ class LoginOutcome:
 def normalized_email(email: str) -> str:
     """As the sign-in looks the user up, so every spelling that reaches one account counts for it."""
     return email.strip().lower()
-
-
-def client_network(client_ip: str) -> str:
-    """The unit an address is counted by: an IPv4 address, or the /64 network of an IPv6 address."""
-    try:
-        address = ipaddress.ip_address((client_ip or "").strip())
-    except ValueError:
-        return (client_ip or "").strip() or "unknown"  # not an IP (a Unix socket, a test client)
-    if isinstance(address, ipaddress.IPv6Address):
-        if address.ipv4_mapped is not None:
-            return str(address.ipv4_mapped)
-        return str(ipaddress.IPv6Network((address, 64), strict=False))
-    return str(address)
 
 
 def _keyed(purpose: str, *parts: str) -> str:
@@ -214,9 +201,9 @@ def _code_mail(session: Session, user: User | None, code: str, now: float | None
     message["Subject"] = f"Your sign-in code: {code}"
     message["From"] = get_settings().sender_address
     message["To"] = user.email
-    minutes = int(CODE_LIFETIME.total_seconds() // 60)
+    minutes, name = int(CODE_LIFETIME.total_seconds() // 60), plain_name(user.name)
     message.set_content(
-        f"{'Hello ' + user.name + ',' if user.name else 'Hello,'}\n\n"
+        f"{f'Hello {name},' if name else 'Hello,'}\n\n"
         f"Someone signed in to your invoicing account with your password from a browser it has not seen "
         f"before. Because of recent failed sign-ins on the account, that needs this code:\n\n"
         f"    {code}\n\n"

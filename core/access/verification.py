@@ -8,7 +8,7 @@ was sent to: a token for an address the user no longer has verifies nothing.
 from __future__ import annotations
 
 import hashlib
-import logging
+import hmac
 import time
 import uuid
 from dataclasses import dataclass
@@ -21,11 +21,10 @@ from joserfc.jwk import OctKey
 from sqlmodel import Session
 
 from config.settings import get_settings
-from core.access.accounts import mark_email_verified
+from core.access.accounts import mark_email_verified, plain_name
 from core.base.errors import ValidationFailed
+from core.mechanisms import ratelimit
 from core.models import User
-
-log = logging.getLogger("invoicing.verification")
 
 PURPOSE = "verify_email"
 LIFETIME_SECONDS = 48 * 3600
@@ -88,6 +87,23 @@ def verification_link(user: User) -> str:
     return f"{get_settings().origin.rstrip('/')}/verify-email?token={quote(make_token(user))}"
 
 
+def mails_per_recipient() -> ratelimit.Limit:
+    """Whoever types an address into the sign-up form, its owner gets one e-mail, then none for a day."""
+    return ratelimit.Limit("verification_mail", 1, 24 * 3600)
+
+
+def recipient_subject(email: str) -> str:
+    key = hashlib.sha256(b"verification-recipient:" + get_settings().signing_key).digest()
+    return hmac.new(key, email.strip().lower().encode(), hashlib.sha256).hexdigest()
+
+
+def verification_mail(session: Session, user: User, *, now: float | None = None) -> tuple[EmailMessage | None, ratelimit.Usage]:
+    """The verification e-mail for `user`, counted against its address's limit, or None when the
+    address had its e-mail of the day (the usage says when another may go)."""
+    usage = ratelimit.hit(session, mails_per_recipient(), recipient_subject(user.email), now=now)
+    return (None if usage.exceeded else verification_message(user)), usage
+
+
 def verification_message(user: User) -> EmailMessage:
     settings = get_settings()
     link = verification_link(user)
@@ -95,7 +111,8 @@ def verification_message(user: User) -> EmailMessage:
     message["Subject"] = "Confirm your e-mail address"
     message["From"] = settings.sender_address
     message["To"] = user.email
-    greeting = f"Hello {user.name}," if user.name else "Hello,"
+    name = plain_name(user.name)
+    greeting = f"Hello {name}," if name else "Hello,"
     message.set_content(
         f"{greeting}\n\n"
         f"Please confirm your e-mail address for your invoicing account by opening this link:\n\n"
@@ -105,12 +122,3 @@ def verification_message(user: User) -> EmailMessage:
     return message
 
 
-def send_verification(user: User) -> bool:
-    """E-mail the verification link; False (logged, link not logged) when sending failed."""
-    from core.outbound import mailer
-    try:
-        mailer.send(verification_message(user), kind="verification")
-    except Exception:  # the account exists either way; the user can ask for another e-mail
-        log.exception("could not send the verification e-mail to user %s", user.id)
-        return False
-    return True

@@ -64,6 +64,10 @@ class Conflict(DomainError):
     code, status, slug, title = "conflict", 409, "conflict", "Conflict"
 
 
+class PayloadTooLarge(DomainError):
+    code, status, slug, title = "payload_too_large", 413, "payload-too-large", "Request body too large"
+
+
 class IdempotencyKeyRequired(DomainError):
     code, status, slug, title = (
         "idempotency_key_required", 428, "idempotency-key-required", "Idempotency key required")
@@ -87,5 +91,5 @@ class UpstreamFailed(DomainError):
 
 ALL_ERRORS: tuple[type[DomainError], ...] = (
     ValidationFailed, IdempotencyMismatch, Unauthorized, Forbidden, NotFound, InvalidState,
-    Conflict, IdempotencyKeyRequired, RateLimited, InternalError, UpstreamFailed,
+    Conflict, PayloadTooLarge, IdempotencyKeyRequired, RateLimited, InternalError, UpstreamFailed,
 )

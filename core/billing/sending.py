@@ -3,7 +3,8 @@
 The finalization (and the count against the send limits) is committed before the e-mail goes
 out, so an invoice whose e-mail fails stays open with its number; the failure is recorded as
 `invoice.email_failed` and reported as `502 upstream_failed`, and a retry sends it again.
-No transaction is open while the mail server is talked to.
+No transaction is open while the PDF renders (`core.billing.documents`, kept for the invoice's
+public link too) or while the mail server is talked to.
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ from core.base.api_types import EmailText
 from core.base.errors import InvalidState, UpstreamFailed, ValidationFailed
 from core.base.money import format_money
 from core.base.validation import EMAIL_MAX, MULTI_LINE, Input, email_or_error
-from core.billing import events, invoices
+from core.billing import documents, events, invoices
 from core.billing.invoice_render import InvoiceOut
-from core.billing.pdf import filename_for, render_invoice
+from core.billing.pdf import filename_for
 from core.billing.presentation import document_locale, issuer_name, public_url, readable_date
 from core.mechanisms import ratelimit
 from core.outbound import mailer
@@ -75,8 +76,8 @@ def send_invoice(session: Session, principal: Principal, id_text: str,
     if invoice.status == "draft":
         invoices.finalize(session, principal, invoice)
     view = invoices.invoice_to_api(session, invoice, with_lines=True)
-    message = invoice_message(view, to=to, cc=cc, note=data.message)
     session.commit()  # the number and the counted send survive whatever the mail server says
+    message = invoice_message(view, to=to, cc=cc, note=data.message)  # renders the PDF: after the commit
 
     meta = {**principal.event_meta(), "to": to, "cc": cc}
     try:
@@ -131,7 +132,7 @@ def invoice_message(view: dict, *, to: str, cc: list[str], note: str | None):
                     ("Amount due", format_money(view["amount_due"], view["currency"]))],
         "contact": " · ".join(filter(None, (issuer.get("email"), issuer.get("phone")))),
     }
-    pdf = render_invoice(view)
+    pdf = documents.invoice_pdf(view).content
     return mailer.compose(
         to=to, cc=cc, subject=f"Invoice {view['number']} from {sender_name}", body=_plain_text(context),
         html=_TEMPLATES.get_template("invoice_email.html").render(context),

@@ -1,4 +1,5 @@
-"""limits that hold in every span (the sliding-window counter's decision, sliding logs), sign-in challenges
+"""limits that hold in every span (the sliding-window counter's decision, sliding logs), sign-in challenges,
+single-use form tokens, rendered documents kept
 
 Revision ID: 0006
 Revises: 0005
@@ -41,9 +42,25 @@ def upgrade() -> None:
     )
     op.create_index("ix_sign_in_challenges_user_id", "sign_in_challenges", ["user_id"])
     op.create_index("ix_sign_in_challenges_expires_at", "sign_in_challenges", ["expires_at"])
+    op.create_table(
+        "invoice_documents",
+        sa.Column("invoice_id", sa.Uuid(), sa.ForeignKey("invoices.id"), primary_key=True),
+        sa.Column("variant", sqlmodel.sql.sqltypes.AutoString(length=100), primary_key=True),
+        sa.Column("content", sa.LargeBinary(), nullable=False),
+        sa.Column("etag", sqlmodel.sql.sqltypes.AutoString(length=80), nullable=False),
+        sa.Column("created_at", UTCDateTime(), nullable=False),
+    )
+    op.create_table(
+        "spent_form_tokens",
+        sa.Column("token_hash", sqlmodel.sql.sqltypes.AutoString(length=64), primary_key=True),
+        sa.Column("expires_at", UTCDateTime(), nullable=False),
+    )
+    op.create_index("ix_spent_form_tokens_expires_at", "spent_form_tokens", ["expires_at"])
 
 
 def downgrade() -> None:
+    op.drop_table("spent_form_tokens")
+    op.drop_table("invoice_documents")
     op.drop_table("sign_in_challenges")
     op.drop_index("ix_rate_limit_logs_expires_at", table_name="rate_limit_logs")
     op.drop_table("rate_limit_logs")

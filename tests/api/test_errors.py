@@ -35,12 +35,13 @@ def test_every_error_has_its_decided_slug():
         "invalid_state": "invalid-state", "conflict": "conflict",
         "idempotency_key_required": "idempotency-key-required", "rate_limited": "rate-limited",
         "internal_error": "internal-error", "upstream_failed": "upstream-failed",
+        "payload_too_large": "payload-too-large",
     }
     statuses = {e.code: e.status for e in errors.ALL_ERRORS}
     assert statuses == {
         "validation": 422, "idempotency_mismatch": 422, "unauthorized": 401, "forbidden": 403,
         "not_found": 404, "invalid_state": 409, "conflict": 409, "idempotency_key_required": 428,
-        "rate_limited": 429, "internal_error": 500, "upstream_failed": 502,
+        "rate_limited": 429, "internal_error": 500, "upstream_failed": 502, "payload_too_large": 413,
     }
 
 
@@ -110,13 +111,12 @@ def test_deeply_nested_body_is_422_not_500(tenant):
     assert response.status_code == 422
 
 
-def test_body_over_the_size_limit_is_422_at_body(tenant, monkeypatch):
+def test_body_over_the_size_limit_is_413(tenant):
     from rest import framework
-    monkeypatch.setattr(framework, "MAX_BODY_BYTES", 1024)
-    response = tenant.post("/customers", content=b'{"name": "' + b"x" * 2000 + b'"}',
+    response = tenant.post("/customers", content=b'{"name": "' + b"x" * framework.MAX_BODY_BYTES + b'"}',
                            headers={"Content-Type": "application/json"})
-    body = assert_problem(response, 422, "validation", "validation")
-    assert [e["path"] for e in body["errors"]] == ["body"]
+    body = assert_problem(response, 413, "payload_too_large", "payload-too-large")
+    assert "8 MiB" in body["detail"]
     assert tenant.post("/customers", json={"name": "A"}).status_code == 201
 
 

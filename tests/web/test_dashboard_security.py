@@ -84,3 +84,25 @@ def test_malformed_ids_are_404(person, bad_id):
     assert person.get(f"/invoices/{bad_id}").status_code == 404
     assert person.get(f"/customers/{bad_id}").status_code == 404
     assert person.get(f"/products/{bad_id}").status_code == 404
+
+
+def test_a_signed_in_person_may_send_a_form_larger_than_an_anonymous_one(person):
+    response = person.client.post("/customers/new", content=b"name=" + b"x" * 200 * 1024,
+                                  headers={"Content-Type": "application/x-www-form-urlencoded"}, follow_redirects=False)
+    assert response.status_code == 403  # read, then refused for its missing CSRF token
+
+
+def test_a_webhook_address_is_resolved_with_no_transaction_open(person, tenant, monkeypatch):
+    """A slow DNS answer must hold no write lock, whichever surface creates the endpoint."""
+    from core.base import db
+    from core.outbound import netguard
+    held = []
+
+    def resolve(host, _port):
+        held.append(db.get_engine().pool.checkedout())
+        return ["93.184.216.34"]
+    monkeypatch.setattr(netguard, "default_resolver", resolve)
+    assert tenant.post("/webhook-endpoints", json={"url": "https://hooks.example.com/a"}).status_code == 201
+    response = person.submit("/settings/webhooks", {"url": "https://hooks.example.com/b", "which": "all"})
+    assert response.status_code == 201
+    assert held == [0, 0]

@@ -19,6 +19,7 @@ from starlette.testclient import TestClient
 
 from core.access import known_browsers, sign_in
 from core.base import db
+from core.base.addresses import client_network
 from core.base.crypto import sha256_hex
 from core.models import RateLimitLog, SignInChallenge
 from pages.sessions import CHALLENGE_COOKIE, KNOWN_BROWSER_COOKIE
@@ -402,7 +403,7 @@ def test_ipv6_addresses_count_by_their_64_network():
     ("", "unknown"),
 ])
 def test_client_network_is_the_unit_addresses_count_by(address, network):
-    assert sign_in.client_network(address) == network
+    assert client_network(address) == network
 
 
 def test_counter_keys_reveal_neither_email_nor_address():

@@ -1,0 +1,115 @@
+"""An invoice's PDF: rendered once for a finalized invoice and kept, on a small pool of its own.
+
+A finalized invoice never changes, so its PDF is rendered the first time anyone asks (and at most
+once per status it shows: open, overdue, paid, void) and its bytes are kept in `invoice_documents`
+with a strong ETag; later requests, the public link's included, are served the kept bytes (or 304).
+Drafts change, so they are rendered on every request — only for signed-in callers, who are limited.
+Renders run on `RENDER_POOL`, two threads per process, never on the threads that serve requests;
+concurrent requests for the same document in one process wait for one render. No transaction is
+open while a document renders.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import uuid
+from concurrent.futures import Future
+from dataclasses import dataclass
+
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import select
+
+from config.settings import get_settings
+from core.base import ids
+from core.base.db import transaction
+from core.base.work_pools import WorkPool
+from core.billing.pdf import render_invoice
+from core.models import InvoiceDocument
+
+RENDER_POOL = WorkPool("pdf-render", 2)
+LAYOUT_VERSION = 1  # raise when the PDF's layout changes, so kept documents are made again
+
+
+@dataclass(frozen=True)
+class Document:
+    content: bytes
+    etag: str | None  # strong; None for a draft (never kept)
+
+    def held_by(self, if_none_match: str | None) -> bool:
+        """Whether a client that sent this `If-None-Match` holds these very bytes (RFC 9110 §13.1.2)."""
+        return held(self.etag, if_none_match)
+
+
+def held(etag: str | None, if_none_match: str | None) -> bool:
+    return bool(etag and if_none_match) and bool({tag.strip() for tag in if_none_match.split(",")} & {etag, "*"})
+
+
+def _variant(view: dict) -> str | None:
+    """What a finalized invoice's PDF depends on besides the invoice; None for a draft."""
+    if view.get("status") == "draft" or not view.get("number"):
+        return None
+    origin = hashlib.sha256(get_settings().origin.encode()).hexdigest()[:12]  # the printed public link
+    return f"{view['status']}:{LAYOUT_VERSION}:{origin}"
+
+
+def _etag(content: bytes) -> str:
+    return f'"{hashlib.sha256(content).hexdigest()[:40]}"'
+
+
+def _kept(invoice_id: uuid.UUID, variant: str) -> Document | None:
+    with transaction() as session:
+        row = session.exec(select(InvoiceDocument).where(InvoiceDocument.invoice_id == invoice_id,
+                                                         InvoiceDocument.variant == variant)).first()
+        return Document(row.content, row.etag) if row else None
+
+
+def _keep(invoice_id: uuid.UUID, variant: str, content: bytes) -> Document:
+    """Keep the bytes; when another process kept its own render first, serve that one (one ETag)."""
+    try:
+        with transaction() as session:
+            session.add(InvoiceDocument(invoice_id=invoice_id, variant=variant, content=content, etag=_etag(content)))
+        return Document(content, _etag(content))
+    except IntegrityError:
+        return _kept(invoice_id, variant) or Document(content, _etag(content))
+
+
+_rendering: dict[tuple[uuid.UUID, str], Future] = {}
+_rendering_lock = threading.Lock()
+
+
+def _render_once(invoice_id: uuid.UUID, variant: str, view: dict) -> Future:
+    """The render of this document in flight in this process, or a new one on the pool."""
+    key = (invoice_id, variant)
+    with _rendering_lock:
+        if key in _rendering:
+            return _rendering[key]
+        future = RENDER_POOL.submit(lambda: _keep(invoice_id, variant, render_invoice(view)))
+        _rendering[key] = future
+    future.add_done_callback(lambda _: _forget(key))
+    return future
+
+
+def _forget(key: tuple[uuid.UUID, str]) -> None:
+    with _rendering_lock:
+        _rendering.pop(key, None)
+
+
+def invoice_pdf(view: dict) -> Document:
+    """The PDF of an invoice's view (`view_invoice`), kept or rendered; call with no transaction open."""
+    variant = _variant(view)
+    if variant is None:
+        return Document(RENDER_POOL.run(render_invoice, view), None)
+    invoice_id = ids.parse("invoice", view["id"], what="invoice")
+    return _kept(invoice_id, variant) or _render_once(invoice_id, variant, view).result()
+
+
+async def invoice_pdf_async(view: dict, *, read) -> Document:
+    """`invoice_pdf` from the event loop: waits for a render without holding a thread. `read`
+    runs a short blocking function off the loop (the caller's thread pool)."""
+    variant = _variant(view)
+    if variant is None:
+        return Document(await RENDER_POOL.run_async(render_invoice, view), None)
+    invoice_id = ids.parse("invoice", view["id"], what="invoice")
+    kept = await read(_kept, invoice_id, variant)
+    return kept or await RENDER_POOL.wait(_render_once(invoice_id, variant, view))

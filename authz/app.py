@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 
-from authz import client_metadata, consent, metadata_documents, redirect_uris, scoping
+from authz import client_metadata, consent, host_names, metadata_documents, redirect_uris, scoping
 from authz.adapter import HttpInput, HttpOAuth2Request, bound
 from authz.errors import safe_description
 from authz.server import server
@@ -123,8 +123,8 @@ async def _machine_endpoint(request: Request, handle) -> Response:
                                 "without control characters.", 401)
         response.headers["WWW-Authenticate"] = 'Basic realm="oauth"'
         return response
-    client_ids = [dict(http.params).get("client_id"), basic_client_id]
-    return await run_in_threadpool(_in_transaction, lambda: handle(http), client_ids)
+    errors = await _prefetch_documents(request, [dict(http.params).get("client_id"), basic_client_id])
+    return await run_in_threadpool(_in_transaction, lambda: handle(http), errors)
 
 
 async def _form_params(request: Request) -> list[tuple[str, str]]:
@@ -150,8 +150,8 @@ def _basic_auth_client_id(request: Request) -> str | None:
     return unquote(client_id)
 
 
-def _in_transaction(handle, client_ids=()) -> Response:
-    errors = _prefetch_documents(client_ids)
+def _in_transaction(handle, errors: dict[str, str] | None = None) -> Response:
+    errors = errors or {}
     try:
         with transaction() as session, bound(session, errors):
             return handle()
@@ -167,12 +167,14 @@ def _is_unprintable_description(exc: ValueError) -> bool:
     return str(exc).startswith("Error description contains forbidden characters")
 
 
-def _prefetch_documents(client_ids) -> dict[str, str]:
-    """Fetch the metadata documents of https client ids before the transaction starts."""
+async def _prefetch_documents(request: Request, client_ids) -> dict[str, str]:
+    """Fetch the metadata documents of https client ids, off the request threads and before any
+    transaction; why each one that cannot be used is refused."""
     errors = {}
-    for client_id in client_ids:
-        if metadata_documents.is_document_client_id(client_id) and client_id not in errors:
-            if error := metadata_documents.ensure_fresh(client_id):
+    client_ip = request.client.host if request.client else ""
+    for client_id in dict.fromkeys(client_ids):
+        if metadata_documents.is_document_client_id(client_id):
+            if error := await metadata_documents.ensure_fresh(client_id, client_ip, run_blocking=run_in_threadpool):
                 errors[client_id] = error
     return errors
 
@@ -199,8 +201,9 @@ async def authorize(request: Request) -> Response:
     form = await request.form(max_files=0, max_fields=MAX_FORM_FIELDS) if request.method == "POST" else None
     if unacceptable_parameters(request.query_params.multi_items() + (form.multi_items() if form else [])):
         return consent.render_authorization_error(request, error="invalid_request", description=UNACCEPTABLE_TEXT)
+    errors = await _prefetch_documents(request, [request.query_params.get("client_id")])
     try:
-        return await run_in_threadpool(_authorize, request, form)
+        return await run_in_threadpool(_authorize, request, form, errors)
     except ValueError as exc:
         if not _is_unprintable_description(exc):
             raise
@@ -208,11 +211,10 @@ async def authorize(request: Request) -> Response:
             request, error="invalid_request", description="The request contains characters not allowed in its parameters.")
 
 
-def _authorize(request: Request, form) -> Response:
+def _authorize(request: Request, form, errors: dict[str, str]) -> Response:
     user = current_user(request)  # before the transaction: it opens its own
     http = HttpInput(request.method, str(request.url), request.headers, list(request.query_params.multi_items()))
     oauth_request = HttpOAuth2Request(http)
-    errors = _prefetch_documents([request.query_params.get("client_id")])
     with transaction() as session, bound(session, errors):
         try:
             grant = server.get_consent_grant(oauth_request, end_user=user)
@@ -261,7 +263,7 @@ def _consent_page(request: Request, grant, oauth_request: HttpOAuth2Request, tic
     client = grant.client
     is_ticked = (lambda scope: scope in ticked) if ticked is not None else scoping.pre_ticked
     return consent.ConsentPage(
-        app_name=client.name, verified=client.verified, app_host=client.host,
+        app_name=client.name, verified=client.verified, app_host=host_names.shown(client.host),
         redirect_host=redirect_uris.display_host(grant.redirect_uri),
         redirect_is_local=redirect_uris.is_loopback(grant.redirect_uri),
         resource_label="MCP server (AI assistants)" if oauth_request.resource == resources.mcp() else "REST API",

@@ -9,6 +9,7 @@ from pathlib import Path
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
+from authz.host_names import ShownHost
 from core.access.scopes import IMPLIED, SCOPE_DESCRIPTIONS, ordered
 from pages.render import Templates
 
@@ -27,8 +28,8 @@ class ScopeChoice:
 class ConsentPage:
     app_name: str
     verified: bool
-    app_host: str  # the client_id host of a verified app
-    redirect_host: str  # where the user is sent back to
+    app_host: ShownHost  # the client_id host of a verified app
+    redirect_host: ShownHost  # where the user is sent back to (or which app opens a private-use link)
     redirect_is_local: bool  # a loopback address: an app on this computer
     resource_label: str
     groups: list[tuple[str, list[ScopeChoice]]]

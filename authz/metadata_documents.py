@@ -6,14 +6,24 @@ no redirects, pinned to the checked address), at most 5 KB, and must carry `clie
 URL. It is cached in `oauth_clients` as its HTTP cache headers allow, at most 24 hours. Such
 clients are public (`token_endpoint_auth_method` "none") and shown as verified: the user sees the
 host that vouches for them.
+
+Anyone can name any URL, so fetching is bounded (`ensure_fresh`): fetches run on a small pool of
+their own while the request waits on the event loop, holding no request thread; at most
+`FETCHES_IN_FLIGHT` at once per process and `FETCHES_PER_HOST` per host, more are refused at once;
+a URL whose fetch failed is not fetched again for 5 minutes, nor a host that failed 3 times; and a
+client network may make `rate_limit_metadata_fetches` fetches an hour. Refusals say what is wrong,
+never how the network looks (where a name resolves, the resolver's error): that goes to the log.
 """
 
 from __future__ import annotations
 
 import email.utils
+import logging
 import os
 import re
 import ssl
+import threading
+from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
@@ -25,9 +35,14 @@ from authz import client_metadata, redirect_uris
 from authz.clients import SUPPORTED_GRANT_TYPES, SUPPORTED_RESPONSE_TYPES
 from authz.models import OAuthClient
 from config.settings import get_settings
+from core.base.addresses import client_network
 from core.base.clock import now
 from core.base.db import transaction
+from core.base.work_pools import WorkPool
+from core.mechanisms import ratelimit
 from core.outbound import netguard
+
+log = logging.getLogger("invoicing.oauth")
 
 MAX_BYTES = 5 * 1024
 FETCH_TIMEOUT_SECONDS = 5.0
@@ -77,19 +92,99 @@ def _allowed_plain_host(url: str) -> bool:
     return bool(host) and host.lower() in get_settings().allow_hosts
 
 
-def ensure_fresh(client_id: str) -> str | None:
-    """Fetch and cache the document unless a fresh copy is cached. Returns why the client cannot
-    be used, or None. Runs outside the caller's transaction: the fetch may take seconds."""
+FETCH_POOL = WorkPool("metadata-fetch", 8)
+FETCHES_IN_FLIGHT = 8  # per process: the pool's threads; more are refused, not queued
+FETCHES_PER_HOST = 2
+_in_flight: dict[str, int] = {}
+_in_flight_lock = threading.Lock()
+
+
+def failures_per_url() -> ratelimit.Limit:
+    return ratelimit.Limit("client-document-url-failure", 1, 300)
+
+
+def failures_per_host() -> ratelimit.Limit:
+    return ratelimit.Limit("client-document-host-failure", 3, 300)
+
+
+def fetches_per_network() -> ratelimit.Limit:
+    return ratelimit.Limit("client-document-fetch", get_settings().rate_limit_metadata_fetches, 3600)
+
+
+Blocking = Callable[..., Awaitable]  # runs a short blocking function off the event loop
+
+
+async def ensure_fresh(client_id: str, client_ip: str, *, run_blocking: Blocking) -> str | None:
+    """Fetch and cache the document unless a fresh copy is cached. Returns why the client cannot be
+    used, or None. Called from the event loop before any transaction: the fetch may take seconds."""
+    if await run_blocking(_fresh_copy_cached, client_id):
+        return None
+    host = _host_of(client_id)
+    if refusal := await run_blocking(_refusal, client_id, host, client_network(client_ip)):
+        return _unusable(client_id, refusal)
+    if not _take_slot(host):
+        return _unusable(client_id, "too many client documents are being fetched right now; try again in a minute")
+    try:
+        metadata, lifetime = await FETCH_POOL.run_async(fetch, client_id)
+    except DocumentError as exc:
+        await run_blocking(_remember_failure, client_id, host)
+        return _unusable(client_id, str(exc))
+    finally:
+        _give_slot(host)
+    await run_blocking(_store, client_id, metadata, now() + lifetime)
+    return None
+
+
+def _unusable(client_id: str, why: str) -> str:
+    return f"The client metadata document at {client_id[:200]} is not usable: {why}"
+
+
+def _host_of(client_id: str) -> str:
+    try:
+        return (urlsplit(client_id).hostname or "").lower()
+    except ValueError:
+        return ""
+
+
+def _fresh_copy_cached(client_id: str) -> bool:
     with transaction() as session:
         row = session.exec(select(OAuthClient).where(OAuthClient.client_id == client_id)).first()
-        if row is not None and row.document_expires_at and row.document_expires_at > now():
-            return None
-    try:
-        metadata, lifetime = fetch(client_id)
-    except DocumentError as exc:
-        return f"The client metadata document at {client_id[:200]} is not usable: {exc}"
-    _store(client_id, metadata, now() + lifetime)
+        return row is not None and bool(row.document_expires_at) and row.document_expires_at > now()
+
+
+def _refusal(client_id: str, host: str, network: str) -> str | None:
+    """Why this fetch is not tried now (a recent failure, the caller's share of fetches), or None."""
+    with transaction() as session:
+        if ratelimit.peek(session, failures_per_url(), client_id).exceeded:
+            return "fetching it failed a few minutes ago; try again later"
+        if ratelimit.peek(session, failures_per_host(), host).exceeded:
+            return "documents from its host have failed repeatedly; try again later"
+        usage = ratelimit.hit(session, fetches_per_network(), network)
+        if usage.exceeded:
+            usage.refused()
+            return f"your network has had its {usage.limit} client documents this hour"
     return None
+
+
+def _remember_failure(client_id: str, host: str) -> None:
+    with transaction() as session:
+        ratelimit.hit(session, failures_per_url(), client_id)
+        ratelimit.hit(session, failures_per_host(), host)
+
+
+def _take_slot(host: str) -> bool:
+    with _in_flight_lock:
+        if sum(_in_flight.values()) >= FETCHES_IN_FLIGHT or _in_flight.get(host, 0) >= FETCHES_PER_HOST:
+            return False
+        _in_flight[host] = _in_flight.get(host, 0) + 1
+        return True
+
+
+def _give_slot(host: str) -> None:
+    with _in_flight_lock:
+        _in_flight[host] -= 1
+        if not _in_flight[host]:
+            del _in_flight[host]
 
 
 def fetch(client_id: str) -> tuple[dict, timedelta]:
@@ -100,11 +195,13 @@ def fetch(client_id: str) -> tuple[dict, timedelta]:
             max_bytes=MAX_BYTES, allow_hosts=get_settings().allow_hosts, verify=_verify(),
         )
     except netguard.UnsafeAddress as exc:
-        raise DocumentError(str(exc)) from None
+        log.info("client document %s refused: %s", client_id[:200], exc)
+        raise DocumentError("it could not be fetched from a public address") from None
     except netguard.ResponseTooLarge:
         raise DocumentError(f"it is larger than {MAX_BYTES} bytes") from None
     except (httpx.HTTPError, ssl.SSLError, OSError) as exc:
-        raise DocumentError(f"it could not be fetched ({type(exc).__name__})") from None
+        log.info("client document %s could not be fetched: %s: %s", client_id[:200], type(exc).__name__, exc)
+        raise DocumentError("it could not be fetched (no answer in time, or the connection failed)") from None
     if response.status_code != 200:
         raise DocumentError(f"fetching it returned HTTP {response.status_code}")
     try:
@@ -172,7 +269,8 @@ def cache_lifetime(headers: httpx.Headers) -> timedelta:
     if "no-store" in cache_control or "no-cache" in cache_control:
         return timedelta(0)
     if match := _MAX_AGE.search(cache_control):
-        return min(timedelta(seconds=int(match.group(1))), MAX_CACHE)
+        seconds = min(int(match.group(1)[:12]), int(MAX_CACHE.total_seconds()))  # clamped before it becomes a timedelta
+        return timedelta(seconds=seconds)
     if "expires" in headers:
         expires = _parse_http_date(headers["expires"])
         if expires is None:

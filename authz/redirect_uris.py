@@ -22,6 +22,8 @@ import re
 import unicodedata
 from urllib.parse import SplitResult, urlsplit
 
+from authz.host_names import ShownHost, shown
+
 MAX_LENGTH = 2048
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
 _SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*$")
@@ -125,9 +127,9 @@ def matches(registered: list[str], requested: str) -> bool:
     return any(isinstance(uri, str) and _loopback_parts(uri) == wanted for uri in registered)
 
 
-def display_host(uri: str) -> str:
+def display_host(uri: str) -> ShownHost:
     """What the consent page shows as the place the user is sent back to."""
     parts = urlsplit(uri)
     if parts.scheme in ("http", "https"):
-        return parts.hostname or uri
-    return f"the app that opens {parts.scheme}: links"
+        return shown(parts.hostname or uri)
+    return ShownHost(ascii=f"the app that opens {parts.scheme}: links", unicode=None, mixed_scripts=False)

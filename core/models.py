@@ -287,6 +287,9 @@ class WebhookEndpoint(SQLModel, table=True):
     disabled_at: datetime | None = _ts_null()
     failure_count: int = 0
     first_failure_at: datetime | None = _ts_null()  # start of the current failure streak
+    # Not before this instant is another of its rows claimed: one attempt in flight (its lease), or
+    # a back-off after an attempt that timed out or could not connect. None: available.
+    available_at: datetime | None = _ts_null()
     created_at: datetime = _ts()
 
 

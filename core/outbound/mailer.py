@@ -100,11 +100,15 @@ def _sender_domain(message: EmailMessage) -> str:
 
 
 def _write_outbox(message: EmailMessage, folder: Path) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
+    """Messages hold sign-in codes and verification links: readable by the service's user only."""
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    folder.chmod(0o700)  # also when it existed before
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
     path = folder / f"{stamp}-{uuid.uuid4().hex[:12]}.eml"
     partial = path.with_suffix(".eml.part")
-    partial.write_bytes(message.as_bytes())
+    descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "wb") as file:
+        file.write(message.as_bytes())
     os.replace(partial, path)  # readers of the folder never see half a message
     log.info("e-mail written to %s (no INVOICING_SMTP_URL set)", path)
     return path

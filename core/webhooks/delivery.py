@@ -20,6 +20,11 @@ One attempt is: claim a due row, POST the event to the endpoint, record the outc
   every second). `daily` holds FIRST attempts until the next 03:00 UTC; retries of an attempt
   made at 03:00 keep their own schedule (03:00:05, 03:05, …), so a receiver that was briefly down
   is not made to wait another day.
+* Concurrency and fairness: a worker makes up to `SLOTS` attempts at once, at most one per
+  endpoint (an endpoint's `available_at` holds the attempt's lease, for every worker), so an
+  endpoint's events arrive in order; accounts take turns, and no account holds more than
+  `SLOTS_PER_ACCOUNT`, so one whose endpoints all hang delays the others by no more than a poll. An endpoint whose attempt timed out or could not connect is not
+  tried again, for any of its rows, until that row's retry is due: it holds no slot meanwhile.
 """
 
 from __future__ import annotations
@@ -27,13 +32,15 @@ from __future__ import annotations
 import logging
 import ssl
 import uuid
+from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime, time, timedelta
 from time import monotonic
 
 import httpx
-from sqlalchemy import and_, or_, update
+from sqlalchemy import and_, case, literal, or_, update
 from sqlmodel import select
 
 from config.settings import get_settings
@@ -55,6 +62,8 @@ LEASE = timedelta(minutes=2)  # well above the request timeout
 DISABLE_AFTER = timedelta(days=5)
 DAILY_AT = time(3, 0)
 POLL_SECONDS = 1.0
+SLOTS = 8  # attempts in flight at once per worker
+SLOTS_PER_ACCOUNT = SLOTS // 2
 # Bounds of one job run, so the worker's other jobs get their turn.
 MAX_PER_RUN = 200
 RUN_BUDGET_SECONDS = 30.0
@@ -83,6 +92,7 @@ class DeliveryOptions:
 class Claim:
     delivery_id: uuid.UUID
     endpoint_id: uuid.UUID
+    account_id: uuid.UUID
     attempt: int  # 1 for the first attempt
     attempted_at: datetime
     url: str
@@ -97,6 +107,7 @@ class Outcome:
     ok: bool
     status_code: int | None = None
     error: str | None = None
+    held_a_slot: bool = False  # no answer in time, or no connection: the endpoint backs off
 
 
 def first_attempts_due_by(moment: datetime, mode: str) -> datetime:
@@ -115,8 +126,10 @@ def retry_delay(attempt: int) -> timedelta | None:
 # --- one attempt ------------------------------------------------------------------------------
 
 
-def claim_next(options: DeliveryOptions) -> Claim | None:
-    """Take the next due row for one attempt, or None when nothing is due."""
+def claim_next(options: DeliveryOptions, *, full_accounts: frozenset[uuid.UUID] = frozenset(),
+               busy_accounts: frozenset[uuid.UUID] = frozenset()) -> Claim | None:
+    """Take the next due row for one attempt, or None when nothing is due: of an endpoint with no
+    attempt in flight, of no account in `full_accounts`, accounts in `busy_accounts` last."""
     with transaction() as session:
         moment = options.clock()
         due = or_(
@@ -124,14 +137,20 @@ def claim_next(options: DeliveryOptions) -> Claim | None:
                  WebhookDelivery.next_attempt_at <= first_attempts_due_by(moment, options.delivery_mode())),
             and_(WebhookDelivery.attempts > 0, WebhookDelivery.next_attempt_at <= moment),
         )
-        found = session.exec(
+        available = or_(WebhookEndpoint.available_at.is_(None), WebhookEndpoint.available_at <= moment)
+        query = (
             select(WebhookDelivery, WebhookEndpoint, InvoiceEvent)
             .join(WebhookEndpoint, WebhookEndpoint.id == WebhookDelivery.endpoint_id)
             .join(InvoiceEvent, InvoiceEvent.id == WebhookDelivery.event_id)
-            .where(WebhookDelivery.status == "pending", WebhookEndpoint.active.is_(True), due)
-            .order_by(WebhookDelivery.next_attempt_at, InvoiceEvent.created_at, WebhookDelivery.id)
+            .where(WebhookDelivery.status == "pending", WebhookEndpoint.active.is_(True), available, due)
+        )
+        if full_accounts:
+            query = query.where(WebhookEndpoint.account_id.not_in(full_accounts))
+        turn = case((WebhookEndpoint.account_id.in_(busy_accounts), 1), else_=0) if busy_accounts else literal(0)
+        found = session.exec(
+            query.order_by(turn, WebhookDelivery.next_attempt_at, InvoiceEvent.created_at, WebhookDelivery.id)
             .limit(1)
-            .with_for_update(skip_locked=True, of=WebhookDelivery)
+            .with_for_update(skip_locked=True, of=[WebhookDelivery, WebhookEndpoint])
         ).first()
         if found is None:
             return None
@@ -139,8 +158,11 @@ def claim_next(options: DeliveryOptions) -> Claim | None:
         delivery.attempts += 1
         delivery.last_attempt_at = moment
         delivery.next_attempt_at = moment + LEASE
+        endpoint.available_at = moment + LEASE  # one attempt at a time per endpoint, whichever worker
         session.add(delivery)
-        return Claim(delivery_id=delivery.id, endpoint_id=endpoint.id, attempt=delivery.attempts,
+        session.add(endpoint)
+        return Claim(delivery_id=delivery.id, endpoint_id=endpoint.id, account_id=endpoint.account_id,
+                     attempt=delivery.attempts,
                      attempted_at=moment, url=endpoint.url, secret=endpoint.secret, msg_id=str(event.id),
                      body=dumps(event.payload).encode(), request_id=(event.meta or {}).get("request_id"))
 
@@ -162,8 +184,10 @@ def send(claim: Claim, options: DeliveryOptions) -> Outcome:
     except netguard.UnsafeAddress as exc:
         return Outcome(False, error=f"address refused: {exc}")
     except httpx.TimeoutException:
-        return Outcome(False, error=f"no answer within {options.timeout:g} seconds")
-    except (httpx.HTTPError, OSError) as exc:
+        return Outcome(False, error=f"no answer within {options.timeout:g} seconds", held_a_slot=True)
+    except (httpx.ConnectError, OSError) as exc:
+        return Outcome(False, error=f"request failed: {exc.__class__.__name__}: {exc}", held_a_slot=True)
+    except httpx.HTTPError as exc:
         return Outcome(False, error=f"request failed: {exc.__class__.__name__}: {exc}")
     except Exception as exc:  # a fault of ours must not stall the queue: count it, log it
         log.exception("Webhook delivery %s: unexpected error while sending", claim.delivery_id)
@@ -183,6 +207,7 @@ def record(claim: Claim, outcome: Outcome, options: DeliveryOptions) -> None:
                                 .with_for_update()).first()
         if endpoint is None or delivery is None or delivery.status != "pending" or delivery.attempts != claim.attempt:
             return  # endpoint deleted or disabled, or our lease ran out and another worker took over
+        # Available again, or once the row's retry is due when the attempt held its slot for nothing.
         delivery.last_status_code = outcome.status_code
         delivery.last_error = outcome.error[:ERROR_MAX] if outcome.error else None
         if outcome.ok:
@@ -192,6 +217,8 @@ def record(claim: Claim, outcome: Outcome, options: DeliveryOptions) -> None:
             endpoint.first_failure_at = None
         else:
             _failed(session, delivery, endpoint, claim, options.clock())
+        endpoint.available_at = delivery.next_attempt_at if outcome.held_a_slot and delivery.status == "pending" \
+            else None
         session.add(delivery)
         session.add(endpoint)
     result = "retrying" if delivery.status == "pending" else delivery.status
@@ -231,16 +258,38 @@ def _disable(session, endpoint: WebhookEndpoint, current: WebhookDelivery, momen
 
 def deliver_due(options: DeliveryOptions | None = None, *, max_attempts: int = MAX_PER_RUN,
                 budget_seconds: float = RUN_BUDGET_SECONDS) -> int:
-    """Attempt due rows one by one, oldest due first, until none is due or a bound is reached
-    (`max_attempts`, or `budget_seconds` of wall time); returns how many attempts were made."""
+    """Attempt due rows, up to SLOTS at once, until none is due or a bound is reached
+    (`max_attempts`, or `budget_seconds` of wall time, after which the attempts in flight finish);
+    returns how many attempts were made."""
     options = options or DeliveryOptions()
     stop_at = monotonic() + budget_seconds
+    in_flight: dict[Future, Claim] = {}
     made = 0
-    while made < max_attempts and monotonic() < stop_at:
-        claim = claim_next(options)
-        if claim is None:
-            break
-        record(claim, send(claim, options), options)
-        made += 1
-    return made
+    while True:
+        while made < max_attempts and monotonic() < stop_at and len(in_flight) < SLOTS:
+            claim = _next_in_turn(options, in_flight.values())
+            if claim is None:
+                break
+            in_flight[_POOL.submit(_attempt, claim, options)] = claim
+            made += 1
+        if not in_flight:
+            return made
+        done, _ = wait(in_flight, timeout=POLL_SECONDS, return_when=FIRST_COMPLETED)
+        for future in done:
+            del in_flight[future]
+            future.result()
 
+
+def _next_in_turn(options: DeliveryOptions, in_flight) -> Claim | None:
+    """The next claim, accounts in turn: those with nothing in flight first, and none past its
+    share of the slots, even when no other account waits now: one may come within the second."""
+    per_account = Counter(claim.account_id for claim in in_flight)
+    full = frozenset(account for account, count in per_account.items() if count >= SLOTS_PER_ACCOUNT)
+    return claim_next(options, full_accounts=full, busy_accounts=frozenset(per_account))
+
+
+def _attempt(claim: Claim, options: DeliveryOptions) -> None:
+    record(claim, send(claim, options), options)
+
+
+_POOL = ThreadPoolExecutor(max_workers=SLOTS, thread_name_prefix="webhook-delivery")

@@ -1,5 +1,5 @@
 """limits that hold in every span (the sliding-window counter's decision, sliding logs), sign-in challenges,
-single-use form tokens, rendered documents kept
+single-use form tokens, rendered documents kept, webhook endpoints' availability
 
 Revision ID: 0006
 Revises: 0005
@@ -50,6 +50,7 @@ def upgrade() -> None:
         sa.Column("etag", sqlmodel.sql.sqltypes.AutoString(length=80), nullable=False),
         sa.Column("created_at", UTCDateTime(), nullable=False),
     )
+    op.add_column("webhook_endpoints", sa.Column("available_at", UTCDateTime(), nullable=True))
     op.create_table(
         "spent_form_tokens",
         sa.Column("token_hash", sqlmodel.sql.sqltypes.AutoString(length=64), primary_key=True),
@@ -61,6 +62,8 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_table("spent_form_tokens")
     op.drop_table("invoice_documents")
+    with op.batch_alter_table("webhook_endpoints") as batch:
+        batch.drop_column("available_at")
     op.drop_table("sign_in_challenges")
     op.drop_index("ix_rate_limit_logs_expires_at", table_name="rate_limit_logs")
     op.drop_table("rate_limit_logs")

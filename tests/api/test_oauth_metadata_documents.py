@@ -119,7 +119,7 @@ def test_invalid_documents_are_refused(browser, documents, fields, reason):
 def test_private_address_is_refused_by_the_address_rules(browser, test_settings):
     page = page_for(browser, "https://10.0.0.1/client.json")
     assert page.status_code == 400
-    assert "not a public address" in page.text
+    assert "could not be fetched from a public address" in page.text
 
 
 BAD_HOST_NAMES = ["https://a..example.com/client.json", "https://" + "a" * 64 + ".example.com/client.json",

@@ -93,7 +93,7 @@ def test_unsupported_metadata_is_refused(client, field, value):
     assert response.json()["error"] == "invalid_client_metadata"
 
 
-@pytest.mark.parametrize("body", [b"not json", b"[1, 2]", b"{" + b" " * 20000 + b"}"])
+@pytest.mark.parametrize("body", [b"not json", b"[1, 2]", b"{" + b" " * 16000 + b"1}"])
 def test_body_must_be_a_json_object(client, body):
     response = client.post("/oauth/register", content=body, headers={"content-type": "application/json"})
     assert response.status_code == 400

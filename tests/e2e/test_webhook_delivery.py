@@ -7,6 +7,7 @@ retry schedule runs without sleeping.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -52,6 +53,8 @@ class Receiver:
     status: int = 200
     delay: float = 0.0
     lock: threading.Lock = field(default_factory=threading.Lock)
+    active: int = 0  # requests being answered now
+    most_active: int = 0
 
     def url(self, path: str = "/hook") -> str:
         return self.base_url + path
@@ -60,17 +63,21 @@ class Receiver:
         return [r.headers["webhook-id"] for r in self.requests]
 
 
-@pytest.fixture
-def receiver():
+@contextlib.contextmanager
+def serving():
     state: dict[str, Receiver] = {}
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self):  # noqa: N802 (http.server's naming)
             body = self.rfile.read(int(self.headers.get("content-length", 0)))
             rx = state["rx"]
+            with rx.lock:
+                rx.active += 1
+                rx.most_active = max(rx.most_active, rx.active)
             if rx.delay:
                 time.sleep(rx.delay)
             with rx.lock:
+                rx.active -= 1
                 rx.requests.append(Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
             self.send_response(rx.status)
             self.send_header("content-length", "2")
@@ -84,9 +91,25 @@ def receiver():
     state["rx"] = Receiver(f"http://127.0.0.1:{server.server_address[1]}")
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
-    yield state["rx"]
-    server.shutdown()
-    server.server_close()
+    try:
+        yield state["rx"]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def receiver():
+    with serving() as rx:
+        yield rx
+
+
+@pytest.fixture
+def hanging_receiver():
+    """A receiver that answers only after 3 seconds."""
+    with serving() as rx:
+        rx.delay = 3.0
+        yield rx
 
 
 # --- helpers ---------------------------------------------------------------------------------
@@ -547,3 +570,90 @@ def test_an_unexpected_error_while_sending_is_a_failed_attempt(tenant, receiver,
     assert deliver_due(options()) == 1
     [row] = rows()
     assert (row.status, row.attempts, row.last_error) == ("pending", 1, "internal error while sending: RuntimeError")
+
+
+# --- concurrency and fairness -------------------------------------------------------------------
+
+
+def run_in_background(**kw) -> threading.Thread:
+    thread = threading.Thread(target=deliver_due, args=(DeliveryOptions(mode="immediate", **kw),), daemon=True)
+    thread.start()
+    return thread
+
+
+def wait_for_requests(rx: Receiver, count: int, seconds: float) -> float:
+    started = time.monotonic()
+    while len(rx.requests) < count and time.monotonic() - started < seconds:
+        time.sleep(0.02)
+    return time.monotonic() - started
+
+
+def test_one_accounts_hanging_endpoints_do_not_delay_another_accounts(tenant, other_tenant, receiver,
+                                                                      hanging_receiver):
+    for n in range(4):
+        register(tenant, hanging_receiver.url(f"/slow{n}"))
+    register(other_tenant, receiver.url())
+    record_event(new_invoice(tenant), "invoice.created")  # due first: four rows that hang
+    record_event(new_invoice(other_tenant), "invoice.created")
+    thread = run_in_background(timeout=10)
+    waited = wait_for_requests(receiver, 1, 10)
+    thread.join(timeout=20)
+    assert len(receiver.requests) == 1
+    assert waited < 1.5
+
+
+def test_an_account_never_holds_every_slot(tenant, hanging_receiver):
+    for n in range(delivery.SLOTS):
+        register(tenant, hanging_receiver.url(f"/slow{n}"))
+    record_event(new_invoice(tenant), "invoice.created")
+    run_in_background(timeout=10).join(timeout=30)
+    assert hanging_receiver.most_active == delivery.SLOTS_PER_ACCOUNT
+    assert len(hanging_receiver.requests) == delivery.SLOTS
+
+
+def test_an_endpoint_gets_one_attempt_at_a_time_in_order(tenant, receiver):
+    register(tenant, receiver.url())
+    invoice_id = new_invoice(tenant)
+    ids = [record_event(invoice_id, kind) for kind in ("invoice.created", "invoice.updated", "invoice.finalized",
+                                                        "invoice.paid")]
+    receiver.delay = 0.1
+    deliver_due(options())
+    assert receiver.ids() == ids
+    assert receiver.most_active == 1
+
+
+def test_endpoints_are_attempted_at_once(tenant, receiver):
+    for n in range(4):
+        register(tenant, receiver.url(f"/e{n}"))
+    receiver.delay = 0.3
+    record_event(new_invoice(tenant), "invoice.created")
+    started = time.monotonic()
+    deliver_due(options())
+    assert len(receiver.requests) == 4
+    assert receiver.most_active == 4 and time.monotonic() - started < 1.0
+
+
+def test_an_endpoint_that_times_out_backs_off_for_all_its_rows(tenant, receiver):
+    endpoint = register(tenant, receiver.url())
+    receiver.delay = 1.0
+    invoice_id = new_invoice(tenant)
+    for kind in ("invoice.created", "invoice.updated", "invoice.finalized"):
+        record_event(invoice_id, kind)
+    clock = Clock()
+    assert deliver_due(options(clock, timeout=0.3)) == 1  # the other two wait: no slot spent on them
+    attempted = [row for row in rows(endpoint["id"]) if row.attempts]
+    assert len(attempted) == 1
+    assert endpoint_row(endpoint["id"]).available_at == attempted[0].next_attempt_at
+    receiver.delay = 0
+    clock.advance(seconds=5)
+    assert deliver_due(options(clock)) == 3
+    assert endpoint_row(endpoint["id"]).available_at is None
+
+
+def test_an_endpoint_answering_an_error_does_not_hold_back_its_other_rows(tenant, receiver):
+    register(tenant, receiver.url())
+    receiver.status = 500
+    invoice_id = new_invoice(tenant)
+    for kind in ("invoice.created", "invoice.updated"):
+        record_event(invoice_id, kind)
+    assert deliver_due(options()) == 2

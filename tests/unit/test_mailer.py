@@ -72,6 +72,15 @@ def test_without_smtp_url_writes_an_eml_file_to_the_outbox(tmp_path):
     assert [a.get_filename() for a in parsed.iter_attachments()] == ["INV-0001.pdf"]
 
 
+def test_outbox_files_are_readable_by_the_service_user_only(tmp_path):
+    (tmp_path / "outbox").mkdir(mode=0o755)
+    with mail_settings(smtp_url=None, data_dir=tmp_path):
+        mailer.send(message(), kind="invoice")
+    [written] = list((tmp_path / "outbox").iterdir())
+    assert written.stat().st_mode & 0o777 == 0o600
+    assert (tmp_path / "outbox").stat().st_mode & 0o777 == 0o700
+
+
 def test_smtp_server_receives_the_message_for_to_and_cc():
     with smtp_server() as (handler, url), mail_settings(smtp_url=url, mail_from="invoices@service.test"):
         mailer.send(message(cc=["copy@example.com"]), kind="invoice")

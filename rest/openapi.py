@@ -83,8 +83,8 @@ ERROR_HEADERS = {
 }
 STATUS_TEXT = {
     200: "OK", 201: "Created", 401: "Unauthorized", 403: "Forbidden", 404: "Not found",
-    409: "Invalid state or conflict", 422: "Validation failed", 428: "Idempotency key required",
-    429: "Rate limited", 502: "Upstream failed",
+    409: "Invalid state or conflict", 413: "Request body over 8 MiB", 422: "Validation failed",
+    428: "Idempotency key required", 429: "Rate limited", 502: "Upstream failed",
 }
 
 
@@ -128,6 +128,7 @@ _PROBLEM_DETAILS = {
     "idempotency_key_required": "This operation needs an Idempotency-Key header.",
     "rate_limited": "Too many requests: 120 per 60 seconds per credential. Retry after 17 seconds.",
     "upstream_failed": "The e-mail provider refused the message.",
+    "payload_too_large": "The request body is larger than 8 MiB, the most any request of this API needs.",
 }
 
 
@@ -249,7 +250,7 @@ def _operation(op: Endpoint, refs: dict, schemas: dict) -> dict:
     responses: dict[str, Any] = {str(op.status): {"description": STATUS_TEXT.get(op.status, "OK"),
                                                   "headers": headers, "content": success_content}}
     statuses = {401, 403, 429, 404 if "{" in op.path else None, 422 if (op.body or op.query) else None,
-                428 if op.idempotency == "required" else None, *op.extra_responses}
+                413 if op.body else None, 428 if op.idempotency == "required" else None, *op.extra_responses}
     for status in sorted(s for s in statuses if s):
         responses[str(status)] = {"description": STATUS_TEXT.get(status, "Error"), "content": {
             "application/problem+json": {"schema": {"$ref": REF.format(model="Problem")},

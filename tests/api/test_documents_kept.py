@@ -130,3 +130,23 @@ def test_sending_renders_after_its_commit_and_keeps_the_pdf(tenant, client, mail
     token = tenant.get(f"/invoices/{invoice['id']}").json()["data"]["public_url_token"]
     assert client.get(f"/i/{token}/pdf").status_code == 200
     assert len(renders) == 1  # the e-mailed PDF is the one the link serves
+
+
+def test_a_tenants_reads_stay_fast_while_the_public_pdf_is_in_demand(client, tenant, invoice, monkeypatch):
+    real = documents.render_invoice
+
+    def slow(view):
+        time.sleep(2)
+        return real(view)
+    monkeypatch.setattr(documents, "render_invoice", slow)
+    monkeypatch.setattr(get_settings(), "rate_limit_public_link", 1000)
+    readers = [threading.Thread(target=public_pdf, args=(client, invoice)) for _ in range(12)]
+    for reader in readers:
+        reader.start()
+    time.sleep(0.3)
+    started = time.monotonic()
+    assert tenant.get("/invoices").status_code == 200
+    elapsed = time.monotonic() - started
+    for reader in readers:
+        reader.join()
+    assert elapsed < 1.0

@@ -122,3 +122,13 @@ def test_registrations_per_address_are_limited(client, monkeypatch):
     assert response.status_code == 429
     assert response.json()["error"] == "invalid_request"
     assert int(response.headers["retry-after"]) > 0
+
+
+def test_registrations_count_by_the_ipv6_64_network(app, monkeypatch):
+    from starlette.testclient import TestClient
+    monkeypatch.setattr(get_settings(), "rate_limit_registrations", 2)
+    statuses = []
+    for address in ("2001:db8:1:2::1", "2001:db8:1:2::2", "2001:db8:1:2:ffff::9", "2001:db8:1:3::1"):
+        with TestClient(app, base_url="http://testserver", client=(address, 5000)) as client:
+            statuses.append(post(client, {"redirect_uris": [REDIRECT_URI]}).status_code)
+    assert statuses == [201, 201, 429, 201]

@@ -23,8 +23,9 @@ One attempt is: claim a due row, POST the event to the endpoint, record the outc
 * Concurrency and fairness: a worker makes up to `SLOTS` attempts at once, at most one per
   endpoint (an endpoint's `available_at` holds the attempt's lease, for every worker), so an
   endpoint's events arrive in order; accounts take turns, and no account holds more than
-  `SLOTS_PER_ACCOUNT`, so one whose endpoints all hang delays the others by no more than a poll. An endpoint whose attempt timed out or could not connect is not
-  tried again, for any of its rows, until that row's retry is due: it holds no slot meanwhile.
+  `SLOTS_PER_ACCOUNT`, so one whose endpoints all hang delays the others by no more than a poll.
+  An endpoint whose attempt timed out or could not connect is not tried again, for any of its
+  rows, until that row's retry is due: it holds no slot meanwhile.
 """
 
 from __future__ import annotations

@@ -83,7 +83,7 @@ def _output_schema(model: type[BaseModel] | None, shape: str) -> dict:
         item = {"$ref": f"#/$defs/{model.__name__}"}
         schema = {"type": "object", "required": ["data", "next_cursor"],
                   "properties": {"data": {"type": "array", "items": item},
-                                 "next_cursor": {"type": ["string", "null"],
+                                 "next_cursor": {"anyOf": [{"type": "string"}, {"type": "null"}],
                                                  "description": "Pass as `cursor` for the next page; null on the last"}}}
     elif shape == "items":
         definitions[model.__name__] = schema
@@ -133,6 +133,11 @@ TOOLS: tuple[Tool, ...] = (
          "(`price`: a price_ id; amount and tax come from the price) or ad hoc (`description` and `unit_amount`). "
          "Drafts can be edited freely; nothing is sent. " + MINOR_UNITS,
          invoices.create_invoice),
+    Tool("preview_invoice", "Preview an invoice",
+         "What create_invoice would create with the same arguments: the lines, subtotal, discount, tax and total "
+         "(in minor units and formatted), with the same checks, but nothing is saved, numbered or recorded. Use it "
+         "to show the user the totals before drafting. " + MINOR_UNITS,
+         invoices.preview_invoice, read_only=True, idempotent=True),
     Tool("update_invoice", "Edit a draft",
          "Change a draft invoice; only the fields given change, and `items` replaces every line. Only drafts can "
          "be edited: a finalized invoice answers invalid_state.",

@@ -15,7 +15,14 @@ from core.billing.invoice_inputs import (
     PayInput,
     VoidInput,
 )
-from core.billing.invoice_render import DeletedInvoiceOut, InvoiceItemOut, InvoiceOut, InvoiceWithLinesOut, line_to_api
+from core.billing.invoice_render import (
+    DeletedInvoiceOut,
+    InvoiceItemOut,
+    InvoiceOut,
+    InvoicePreviewOut,
+    InvoiceWithLinesOut,
+    line_to_api,
+)
 from core.billing.sending import SendInput, SendOut
 from operations.pipeline import Call, Operation
 from operations.rendering import page
@@ -58,6 +65,9 @@ create_invoice = Operation(
     "create_invoice",
     lambda call: _view(call, invoices.create_invoice(call.session, call.principal, call.body), with_lines=True),
     scope=WRITE, body=InvoiceCreate, body_required=True, idempotency="required", response=InvoiceWithLinesOut)
+preview_invoice = Operation(
+    "preview_invoice", lambda call: invoices.preview_invoice(call.session, call.principal, call.body),
+    scope=READ, body=InvoiceCreate, body_required=True, response=InvoicePreviewOut)
 get_invoice = Operation("get_invoice", lambda call: invoices.view_invoice(*call.account(), call.params["id"]), scope=READ,
                         response=InvoiceWithLinesOut)
 update_invoice = Operation(

@@ -207,7 +207,7 @@ def _envelope(op: Endpoint, refs: dict, schemas: dict) -> tuple[dict, Any]:
         schema = {"type": "object", "description": f"A page of {name} objects, newest first",
                   "required": ["data", "next_cursor"],
                   "properties": {"data": {"type": "array", "items": ref, "description": "This page"},
-                                 "next_cursor": {"type": ["string", "null"], "description":
+                                 "next_cursor": {"anyOf": [{"type": "string"}, {"type": "null"}], "description":
                                                  "Pass as `cursor` for the next page; null on the last"}}}
     elif op.shape == "items":
         envelope, body = f"{name}List", {"data": [example]}

@@ -33,7 +33,7 @@ def _due_date(value: object) -> object:
 
 
 DueDate = Annotated[date | None, BeforeValidator(_due_date),
-                    WithJsonSchema({"type": ["string", "null"], "format": "date",
+                    WithJsonSchema({"anyOf": [{"type": "string", "format": "date"}, {"type": "null"}],
                                     "description": "YYYY-MM-DD; the empty string or null clears it"})]
 DaysUntilDue = Annotated[int, Strict(), Field(ge=0, le=365)]
 

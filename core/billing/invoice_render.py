@@ -202,8 +202,10 @@ def view_invoice(session: Session, account_id: uuid.UUID, id_text: str) -> dict:
     return invoice_to_api(session, invoice, with_lines=True, issuer=issuer)
 
 
-def invoice_to_api(session: Session, invoice: Invoice, *, with_lines: bool, issuer: object = _NOT_READ) -> dict:
-    """`issuer`: the account's issuer details when the caller read them already (a list)."""
+def invoice_to_api(session: Session, invoice: Invoice, *, with_lines: bool, issuer: object = _NOT_READ,
+                   lines: list[InvoiceLine] | None = None) -> dict:
+    """`issuer`: the account's issuer details when the caller read them already (a list); `lines`:
+    the lines when they are not (yet) stored, as in a preview."""
     status = status_of(invoice)
     customer, issuer = _live_or_frozen(session, invoice, issuer)
     fields = _InvoiceFields(
@@ -227,5 +229,36 @@ def invoice_to_api(session: Session, invoice: Invoice, *, with_lines: bool, issu
         if key == "customer":
             data["customer_details"], data["issuer"] = customer, issuer
     if with_lines:
-        data["lines"] = {"data": [line_to_api(line) for line in lines_of(session, invoice)]}
+        data["lines"] = {"data": [line_to_api(line) for line in (lines if lines is not None else lines_of(session, invoice))]}
+    return data
+
+
+class InvoicePreviewLineOut(InvoiceItemOut):
+    """A line as it would be created."""
+
+    id: None = Field(None, description="Null: a preview creates nothing")
+    invoice: None = Field(None, description="Null: a preview creates nothing")
+
+
+class InvoicePreviewOut(InvoiceWithLinesOut):
+    """The draft invoice `create_invoice` would create with the same input: its lines and totals,
+    computed as creating computes them, with nothing saved, numbered or recorded."""
+
+    id: None = Field(None, description="Null: a preview creates nothing")
+    object: Literal["invoice_preview"] = Field("invoice_preview", description="Always `invoice_preview`")
+    lines: PreviewLinesOut = Field(description="The lines, in order")
+
+
+class PreviewLinesOut(BaseModel):
+    data: list[InvoicePreviewLineOut] = Field(description="The lines")
+
+
+InvoicePreviewOut.model_rebuild()
+
+
+def preview_to_api(session: Session, invoice: Invoice, lines: list[InvoiceLine]) -> dict:
+    """A draft built in memory (`core.billing.invoices.preview_invoice`) as `InvoicePreviewOut`."""
+    data = invoice_to_api(session, invoice, with_lines=True, lines=lines)
+    data.update(id=None, object="invoice_preview")
+    data["lines"]["data"] = [{**line, "id": None, "invoice": None} for line in data["lines"]["data"]]
     return data

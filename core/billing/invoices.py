@@ -39,6 +39,7 @@ from core.billing.invoice_render import (  # noqa: F401 (re-exported)
     invoice_to_api,
     invoices_to_api,
     lines_of,
+    preview_to_api,
     status_of,
     view_invoice,
 )
@@ -171,7 +172,8 @@ def preview_lines(session: Session, account_id: uuid.UUID, id_text: str,
     return invoice, lines
 
 
-def create_invoice(session: Session, principal: Principal, data: InvoiceCreate) -> Invoice:
+def _new_draft(session: Session, principal: Principal, data: InvoiceCreate) -> tuple[Invoice, list[InvoiceLine]]:
+    """The draft `data` describes and its lines, built, priced and computed in memory: nothing saved."""
     sent = data.sent()
     customer = _billable_customer(session, principal.account_id, data.customer)
     currency = data.currency
@@ -189,12 +191,26 @@ def create_invoice(session: Session, principal: Principal, data: InvoiceCreate) 
                       collection_method=data.collection_method or "send_invoice", issue_date=issue_date,
                       due_date=due_date, description=data.description, footer=data.footer)
     _check_dates(invoice)
+    lines = _build_lines(session, invoice, data.items)
+    renumber(lines)
+    _price_and_compute(session, invoice, lines, path="items")
+    return invoice, lines
+
+
+def create_invoice(session: Session, principal: Principal, data: InvoiceCreate) -> Invoice:
+    invoice, lines = _new_draft(session, principal, data)
     session.add(invoice)
     session.flush()
-    lines = _build_lines(session, invoice, data.items)
     _save(session, invoice, lines, path="items")
     events.record(session, invoice, "invoice.created", principal.event_meta())
     return invoice
+
+
+def preview_invoice(session: Session, principal: Principal, data: InvoiceCreate) -> dict:
+    """What `create_invoice` would create with `data` (`InvoicePreviewOut`), with the same checks
+    and arithmetic, saving, numbering and recording nothing (a read-only session will do)."""
+    invoice, lines = _new_draft(session, principal, data)
+    return preview_to_api(session, invoice, lines)
 
 
 def _clear_lines_priced_in(session: Session, lines: list[InvoiceLine], currency: str) -> list[InvoiceLine]:

@@ -4,7 +4,7 @@ idempotency keys, event meta, formatted money, and parity with REST."""
 import pytest
 
 from tests.api.invoicing import adhoc, customer, price, stored_events
-from tests.mcp.jsonrpc import call, error_of, structured
+from tests.mcp.jsonrpc import call, error_of, post, structured
 
 
 def test_a_customer_to_paid_invoice_journey(client, tenant):
@@ -231,3 +231,33 @@ def test_a_query_argument_of_the_right_json_type_is_taken(client, tenant):
 def test_date_and_status_filters_are_taken_over_mcp(client, tenant):
     listed = structured(client, tenant.key, "list_invoices", status="draft", **{"from": "2026-01-01", "to": "2026-12-31"})
     assert listed["data"] == []
+
+
+# --- preview_invoice ------------------------------------------------------------------------------
+
+def test_preview_shows_the_totals_create_would_make_and_saves_nothing(client, tenant):
+    arguments = {"customer": customer(tenant)["id"], "items": [adhoc(), {**adhoc(), "quantity": 2, "tax_rate": 20}]}
+    preview = structured(client, tenant.key, "preview_invoice", **arguments)
+    created = structured(client, tenant.key, "create_invoice", **arguments)
+    for field in ("subtotal", "discount", "taxable", "tax", "total", "currency", "due_date", "formatted"):
+        assert preview[field] == created[field], field
+    assert [line["amount"] for line in preview["lines"]["data"]] == [line["amount"] for line in created["lines"]["data"]]
+    assert preview["id"] is None and preview["object"] == "invoice_preview" and preview["number"] is None
+    assert all(line["id"] is None for line in preview["lines"]["data"])
+    assert len(tenant.get("/invoices").json()["data"]) == 1  # only the created one
+    assert [e["type"] for e in tenant.get(f"/invoices/{created['id']}/events").json()["data"]] == ["invoice.created"]
+
+
+def test_preview_fails_as_create_fails(client, tenant):
+    arguments = {"customer": customer(tenant)["id"], "items": [{"description": "No amount"}]}
+    preview, created = (error_of(call(client, tenant.key, tool, **arguments))
+                        for tool in ("preview_invoice", "create_invoice"))
+    assert preview == created and preview["code"] == "validation"
+
+
+def test_preview_needs_only_read_access_and_is_read_only(client, tenant):
+    reader = tenant.key_with(["invoices:read"])
+    preview = structured(client, reader, "preview_invoice", customer=customer(tenant)["id"], items=[adhoc()])
+    assert preview["total"] > 0
+    listed = {tool["name"]: tool for tool in post(client, "tools/list", key=tenant.key).json()["result"]["tools"]}
+    assert listed["preview_invoice"]["annotations"]["readOnlyHint"] is True

@@ -259,6 +259,7 @@ def test_private_use_scheme_needs_exact_match():
 
 
 def test_display_host():
-    assert redirect_uris.display_host("https://app.example.com/cb") == "app.example.com"
-    assert redirect_uris.display_host("http://[::1]:3000/cb") == "::1"
-    assert "com.example.app" in redirect_uris.display_host("com.example.app:/cb")
+    assert redirect_uris.display_host("https://app.example.com/cb").ascii == "app.example.com"
+    assert redirect_uris.display_host("http://[::1]:3000/cb").ascii == "::1"
+    assert "com.example.app" in redirect_uris.display_host("com.example.app:/cb").ascii
+    assert redirect_uris.display_host("https://аpple.com/cb").ascii == "xn--pple-43d.com"

@@ -372,10 +372,23 @@ class InvoiceDocument(SQLModel, table=True):
     created_at: datetime = _ts()
 
 
-class SpentFormToken(SQLModel, table=True):
-    """The form tokens (CSRF) of signed-out forms already submitted: each is good for one submission."""
+class McpConfirmation(SQLModel, table=True):
+    """A question put to a person through an assistant (MCP `elicitation/create` on a handshake-era
+    connection) and, once it comes, the answer. The answer may reach any server process; the one
+    holding the question's stream reads it here."""
 
-    __tablename__ = "spent_form_tokens"
+    __tablename__ = "mcp_confirmations"
+    id: str = Field(max_length=64, primary_key=True)  # the elicitation request's JSON-RPC id
+    binding: str = Field(max_length=64)  # a keyed hash of the credential that may answer
+    answer: dict | None = Field(default=None, sa_type=JSON)
+    expires_at: datetime = Field(sa_type=UTCDateTime, index=True)
+
+
+class SpentToken(SQLModel, table=True):
+    """Tokens good for one use that have been used (`core.mechanisms.single_use`): signed-out forms'
+    CSRF tokens, confirmations of an assistant's actions. Kept until they would have expired anyway."""
+
+    __tablename__ = "spent_tokens"
     token_hash: str = Field(max_length=64, primary_key=True)
     expires_at: datetime = Field(sa_type=UTCDateTime, index=True)
 

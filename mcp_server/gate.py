@@ -5,8 +5,11 @@ step up. The SDK only answers inside HTTP 200, so this reads the JSON-RPC reques
 from __future__ import annotations
 
 import json
+import logging
+import secrets
 from typing import Any
 
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
 from starlette.requests import Request
@@ -20,9 +23,15 @@ from core.base import context
 from core.base.db import transaction
 from core.base.errors import DomainError, Unauthorized
 from core.mechanisms import ratelimit
+from mcp_server import confirmations, prompts
+from mcp_server import resources as mcp_resources
+from mcp_server.clients import SESSION_HEADER, Traits, UnknownSession, binding, session_id, session_traits, traits_of
 from mcp_server.tools import BY_NAME, Tool
 from operations.challenge import bearer_challenge
+from operations.confirmations import ACTIONS, Question, question_for
 from operations.pipeline import as_domain_error
+
+log = logging.getLogger("invoicing.mcp")
 
 MAX_BODY_BYTES = 1048576
 # JSON-RPC error codes of our own (the spec leaves server errors to the implementation).
@@ -86,7 +95,77 @@ class Gate:
         if refusal is not None:
             await refusal(scope, receive, send)
             return
+        scope = {**scope, confirmations.PRINCIPAL: principal}
+        try:
+            scope = _with_session(scope, headers, principal)
+        except UnknownSession:
+            response = _jsonrpc_error(_request_id(message), -32001, "Session not found: initialize again.", 404, {})
+            await response(scope, receive, send)
+            return
+        if _is_answer(message):
+            await self._take_answer(scope, receive, send, message, principal)
+            return
+        if tool is not None and tool.name in ACTIONS and _asks_on_stream(scope, headers):
+            question = await run_in_threadpool(question_for, tool.name, principal, _arguments(message).get("invoice"),
+                                               _arguments(message))
+            if question is not None:
+                await self._ask_on_stream(scope, receive, send, body, message, question, principal)
+                return
+        if isinstance(message, dict) and message.get("method") == "initialize":
+            send = _with_session_id(send, principal, traits_of(_params(message).get("capabilities")))
         await self.inner(scope, _replay(body, receive), send)
+
+    async def _take_answer(self, scope: Scope, receive: Receive, send: Send, message: dict,
+                           principal: Principal) -> None:
+        """A client's answer to one of our questions: kept for the process whose stream asked it."""
+        if not await run_in_threadpool(confirmations.record_answer, message["id"], binding(principal), message):
+            log.info("an answer to an unknown or closed question %s was dropped", str(message["id"])[:80])
+        await Response(status_code=202)(scope, receive, send)
+
+    async def _ask_on_stream(self, scope: Scope, receive: Receive, send: Send, body: bytes, message: dict,
+                             question: Question, principal: Principal) -> None:
+        """A handshake-era call that needs the person's word: `elicitation/create` on the call's own
+        stream (server-sent events), the answer awaited through the database, then the call's result."""
+        question_id = f"{confirmations.STATE_PREFIX.rstrip(':')}-{secrets.token_urlsafe(18)}"
+        await run_in_threadpool(confirmations.open_question, question_id, binding(principal))
+        await send({"type": "http.response.start", "status": 200, "headers": [
+            (b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache, no-transform")]})
+
+        async def event(payload: dict) -> None:
+            await send({"type": "http.response.body", "body": f"event: message\ndata: {json.dumps(payload)}\n\n".encode(),
+                        "more_body": True})
+
+        async def keep_alive() -> None:
+            await send({"type": "http.response.body", "body": b": waiting for the person\n\n", "more_body": True})
+
+        try:
+            await event(confirmations.elicitation_request(question_id, question))
+            answer = await confirmations.wait_for_answer(question_id, keep_alive)
+        finally:
+            await run_in_threadpool(confirmations.forget, question_id)
+        approved, action = confirmations.answer_confirms(answer)
+        if approved:
+            result = await self._forward(scope, body)
+        else:
+            declined = confirmations.declined(_params(message)["name"], _arguments(message), action)
+            result = {"jsonrpc": "2.0", "id": message.get("id"),
+                      "result": declined.model_dump(by_alias=True, exclude_none=True, mode="json")}
+        await event(result)
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _forward(self, scope: Scope, body: bytes) -> dict:
+        """The SDK's answer to a call the person confirmed (JSON, as it answers every call)."""
+        chunks: list[bytes] = []
+
+        async def capture(message: dict) -> None:
+            if message["type"] == "http.response.body":
+                chunks.append(message.get("body", b""))
+
+        async def no_more() -> dict:
+            return {"type": "http.disconnect"}
+
+        await self.inner({**scope, confirmations.CONFIRMED: True}, _replay(body, no_more), capture)
+        return json.loads(b"".join(chunks))
 
 
 def _refusal(method: str, message: object, tool: Tool | None, principal: Principal,
@@ -100,18 +179,83 @@ def _refusal(method: str, message: object, tool: Tool | None, principal: Princip
     if method == "GET":
         # Stateless: there is no stream to offer outside a POST's answer (the spec's 405).
         return Response(status_code=405, headers={"Allow": "POST"})
-    if tool is None or tool.scope in principal.scopes or _request_id(message) is None:
+    needed = _needed_scope(message, tool)
+    if needed is None or needed[1] in principal.scopes or _request_id(message) is None:
         return None  # an unknown name (or a malformed request) gets the SDK's answer, which reveals no scope
-    detail = f"The tool {tool.name} needs the scope {tool.scope}, which this credential lacks."
+    what, scope = needed
+    detail = f"{what} needs the scope {scope}, which this credential lacks."
     return _jsonrpc_error(_request_id(message), FORBIDDEN, detail, 403,
-                          {"WWW-Authenticate": _challenge("insufficient_scope", detail, tool.scope)},
-                          {"code": "forbidden", "scope": tool.scope})
+                          {"WWW-Authenticate": _challenge("insufficient_scope", detail, scope)},
+                          {"code": "forbidden", "scope": scope})
+
+
+def _needed_scope(message: object, tool: Tool | None) -> tuple[str, str] | None:
+    """What the request does and the scope it takes, when it takes one: a known tool's, reading an
+    invoice's PDF (as get_invoice), completing a customer or an invoice id (as the tools that list them)."""
+    if tool is not None:
+        return f"The tool {tool.name}", tool.scope
+    method, params = (message.get("method") if isinstance(message, dict) else None), _params(message)
+    if method == "resources/read" and str(params.get("uri", "")).startswith("invoice://"):
+        return "Reading an invoice's PDF", mcp_resources.READ_SCOPE
+    if method == "completion/complete" and (scope := prompts.completion_scope(params.get("ref"), params.get("argument"))):
+        return "Completing this argument", scope
+    return None
 
 
 def too_large(_request: Request, limit: str) -> Response:
     """A body over the endpoint's limit (refused before it is read), as a JSON-RPC error."""
     return JSONResponse({"jsonrpc": "2.0", "id": None, "error": {
         "code": -32600, "message": f"The request body is larger than {limit}."}}, status_code=413)
+
+
+def _params(message: object) -> dict:
+    params = message.get("params") if isinstance(message, dict) else None
+    return params if isinstance(params, dict) else {}
+
+
+def _arguments(message: object) -> dict:
+    arguments = _params(message).get("arguments")
+    return arguments if isinstance(arguments, dict) else {}
+
+
+def _is_modern(headers: Headers) -> bool:
+    version = headers.get("mcp-protocol-version")
+    return version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS
+
+
+def _with_session(scope: Scope, headers: Headers, principal: Principal) -> Scope:
+    """The traits a handshake-era client's session carries, on the scope; the SDK, stateless,
+    never sees the session id. UnknownSession for one this credential was not given."""
+    value = headers.get(SESSION_HEADER)
+    if value is None or _is_modern(headers):
+        return scope
+    traits = session_traits(value, principal)
+    kept = [(name, v) for name, v in scope["headers"] if name.decode("latin-1").lower() != SESSION_HEADER]
+    return {**scope, "headers": kept, confirmations.TRAITS: traits}
+
+
+def _asks_on_stream(scope: Scope, headers: Headers) -> bool:
+    traits = scope.get(confirmations.TRAITS)
+    return traits is not None and traits.elicitation and "text/event-stream" in headers.get("accept", "")
+
+
+def _with_session_id(send: Send, principal: Principal, traits: Traits) -> Send:
+    """An `initialize` answer gives a client that can be asked, or shows views, a session carrying that."""
+    if not traits.any:
+        return send
+
+    async def with_header(message: dict) -> None:
+        if message["type"] == "http.response.start" and message.get("status") == 200:
+            headers = [*message.get("headers", []), (SESSION_HEADER.encode(), session_id(principal, traits).encode())]
+            message = {**message, "headers": headers}
+        await send(message)
+    return with_header
+
+
+def _is_answer(message: object) -> bool:
+    """A JSON-RPC response from the client to one of our questions."""
+    return (isinstance(message, dict) and "method" not in message and ("result" in message or "error" in message)
+            and isinstance(message.get("id"), str) and message["id"].startswith(confirmations.STATE_PREFIX.rstrip(":") + "-"))
 
 
 def _tool_called(message: object) -> Tool | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 from dataclasses import replace
 from typing import Any
@@ -9,16 +11,23 @@ from typing import Any
 import anyio
 import mcp.types as types
 from mcp.server import Server, ServerRequestContext
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import INVALID_PARAMS
 
-from core.access import resources
+from config.settings import get_settings
+from core.access import resources as protected_resources
 from core.base import context, metrics
 from core.base.errors import DomainError, ValidationFailed
 from core.base.jsonout import dumps
 from core.base.money import format_money
 from core.mechanisms.idempotency import check_key
+from mcp_server import confirmations, prompts, resources
+from mcp_server.clients import APPS_EXTENSION
+from mcp_server.confirmations import CONFIRM_TOOL
+from mcp_server.resources import VIEW_URI
 from mcp_server.tools import BY_NAME, TOOLS, Tool
+from operations.confirmations import ACTIONS
 from operations.pipeline import Invocation, Outcome, Reply, execute
 from operations.rendering import error_payload
 
@@ -26,9 +35,13 @@ INSTRUCTIONS = """\
 This server keeps a business's invoices: customers, a catalog of products and prices, invoices and their lines.
 
 Workflow: find the customer (list_customers with `query`) or create it; look up prices (list_prices) when the user \
-names catalog items; draft the invoice (create_invoice, then update_invoice / add_invoice_item); show the user the \
-lines and totals and let them review the draft. Finalize, send, void or mark paid only when the user asks for that \
-step: these act for real (a finalized invoice gets a permanent number; sending e-mails the customer).
+names catalog items; show the user the lines and totals with preview_invoice (nothing is saved) before drafting; \
+draft the invoice (create_invoice, then update_invoice / add_invoice_item) and let them review the draft. Finalize, \
+send, void or mark paid only when the user asks for that step: these act for real (a finalized invoice gets a \
+permanent number; sending e-mails the customer), and the person is asked to confirm where your client can ask. \
+A declined confirmation answers {"declined": true}: nothing changed. The PDF of an invoice is the resource \
+invoice://{id}/pdf; the prompts draft_invoice_from_notes, chase_overdue_invoices and month_end_summary guide common \
+tasks.
 
 Money is an integer in the currency's minor unit (250000 = 2,500.00 USD; JPY has no decimals; BHD has three); \
 results also carry `formatted` strings to show the user. Ids are prefixed (cus_, prod_, price_, in_, ii_). Pass an \
@@ -39,9 +52,56 @@ invalid_state, forbidden, rate_limited, …) and, for validation, the failing `e
 MONEY_FIELDS = ("subtotal", "discount", "taxable", "tax", "total", "amount_due", "unit_amount", "amount", "tax_amount")
 
 
+# Tools whose results the invoice view shows (MCP Apps hosts render it beside the text).
+VIEWED = ("get_invoice", "create_invoice", "preview_invoice", *ACTIONS)
+LINKED = ("get_invoice", "create_invoice", "finalize_invoice", "send_invoice")  # results link the PDF
+CONFIRM_TOOL_DESCRIPTOR = types.Tool(
+    name=CONFIRM_TOOL, title="Confirm or cancel an action",
+    description="Used by the invoice view's Confirm and Cancel buttons: runs, or drops, exactly the action the "
+                "person was asked about, with the token the view was given. Not for the assistant.",
+    input_schema={"type": "object", "required": ["token", "decision"], "additionalProperties": False, "properties": {
+        "token": {"type": "string", "minLength": 1, "description": "The confirmation token the view was given"},
+        "decision": {"type": "string", "enum": ["confirm", "cancel"], "description": "The person's answer"}}},
+    output_schema={"type": "object", "description": "The confirmed tool's result, or {declined: true, …}"},
+    annotations=types.ToolAnnotations(title="Confirm or cancel an action", read_only_hint=False,
+                                      destructive_hint=True, idempotent_hint=False, open_world_hint=True),
+    meta={"ui": {"resourceUri": VIEW_URI, "visibility": ["app"]}})
+
+
 def build_server() -> Server:
-    return Server("invoicing", version="1", title="Invoicing", instructions=INSTRUCTIONS,
-                  on_list_tools=_list_tools, on_call_tool=_call_tool)
+    server = Server("invoicing", version="1", title="Invoicing", instructions=INSTRUCTIONS,
+                    on_list_tools=_list_tools, on_call_tool=_call_tool,
+                    on_list_resources=resources.list_resources,
+                    on_list_resource_templates=resources.list_resource_templates,
+                    on_read_resource=resources.read_resource,
+                    on_list_prompts=prompts.list_prompts, on_get_prompt=prompts.get_prompt,
+                    on_completion=prompts.complete, get_tool_input_schema=_input_schema)
+    server.extensions[APPS_EXTENSION] = {}
+    server.middleware.append(_advertise_extensions_on_initialize)
+    # `requestState` of confirmations, sealed with a key of ours so any process opens it, bound to the credential.
+    server.middleware.append(RequestStateBoundary(RequestStateSecurity(
+        keys=[_state_key()], ttl=confirmations.LIFETIME.total_seconds(), bind_principal=confirmations.bind_principal),
+        default_audience="invoicing"))
+    return server
+
+
+def _state_key() -> bytes:
+    return hmac.new(get_settings().signing_key, b"mcp/request-state/v1", hashlib.sha256).digest()
+
+
+async def _advertise_extensions_on_initialize(ctx, call_next):
+    """The SDK leaves `extensions` out of a handshake-era `initialize` result; hosts look there for MCP Apps."""
+    result = await call_next(ctx)
+    if ctx.method == "initialize" and isinstance(result, dict):
+        capabilities = {**(result.get("capabilities") or {}), "extensions": {APPS_EXTENSION: {}}}
+        result = {**result, "capabilities": capabilities}
+    return result
+
+
+def _input_schema(name: str) -> dict | None:
+    if name == CONFIRM_TOOL:
+        return CONFIRM_TOOL_DESCRIPTOR.input_schema
+    return BY_NAME[name].input_schema() if name in BY_NAME else None
 
 
 def _descriptor(tool: Tool) -> types.Tool:
@@ -50,19 +110,36 @@ def _descriptor(tool: Tool) -> types.Tool:
         input_schema=tool.input_schema(), output_schema=tool.output_schema(),
         annotations=types.ToolAnnotations(title=tool.title, read_only_hint=tool.read_only,
                                           destructive_hint=tool.destructive, idempotent_hint=tool.idempotent,
-                                          open_world_hint=tool.open_world))
+                                          open_world_hint=tool.open_world),
+        meta={"ui": {"resourceUri": VIEW_URI}} if tool.name in VIEWED else None)
 
 
 async def _list_tools(_ctx: ServerRequestContext, _params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-    return types.ListToolsResult(tools=[_descriptor(tool) for tool in TOOLS])
+    return types.ListToolsResult(tools=[*(_descriptor(tool) for tool in TOOLS), CONFIRM_TOOL_DESCRIPTOR])
 
 
-async def _call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
+async def _call_tool(ctx: ServerRequestContext,
+                     params: types.CallToolRequestParams) -> types.CallToolResult | types.InputRequiredResult:
+    authorization = ctx.request.headers.get("authorization") if ctx.request is not None else None
+
+    async def act(name: str, arguments: dict) -> types.CallToolResult:
+        return await _act(BY_NAME[name], arguments, authorization)
+
+    arguments = dict(params.arguments or {})
+    if params.name == CONFIRM_TOOL:
+        return await confirmations.from_app(ctx, arguments, act)
     tool = BY_NAME.get(params.name)
     if tool is None:
         raise MCPError(INVALID_PARAMS, f"Unknown tool: {params.name}")
-    authorization = ctx.request.headers.get("authorization") if ctx.request is not None else None
-    outcome = await anyio.to_thread.run_sync(run_tool, tool, dict(params.arguments or {}), authorization)
+    if tool.name in ACTIONS:
+        instead = await confirmations.before_acting(ctx, tool.name, arguments, params, with_formatted_money)
+        if instead is not None:
+            return instead
+    return await _act(tool, arguments, authorization)
+
+
+async def _act(tool: Tool, arguments: dict, authorization: str | None) -> types.CallToolResult:
+    outcome = await anyio.to_thread.run_sync(run_tool, tool, dict(arguments), authorization)
     if outcome.error is not None:
         metrics.tool_call(tool.name, outcome.error.code)
         return _error_result(error_payload(outcome.error))
@@ -71,8 +148,11 @@ async def _call_tool(ctx: ServerRequestContext, params: types.CallToolRequestPar
         metrics.tool_call(tool.name, str(body.get("code", "error")))
         return _error_result(body)
     metrics.tool_call(tool.name, "ok")
-    return types.CallToolResult(content=[types.TextContent(type="text", text=outcome.reply.body)],
-                                structured_content=body)
+    content: list = [types.TextContent(type="text", text=outcome.reply.body)]
+    if tool.name in LINKED:
+        invoice = body.get("data", body)
+        content += [link for link in (resources.pdf_link(invoice), resources.public_link(invoice)) if link]
+    return types.CallToolResult(content=content, structured_content=body)
 
 
 def _error_result(payload: dict) -> types.CallToolResult:
@@ -115,7 +195,7 @@ def run_tool(tool: Tool, arguments: dict[str, Any], authorization: str | None) -
         except ValidationFailed as refused:
             error = error or refused
     invocation = Invocation(
-        credential=authorization, resource=resources.mcp(), request_id=context.request_id(), params=ids,
+        credential=authorization, resource=protected_resources.mcp(), request_id=context.request_id(), params=ids,
         query=query, typed_query=True, query_items=sorted((name, json.dumps(value)) for name, value in query.items()),
         body=json.dumps(rest).encode() if operation.body is not None else b"",
         idempotency_key=key, idempotency_scope=("MCP", tool.name), body_error=error, counted=True)

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from operations import business, customers, invoices, products
+from operations.confirmations import ACTIONS
 from operations.pipeline import Operation
 
 MINOR_UNITS = ("Money is always an integer in the currency's minor unit: 250000 is 2,500.00 USD, 5000 is 5,000 JPY "
@@ -24,6 +25,16 @@ IDEMPOTENCY_KEY = {
                    "acting twice. Reuse it only to retry the very same call.",
     "examples": ["draft-acme-2026-11-23"],
 }
+
+
+DECLINED = {"type": "object", "required": ["declined", "action", "detail"], "description": "The person declined",
+            "properties": {"declined": {"type": "boolean"}, "action": {"type": "string"},
+                           "invoice": {"anyOf": [{"type": "string"}, {"type": "null"}]}, "detail": {"type": "string"}}}
+AWAITING = {"type": "object", "required": ["confirmation_required", "action", "invoice", "question"],
+            "description": "Nothing happened yet: the person must confirm in the invoice view",
+            "properties": {"confirmation_required": {"type": "boolean"}, "action": {"type": "string"},
+                           "invoice": {"type": "string"}, "question": {"type": "string"},
+                           "data": {"type": "object", "description": "The invoice as it stands"}}}
 
 
 @dataclass(frozen=True)
@@ -70,7 +81,14 @@ class Tool:
         return schema
 
     def output_schema(self) -> dict:
-        return _output_schema(self.operation.response, self.operation.shape)
+        schema = _output_schema(self.operation.response, self.operation.shape)
+        if self.name not in ACTIONS:
+            return schema
+        # A consequential tool may also answer that the person declined, or must confirm in the view.
+        definitions = schema.pop("$defs", {})
+        definitions[f"{self.name}_result"] = schema
+        return {"type": "object", "anyOf": [{"$ref": f"#/$defs/{self.name}_result"}, DECLINED, AWAITING],
+                "$defs": definitions}
 
 
 def _output_schema(model: type[BaseModel] | None, shape: str) -> dict:

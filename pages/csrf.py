@@ -16,17 +16,12 @@ from datetime import UTC, datetime
 from joserfc import jws
 from joserfc.errors import JoseError
 from joserfc.jwk import OctKey
-from sqlalchemy import delete
-from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session
 from starlette.requests import Request
 from starlette.responses import Response
 
 from config.settings import get_settings
 from core.base import crypto
-from core.base.clock import now
-from core.base.db import transaction
-from core.models import SpentFormToken
+from core.mechanisms import single_use as single_use_tokens
 
 CSRF_COOKIE = "invoicing_csrf"
 FIELD = "csrf_token"
@@ -68,21 +63,8 @@ def require_csrf(request: Request, form, *, single_use: bool = False) -> None:
         raise CsrfFailed("invalid CSRF token") from None
     if payload.get("exp", 0) < time.time() or not crypto.same(str(payload.get("b")), crypto.sha256_hex(seed)):
         raise CsrfFailed("CSRF token does not match this browser")
-    if single_use:
-        _spend(token, payload["exp"])
-
-
-def _spend(token: str, expires: int) -> None:
-    try:
-        with transaction() as session:
-            session.add(SpentFormToken(token_hash=crypto.sha256_hex(token),
-                                       expires_at=datetime.fromtimestamp(expires, UTC)))
-    except IntegrityError:
-        raise CsrfFailed("this form was already submitted") from None
-
-
-def purge_spent(session: Session) -> None:
-    session.execute(delete(SpentFormToken).where(SpentFormToken.expires_at <= now()))
+    if single_use and not single_use_tokens.spend(token, datetime.fromtimestamp(payload["exp"], UTC)):
+        raise CsrfFailed("this form was already submitted")
 
 
 def attach_cookie(request: Request, response: Response) -> None:

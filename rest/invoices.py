@@ -12,6 +12,11 @@ api.endpoint("POST", "/invoices", invoices.create_invoice, status=201, summary="
              description="Only `customer` is required: the currency defaults to the business's, the issue date "
                          "to today (UTC) and the due date to 30 days later. `items` may be empty. Requires an "
                          "`Idempotency-Key` (428 without). Records `invoice.created`.")
+api.endpoint("POST", "/invoices/preview", invoices.preview_invoice, summary="Preview a draft invoice",
+             description="The same body as creating a draft; answers the invoice that would be created, with its "
+                         "lines and totals computed exactly as creating computes them and the same 404 and 422 "
+                         "answers, but nothing is saved, numbered or recorded (`id` is null, `object` is "
+                         "`invoice_preview`). Needs only `invoices:read`; no `Idempotency-Key`.")
 api.endpoint("GET", "/invoices/{id}", invoices.get_invoice, summary="Retrieve an invoice",
              description="With every line. A draft shows the customer and business profile as they are now; a "
                          "finalized invoice shows them as they were when it was finalized.")

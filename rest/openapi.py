@@ -30,6 +30,8 @@ SCHEMA_NAMES = {
     "BusinessOutModel": "Business", "CustomerAddress": "AddressInput", "CustomerDetailsOut": "CustomerDetails",
     "CustomerOut": "Customer", "DeletedInvoiceOut": "DeletedInvoice", "EventOut": "InvoiceEvent",
     "InvoiceItemOut": "InvoiceItem", "InvoiceOut": "Invoice", "InvoiceWithLinesOut": "InvoiceWithLines",
+    "InvoicePreviewOut": "InvoicePreview", "InvoicePreviewLineOut": "InvoicePreviewLine",
+    "PreviewLinesOut": "InvoicePreviewLines",
     "ItemAdd": "InvoiceItemCreate", "ItemFields": "InvoiceItemInput", "LinesOut": "InvoiceLines",
     "PayInput": "InvoicePay", "PriceOut": "Price", "ProductOut": "Product", "RecurringOut": "Recurring",
     "SendInput": "InvoiceSend", "SendOut": "InvoiceSendResult", "VoidInput": "InvoiceVoid",

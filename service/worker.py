@@ -23,10 +23,9 @@ from authz import cleanup as oauth_cleanup
 from core.access import sign_in
 from core.base.clock import now
 from core.base.db import transaction
-from core.mechanisms import idempotency, ratelimit
+from core.mechanisms import idempotency, ratelimit, single_use
 from core.models import WorkerHeartbeat
 from core.webhooks import delivery
-from pages import csrf
 
 log = logging.getLogger("invoicing.worker")
 
@@ -50,12 +49,12 @@ class Job:
 
 def cleanup() -> None:
     """Forget idempotency records past their 24 hours, rate-limit counts no limit reads any more,
-    sign-in challenges and spent form tokens past their time, and the heartbeats of workers gone for a day."""
+    sign-in challenges and spent single-use tokens past their time, and the heartbeats of workers gone for a day."""
     with transaction() as session:
         idempotency.purge_expired(session)
         ratelimit.purge_old(session)
         sign_in.purge_expired(session)
-        csrf.purge_spent(session)
+        single_use.purge_spent(session)
         session.exec(delete(WorkerHeartbeat).where(WorkerHeartbeat.last_success_at < now() - FORGET_WORKERS_AFTER))
 
 

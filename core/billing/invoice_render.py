@@ -250,6 +250,8 @@ class InvoicePreviewOut(InvoiceWithLinesOut):
 
 
 class PreviewLinesOut(BaseModel):
+    """Every line the draft would have, in order."""
+
     data: list[InvoicePreviewLineOut] = Field(description="The lines")
 
 

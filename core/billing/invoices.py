@@ -197,6 +197,19 @@ def _new_draft(session: Session, principal: Principal, data: InvoiceCreate) -> t
     return invoice, lines
 
 
+def numbers_starting_with(session: Session, account_id: uuid.UUID, typed: str, limit: int) -> list[tuple[str, str]]:
+    """(id, number or "Draft") of the account's invoices whose number or id starts with `typed`, newest first."""
+    typed = typed.strip()
+    condition = func.lower(Invoice.number).startswith(typed.lower(), autoescape=True)
+    try:
+        condition = or_(condition, Invoice.id == ids.parse("invoice", typed, what="invoice"))
+    except NotFound:
+        pass
+    query = select(Invoice.id, Invoice.number).where(Invoice.account_id == account_id, condition)
+    return [(ids.public_id("invoice", row_id), number or "Draft")
+            for row_id, number in session.exec(query.order_by(Invoice.created.desc(), Invoice.id.desc()).limit(limit))]
+
+
 def create_invoice(session: Session, principal: Principal, data: InvoiceCreate) -> Invoice:
     invoice, lines = _new_draft(session, principal, data)
     session.add(invoice)

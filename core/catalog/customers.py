@@ -116,6 +116,14 @@ def get_customer(session: Session, account_id: uuid.UUID, customer_id: str, *, l
     return owned(session, Customer, "customer", account_id, customer_id, noun="customer", lock=lock)
 
 
+def names_starting_with(session: Session, account_id: uuid.UUID, typed: str, limit: int) -> list[tuple[str, str]]:
+    """(id, name) of the account's active customers whose name starts with `typed`, any case, by name."""
+    query = select(Customer.id, Customer.name).where(Customer.account_id == account_id, Customer.archived_at.is_(None),
+                                                     func.lower(Customer.name).startswith(typed.lower(), autoescape=True))
+    return [(ids.public_id("customer", row_id), name)
+            for row_id, name in session.exec(query.order_by(func.lower(Customer.name), Customer.id).limit(limit))]
+
+
 def list_customers(session: Session, account_id: uuid.UUID, q: CustomerListQuery) -> Page:
     query = select(Customer).where(Customer.account_id == account_id)
     if not q.include_deleted:

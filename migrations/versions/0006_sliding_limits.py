@@ -1,5 +1,5 @@
 """limits that hold in every span (the sliding-window counter's decision, sliding logs), sign-in challenges,
-single-use form tokens, rendered documents kept, webhook endpoints' availability
+single-use tokens, MCP confirmations, rendered documents kept, webhook endpoints' availability
 
 Revision ID: 0006
 Revises: 0005
@@ -52,15 +52,24 @@ def upgrade() -> None:
     )
     op.add_column("webhook_endpoints", sa.Column("available_at", UTCDateTime(), nullable=True))
     op.create_table(
-        "spent_form_tokens",
+        "mcp_confirmations",
+        sa.Column("id", sqlmodel.sql.sqltypes.AutoString(length=64), primary_key=True),
+        sa.Column("binding", sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
+        sa.Column("answer", sa.JSON(), nullable=True),
+        sa.Column("expires_at", UTCDateTime(), nullable=False),
+    )
+    op.create_index("ix_mcp_confirmations_expires_at", "mcp_confirmations", ["expires_at"])
+    op.create_table(
+        "spent_tokens",
         sa.Column("token_hash", sqlmodel.sql.sqltypes.AutoString(length=64), primary_key=True),
         sa.Column("expires_at", UTCDateTime(), nullable=False),
     )
-    op.create_index("ix_spent_form_tokens_expires_at", "spent_form_tokens", ["expires_at"])
+    op.create_index("ix_spent_tokens_expires_at", "spent_tokens", ["expires_at"])
 
 
 def downgrade() -> None:
-    op.drop_table("spent_form_tokens")
+    op.drop_table("spent_tokens")
+    op.drop_table("mcp_confirmations")
     op.drop_table("invoice_documents")
     with op.batch_alter_table("webhook_endpoints") as batch:
         batch.drop_column("available_at")

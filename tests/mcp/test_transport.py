@@ -18,7 +18,7 @@ DECIDED_TOOLS = {
     "get_business", "list_customers", "get_customer", "create_customer", "update_customer", "list_products",
     "list_prices", "list_invoices", "get_invoice", "list_invoice_events", "create_invoice", "update_invoice",
     "add_invoice_item", "remove_invoice_item", "delete_draft_invoice", "finalize_invoice", "void_invoice",
-    "send_invoice", "mark_invoice_paid",
+    "send_invoice", "mark_invoice_paid", "preview_invoice", "confirm_invoice_action",
 }
 
 
@@ -78,17 +78,19 @@ def test_every_argument_is_described(client, tenant):
 
 def test_writes_take_an_idempotency_key_and_reads_do_not(client, tenant):
     for tool in post(client, "tools/list", key=tenant.key).json()["result"]["tools"]:
+        if (tool.get("_meta") or {}).get("ui", {}).get("visibility") == ["app"]:
+            continue  # the view's confirmation: its token is good for one call
         read_only = tool["annotations"]["readOnlyHint"]
         assert ("idempotency_key" in tool["inputSchema"]["properties"]) is not read_only, tool["name"]
 
 
 def test_only_sending_reaches_the_open_world(client, tenant):
     tools = post(client, "tools/list", key=tenant.key).json()["result"]["tools"]
-    assert [t["name"] for t in tools if t["annotations"]["openWorldHint"]] == ["send_invoice"]
+    assert [t["name"] for t in tools if t["annotations"]["openWorldHint"]] == ["send_invoice", "confirm_invoice_action"]
 
 
 def test_the_tool_list_matches_the_declarations():
-    assert {tool.name for tool in TOOLS} == DECIDED_TOOLS
+    assert {tool.name for tool in TOOLS} | {"confirm_invoice_action"} == DECIDED_TOOLS
 
 
 def test_a_tool_call_without_its_scope_is_403_for_step_up(client, tenant):

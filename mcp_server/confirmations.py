@@ -1,0 +1,239 @@
+"""Confirmation before consequential tools (finalize, send, mark paid, void), however the client can ask.
+
+- A 2026-07-28 client that declared elicitation: the tool answers `InputRequiredResult` with the
+  question (a form with one box); the client asks its person and calls again with the answer and
+  the `requestState`. The SDK's `RequestStateBoundary` seals that state (AES-GCM under a key derived
+  from the secret key, so any process can open it), binds it to the credential, the tool and its
+  arguments, and lets it live 10 minutes; a nonce inside makes it good for one call.
+- A handshake-era client that declared elicitation: `elicitation/create` on the call's own stream
+  (`ask_on_stream`, driven by the gate); the answer comes back in another POST, which may reach
+  another process, so it goes through the database (`mcp_confirmations`).
+- A client that shows MCP Apps but cannot be asked: the tool answers that the person must confirm,
+  with a one-use token in `_meta` (not the model's context); the invoice view shows the question
+  with Confirm and Cancel, which call the app-only tool `confirm_invoice_action` with the token.
+- A client with neither: its granted scopes decide, and the host's own approval shows the arguments.
+
+Declining or cancelling changes nothing and records nothing: the tool answers a plain result
+saying so (structured `{"declined": true, …}`), not an error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+
+import anyio
+import mcp.types as types
+from joserfc import jwt
+from joserfc.errors import JoseError
+from joserfc.jwk import OctKey
+from mcp.server import ServerRequestContext
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from sqlmodel import select
+from starlette.concurrency import run_in_threadpool
+
+from config.settings import get_settings
+from core.access.principal import Principal
+from core.base.clock import now
+from core.base.db import transaction
+from core.mechanisms import single_use
+from core.models import McpConfirmation
+from mcp_server.clients import Traits, binding, traits_of
+from operations.confirmations import ACTIONS, Question, confirmed, question_for
+
+CONFIRM_TOOL = "confirm_invoice_action"
+CONFIRM_REQUEST = "confirm"  # the key of the input request
+STATE_PREFIX = "confirm:"
+LIFETIME = timedelta(minutes=10)  # of a question: its state, its app token, the wait for an answer
+KEEP_ALIVE_SECONDS = 15.0
+ANSWER_POLL_SECONDS = 0.2
+PAST = {"finalize": "finalized", "send": "sent", "pay": "marked paid", "void": "voided"}
+
+# Set by the gate on the request's scope.
+PRINCIPAL = "invoicing.principal"
+TRAITS = "invoicing.traits"
+CONFIRMED = "invoicing.confirmed"
+
+
+def principal_of(ctx: ServerRequestContext) -> Principal | None:
+    return ctx.request.scope.get(PRINCIPAL) if ctx.request is not None else None
+
+
+def bind_principal(ctx: ServerRequestContext) -> str | None:
+    """Whose sealed `requestState` this is (RequestStateSecurity's binding): the credential."""
+    principal = principal_of(ctx)
+    return binding(principal) if principal is not None else None
+
+
+def is_modern(ctx: ServerRequestContext) -> bool:
+    return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+
+def traits_for(ctx: ServerRequestContext) -> Traits:
+    """What the client can do: declared with this request (2026-07-28) or in its session (handshake era)."""
+    if is_modern(ctx):
+        capabilities = ctx.session.client_capabilities
+        return traits_of(capabilities.model_dump(by_alias=True, exclude_none=True) if capabilities else None)
+    traits = ctx.request.scope.get(TRAITS) if ctx.request is not None else None
+    return traits or Traits()
+
+
+# --- results ----------------------------------------------------------------------------------------
+
+def declined(tool: str, arguments: dict, answer: str = "decline") -> types.CallToolResult:
+    action = ACTIONS[tool]
+    detail = (f"The person {'declined' if answer == 'decline' else 'did not answer'}: nothing changed "
+              f"(the invoice was not {PAST[action]}). Ask them before trying again.")
+    return types.CallToolResult(content=[types.TextContent(type="text", text=detail)], structured_content={
+        "declined": True, "action": action, "invoice": arguments.get("invoice"), "detail": detail})
+
+
+def awaiting_app(question: Question, token: str, shown: Callable[[dict], dict]) -> types.CallToolResult:
+    detail = (f"Nothing has happened yet: the person must confirm in the invoice view. It asks: "
+              f"{question.message}")
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=detail)],
+        structured_content={"confirmation_required": True, "action": question.action, "invoice": question.invoice,
+                            "question": question.message, "data": shown(question.view)},
+        meta={"invoicing": {"confirmation_token": token}})  # for the view only: not in the model's context
+
+
+def refused(detail: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps(
+        {"code": "confirmation_invalid", "detail": detail}))], is_error=True)
+
+
+# --- before a consequential tool acts ------------------------------------------------------------
+
+async def before_acting(ctx: ServerRequestContext, tool: str, arguments: dict, params: types.CallToolRequestParams,
+                        shown: Callable[[dict], dict]) -> types.CallToolResult | types.InputRequiredResult | None:
+    """What to answer instead of acting (a question, a decline, a refusal), or None to act now."""
+    principal = principal_of(ctx)
+    if principal is None or ctx.request.scope.get(CONFIRMED):
+        return None
+    traits = traits_for(ctx)
+    if traits.elicitation and is_modern(ctx):
+        return await _round_trip(principal, tool, arguments, params)
+    if traits.elicitation:
+        return None  # a handshake-era client: the gate asked on the call's stream, or found nothing to ask
+    if traits.apps:
+        question = await run_in_threadpool(question_for, tool, principal, arguments.get("invoice"), arguments)
+        if question is not None:
+            return awaiting_app(question, app_token(principal, tool, arguments), shown)
+    return None
+
+
+async def _round_trip(principal: Principal, tool: str, arguments: dict,
+                      params: types.CallToolRequestParams) -> types.CallToolResult | types.InputRequiredResult | None:
+    state = params.request_state  # as sealed by us: the boundary opened and checked it
+    if state is None:
+        question = await run_in_threadpool(question_for, tool, principal, arguments.get("invoice"), arguments)
+        if question is None:
+            return None
+        return types.InputRequiredResult(
+            input_requests={CONFIRM_REQUEST: types.ElicitRequest(params=types.ElicitRequestFormParams(
+                message=question.message, requested_schema=question.requested_schema))},
+            request_state=STATE_PREFIX + secrets.token_urlsafe(16))
+    if not state.startswith(STATE_PREFIX):
+        return refused("The confirmation is not one this server asked for.")
+    if not await run_in_threadpool(single_use.spend, state, now() + LIFETIME):
+        return refused("This confirmation was used already: ask the person again.")
+    answer = (params.input_responses or {}).get(CONFIRM_REQUEST)
+    if not isinstance(answer, types.ElicitResult):
+        return refused("The answer to the confirmation is missing.")
+    return None if confirmed(answer.action, answer.content) else declined(tool, arguments, answer.action)
+
+
+# --- the invoice view's Confirm and Cancel ---------------------------------------------------------
+
+def _app_key() -> OctKey:
+    return OctKey.import_key(hashlib.sha256(b"mcp-app-confirmation:" + get_settings().signing_key).digest())
+
+
+def app_token(principal: Principal, tool: str, arguments: dict) -> str:
+    issued = int(time.time())
+    claims = {"sub": binding(principal), "tool": tool, "arguments": arguments, "jti": secrets.token_urlsafe(16),
+              "iat": issued, "exp": issued + int(LIFETIME.total_seconds())}
+    return jwt.encode({"alg": "HS256"}, claims, _app_key())
+
+
+async def from_app(ctx: ServerRequestContext, arguments: dict,
+                   act: Callable[[str, dict], Awaitable[types.CallToolResult]]) -> types.CallToolResult:
+    """`confirm_invoice_action`: run (or drop) exactly the action a token names, for its credential, once."""
+    principal, token, decision = principal_of(ctx), arguments.get("token"), arguments.get("decision")
+    if decision not in ("confirm", "cancel") or not isinstance(token, str) or len(token) > 20000:
+        return refused("`decision` must be confirm or cancel, with the `token` the invoice view was given.")
+    try:
+        claims = jwt.decode(token, _app_key(), algorithms=["HS256"]).claims
+        jwt.JWTClaimsRegistry(now=int(time.time()), leeway=0, exp={"essential": True}).validate(claims)
+    except (JoseError, ValueError, TypeError):
+        return refused("The confirmation has expired or was altered: ask for it again.")
+    if principal is None or claims.get("sub") != binding(principal) or claims.get("tool") not in ACTIONS:
+        return refused("The confirmation is not for this connection.")
+    if not await run_in_threadpool(single_use.spend, "app:" + str(claims.get("jti")), now() + LIFETIME):
+        return refused("This confirmation was used already.")
+    if decision == "cancel":
+        return declined(claims["tool"], claims["arguments"])
+    return await act(claims["tool"], claims["arguments"])
+
+
+# --- handshake era: the question on the call's own stream, the answer through the database -------
+
+def open_question(question_id: str, owner: str) -> None:
+    with transaction() as session:
+        session.add(McpConfirmation(id=question_id, binding=owner, expires_at=now() + LIFETIME))
+
+
+def record_answer(question_id: str, owner: str, answer: dict) -> bool:
+    """Store a client's answer to one of our questions (from whichever process it reached)."""
+    with transaction() as session:
+        row = session.get(McpConfirmation, question_id)
+        if row is None or row.binding != owner or row.answer is not None or row.expires_at <= now():
+            return False
+        row.answer = answer
+        session.add(row)
+    return True
+
+
+def _answer(question_id: str) -> dict | None:
+    with transaction() as session:
+        row = session.exec(select(McpConfirmation).where(McpConfirmation.id == question_id)).first()
+        return row.answer if row is not None else None
+
+
+def forget(question_id: str) -> None:
+    with transaction() as session:
+        if (row := session.get(McpConfirmation, question_id)) is not None:
+            session.delete(row)
+
+
+async def wait_for_answer(question_id: str, keep_alive: Callable[[], Awaitable[None]]) -> dict | None:
+    """The answer, or None when none came in time."""
+    deadline, next_keep_alive = time.monotonic() + LIFETIME.total_seconds(), time.monotonic() + KEEP_ALIVE_SECONDS
+    while time.monotonic() < deadline:
+        if (answer := await run_in_threadpool(_answer, question_id)) is not None:
+            return answer
+        if time.monotonic() >= next_keep_alive:
+            await keep_alive()
+            next_keep_alive = time.monotonic() + KEEP_ALIVE_SECONDS
+        await anyio.sleep(ANSWER_POLL_SECONDS)
+    return None
+
+
+def elicitation_request(question_id: str, question: Question) -> dict:
+    return {"jsonrpc": "2.0", "id": question_id, "method": "elicitation/create", "params": {
+        "mode": "form", "message": question.message, "requestedSchema": question.requested_schema}}
+
+
+def answer_confirms(answer: dict | None) -> tuple[bool, str]:
+    """Whether a JSON-RPC answer to `elicitation/create` approves, and its action."""
+    result = answer.get("result") if isinstance(answer, dict) else None
+    if not isinstance(result, dict):
+        return False, "cancel"
+    action = result.get("action") if result.get("action") in ("accept", "decline", "cancel") else "cancel"
+    content = result.get("content") if isinstance(result.get("content"), dict) else None
+    return confirmed(action, content), action

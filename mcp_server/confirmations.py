@@ -84,10 +84,14 @@ def traits_for(ctx: ServerRequestContext) -> Traits:
 
 # --- results ----------------------------------------------------------------------------------------
 
+ANSWERED = {"decline": "declined", "cancel": "dismissed the question", "timeout": "did not answer in time"}
+
+
 def declined(tool: str, arguments: dict, answer: str = "decline") -> types.CallToolResult:
+    """The person said no (`decline`), dismissed the question (`cancel`), or never answered (`timeout`)."""
     action = ACTIONS[tool]
-    detail = (f"The person {'declined' if answer == 'decline' else 'did not answer'}: nothing changed "
-              f"(the invoice was not {PAST[action]}). Ask them before trying again.")
+    detail = (f"The person {ANSWERED.get(answer, 'declined')}: nothing changed (the invoice was not "
+              f"{PAST[action]}). Ask them before trying again.")
     return types.CallToolResult(content=[types.TextContent(type="text", text=detail)], structured_content={
         "declined": True, "action": action, "invoice": arguments.get("invoice"), "detail": detail})
 
@@ -231,9 +235,11 @@ def elicitation_request(question_id: str, question: Question) -> dict:
 
 def answer_confirms(answer: dict | None) -> tuple[bool, str]:
     """Whether a JSON-RPC answer to `elicitation/create` approves, and its action."""
+    if answer is None:
+        return False, "timeout"
     result = answer.get("result") if isinstance(answer, dict) else None
     if not isinstance(result, dict):
-        return False, "cancel"
+        return False, "cancel"  # the client answered with an error: the question was not put
     action = result.get("action") if result.get("action") in ("accept", "decline", "cancel") else "cancel"
     content = result.get("content") if isinstance(result.get("content"), dict) else None
     return confirmed(action, content), action

@@ -24,7 +24,7 @@ from core.access import sign_in
 from core.base.clock import now
 from core.base.db import transaction
 from core.mechanisms import idempotency, ratelimit, single_use
-from core.models import WorkerHeartbeat
+from core.models import McpConfirmation, WorkerHeartbeat
 from core.webhooks import delivery
 
 log = logging.getLogger("invoicing.worker")
@@ -55,6 +55,7 @@ def cleanup() -> None:
         ratelimit.purge_old(session)
         sign_in.purge_expired(session)
         single_use.purge_spent(session)
+        session.exec(delete(McpConfirmation).where(McpConfirmation.expires_at <= now()))
         session.exec(delete(WorkerHeartbeat).where(WorkerHeartbeat.last_success_at < now() - FORGET_WORKERS_AFTER))
 
 

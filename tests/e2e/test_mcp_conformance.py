@@ -100,3 +100,25 @@ def test_inspector_cli_lists_and_calls_tools(live_server, tmp_path):
     assert called.returncode == 0, called.stderr[-2000:]
     result = json.loads(called.stdout)
     assert result["isError"] is False and result["structuredContent"]["name"] == "Inspector"
+
+
+def test_inspector_reads_the_new_resources_prompts_and_app(live_server, tmp_path):
+    tenant = make_tenant(None)
+    base = [*INSPECTOR, "--cli", f"{live_server}/mcp", "--transport", "http",
+            "--header", f"Authorization: Bearer {tenant.key}"]
+    strict = run([*base, "--method", "tools/list", "--strict"], tmp_path)
+    assert strict.returncode == 0, strict.stderr[-2000:]
+    warnings = [line for line in strict.stderr.splitlines() if line.strip() and "npm warn" not in line]
+    assert warnings == [], warnings  # no schema portability problem
+    templates = json.loads(run([*base, "--method", "resources/templates/list"], tmp_path).stdout)
+    assert [t["uriTemplate"] for t in templates["resourceTemplates"]] == ["invoice://{invoice_id}/pdf"]
+    prompts = json.loads(run([*base, "--method", "prompts/list"], tmp_path).stdout)
+    assert {p["name"] for p in prompts["prompts"]} == {"draft_invoice_from_notes", "chase_overdue_invoices",
+                                                       "month_end_summary"}
+    view = json.loads(run([*base, "--method", "resources/read", "--uri", "ui://invoicing/invoice-view.html"],
+                          tmp_path).stdout)
+    assert view["contents"][0]["mimeType"] == "text/html;profile=mcp-app"
+    app = run([*base, "--method", "tools/call", "--tool-name", "get_invoice", "--app-info", "--advertise-apps"], tmp_path)
+    assert app.returncode == 0, app.stderr[-2000:]
+    info = json.loads(app.stdout.strip().splitlines()[-1])
+    assert info["hasApp"] is True and info["resourceUri"] == "ui://invoicing/invoice-view.html"

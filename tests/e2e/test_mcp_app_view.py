@@ -1,0 +1,115 @@
+"""The invoice view (MCP Apps) in Chromium, inside a small host page that speaks the host's side of
+the protocol: it loads the view from the server's `ui://` resource into a sandboxed frame, feeds it a
+tool result, and carries the view's `tools/call` and `resources/read` to the live server (as an MCP
+Apps host without elicitation would), so the view's Finalize goes through the person's confirmation."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import httpx
+import pytest
+
+from tests.conftest import make_tenant
+from tests.e2e.test_browser import page, shot  # noqa: F401  (the Chromium page fixture)
+
+pytestmark = [pytest.mark.e2e, pytest.mark.browser]
+
+HOST_PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Assistant host</title>
+<style>body{font:14px system-ui;margin:16px;background:#f6f8fc} iframe{width:720px;height:560px;border:1px solid #ccc;
+border-radius:12px;background:#fff}</style></head><body><main><h1>Assistant</h1>
+<p>The assistant called a tool; its view:</p><iframe title="Invoice view" sandbox="allow-scripts allow-downloads"></iframe>
+</main><script>
+const frame = document.querySelector("iframe");
+let result = null;
+window.addEventListener("message", async (event) => {
+  const message = event.data;
+  if (!message || message.jsonrpc !== "2.0" || event.source !== frame.contentWindow) return;
+  const reply = (payload) => frame.contentWindow.postMessage({ jsonrpc: "2.0", id: message.id, ...payload }, "*");
+  if (message.method === "ui/initialize") {
+    reply({ result: { protocolVersion: "2026-01-26", hostInfo: { name: "test-host", version: "1" },
+                      hostCapabilities: { serverTools: {}, serverResources: {} }, hostContext: { theme: "light" } } });
+  } else if (message.method === "ui/notifications/initialized") {
+    frame.contentWindow.postMessage({ jsonrpc: "2.0", method: "ui/notifications/tool-result", params: result }, "*");
+  } else if (message.method === "tools/call" || message.method === "resources/read") {
+    window.calls.push(message);
+    const answer = JSON.parse(await window.forward(message.method, JSON.stringify(message.params)));
+    reply(answer.error ? { error: answer.error } : { result: answer.result });
+  }
+});
+window.calls = [];
+window.show = (view, toolResult) => { result = toolResult; frame.srcdoc = view; };
+</script></body></html>"""
+
+
+class Mcp:
+    """The host's connection to the server: an MCP Apps host that cannot ask through elicitation."""
+
+    def __init__(self, origin: str, key: str) -> None:
+        self.url, self.headers = f"{origin}/mcp", {
+            "Authorization": f"Bearer {key}", "Accept": "application/json, text/event-stream",
+            "Content-Type": "application/json", "MCP-Protocol-Version": "2025-11-25"}
+        session = self.rpc("initialize", {"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
+                                          "capabilities": {"extensions": {"io.modelcontextprotocol/ui": {
+                                              "mimeTypes": ["text/html;profile=mcp-app"]}}}}, raw=True)
+        self.headers["Mcp-Session-Id"] = session.headers["mcp-session-id"]
+
+    def rpc(self, method: str, params: dict, *, raw: bool = False):
+        response = httpx.post(self.url, headers=self.headers, timeout=30,
+                              json={"jsonrpc": "2.0", "id": uuid.uuid4().hex, "method": method, "params": params})
+        return response if raw else response.json()
+
+
+def test_the_view_shows_the_invoice_and_finalizes_it_after_the_persons_confirmation(live_server, page):  # noqa: F811
+    tenant = make_tenant(None)
+    api = httpx.Client(base_url=f"{live_server}/api/v1", headers={"Authorization": f"Bearer {tenant.key}"})
+    customer = api.post("/customers", json={"name": "Globex Corp", "email": "ap@globex.example"}).json()["data"]
+    invoice = api.post("/invoices", headers={"Idempotency-Key": uuid.uuid4().hex}, json={
+        "customer": customer["id"], "items": [
+            {"description": "Brand design workshop", "unit_amount": 250000, "tax_rate": 20},
+            {"description": "Hosting (months)", "unit_amount": 1500, "quantity": 3, "unit": "MON"}]}).json()["data"]
+    mcp = Mcp(live_server, tenant.key)
+    view = mcp.rpc("resources/read", {"uri": "ui://invoicing/invoice-view.html"})["result"]["contents"][0]["text"]
+    shown = mcp.rpc("tools/call", {"name": "get_invoice", "arguments": {"invoice": invoice["id"]}})["result"]
+
+    page.expose_function("forward", lambda method, params: json.dumps(mcp.rpc(method, json.loads(params))))
+    page.set_content(HOST_PAGE)
+    page.evaluate("([view, result]) => window.show(view, result)", [view, shown])
+    inside = page.frame_locator("iframe")
+    inside.get_by_role("heading", name="Draft invoice").wait_for()
+    for text in ("Globex Corp", "Brand design workshop", "2,545.00 USD", "3,045.00 USD", "Hosting (months)"):
+        assert inside.get_by_text(text).first.is_visible(), text
+    shot(page, "70-mcp-invoice-view")
+
+    inside.get_by_role("button", name="Finalize").click()
+    question = inside.get_by_text("Finalize the draft for Globex Corp, 3,045.00 USD")
+    question.wait_for()
+    assert inside.get_by_role("button", name="Confirm").is_visible()
+    assert api.get(f"/invoices/{invoice['id']}").json()["data"]["status"] == "draft"
+    shot(page, "71-mcp-invoice-view-confirm")
+
+    inside.get_by_role("button", name="Confirm").click()
+    inside.get_by_role("heading", name="INV-0001").wait_for()
+    assert api.get(f"/invoices/{invoice['id']}").json()["data"]["status"] == "open"
+    shot(page, "72-mcp-invoice-view-finalized")
+    calls = [(call["method"], call["params"].get("name")) for call in page.evaluate("window.calls")]
+    assert calls == [("tools/call", "finalize_invoice"), ("tools/call", "confirm_invoice_action")]
+
+
+def test_cancel_in_the_view_leaves_the_draft(live_server, page):  # noqa: F811
+    tenant = make_tenant(None)
+    api = httpx.Client(base_url=f"{live_server}/api/v1", headers={"Authorization": f"Bearer {tenant.key}"})
+    customer = api.post("/customers", json={"name": "Initech"}).json()["data"]
+    invoice = api.post("/invoices", headers={"Idempotency-Key": uuid.uuid4().hex}, json={
+        "customer": customer["id"], "items": [{"description": "Audit", "unit_amount": 90000}]}).json()["data"]
+    mcp = Mcp(live_server, tenant.key)
+    view = mcp.rpc("resources/read", {"uri": "ui://invoicing/invoice-view.html"})["result"]["contents"][0]["text"]
+    asked = mcp.rpc("tools/call", {"name": "finalize_invoice", "arguments": {"invoice": invoice["id"]}})["result"]
+    page.expose_function("forward", lambda method, params: json.dumps(mcp.rpc(method, json.loads(params))))
+    page.set_content(HOST_PAGE)
+    page.evaluate("([view, result]) => window.show(view, result)", [view, asked])
+    inside = page.frame_locator("iframe")
+    inside.get_by_role("button", name="Cancel").click()
+    inside.get_by_text("The person declined").wait_for()
+    assert api.get(f"/invoices/{invoice['id']}").json()["data"]["status"] == "draft"

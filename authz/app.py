@@ -1,4 +1,5 @@
-"""Routes of `authz`: /oauth/authorize (consent), /oauth/token, /oauth/register, /oauth/revoke.
+"""Routes of `authz`: /oauth/authorize (consent), /oauth/token, /oauth/register, /oauth/revoke,
+/oauth/introspect.
 
 The token, registration and revocation endpoints answer browser-based clients (such as MCP
 Inspector) from any origin, without cookies, through Starlette's `CORSMiddleware`.
@@ -19,16 +20,17 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 
-from authz import client_metadata, consent, host_names, metadata_documents, redirect_uris, scoping
+from authz import client_metadata, connected_apps, consent, host_names, limits, metadata_documents, redirect_uris, scoping
 from authz.adapter import HttpInput, HttpOAuth2Request, bound
 from authz.errors import safe_description
 from authz.server import server
 from config.settings import get_settings
-from core.access import resources
+from core.access import accounts, resources
 from core.base import metrics
 from core.base.addresses import client_network
 from core.base.db import transaction
 from core.base.validation import text_problem, unacceptable_parameters
+from core.billing.business import find_profile
 from core.mechanisms import ratelimit
 from pages.csrf import CsrfFailed, require_csrf
 from pages.routing import error_page, path_with_query, sign_in_first
@@ -49,6 +51,7 @@ def routes() -> list[BaseRoute]:
             Route("/token", token, methods=["POST"]),
             Route("/register", register, methods=["POST"]),
             Route("/revoke", revoke, methods=["POST"]),
+            Route("/introspect", introspect, methods=["POST"]),
         ], middleware=[CROSS_ORIGIN]),
     ]
 
@@ -77,6 +80,10 @@ def _oauth_error_code(response: Response) -> str:
 
 async def revoke(request: Request) -> Response:
     return await _machine_endpoint(request, lambda http: server.create_endpoint_response("revocation", http))
+
+
+async def introspect(request: Request) -> Response:
+    return await _machine_endpoint(request, lambda http: server.create_endpoint_response("introspection", http))
 
 
 async def register(request: Request) -> Response:
@@ -229,10 +236,17 @@ def _authorize(request: Request, form, errors: dict[str, str]) -> Response:
                 request, error=error.error, description=error.description or _default_description(error))
         if user is None:
             return sign_in_first(path_with_query(request))
-        page = _consent_page(request, grant, oauth_request)
+        oauth_request.earlier_details = connected_apps.current_limits(
+            session, user.id, grant.client.get_client_id(), oauth_request.resource)
+        page = _consent_page(request, grant, oauth_request, currency=_account_currency(session, user))
         if request.method == "GET":
             return consent.render_consent(request, page)
         return _decide(request, form, grant, oauth_request, page, user)
+
+
+def _account_currency(session, user) -> str:
+    profile = find_profile(session, accounts.account_of(session, user).id)
+    return profile.currency if profile is not None else "USD"
 
 
 def _decide(request: Request, form, grant, oauth_request: HttpOAuth2Request, page: consent.ConsentPage, user):
@@ -250,19 +264,27 @@ def _decide(request: Request, form, grant, oauth_request: HttpOAuth2Request, pag
         return consent.render_consent(request, page, error="Choose Allow or Deny.", status_code=400)
     ticked = set(form.getlist("scope"))
     granted = [scope for scope in oauth_request.requested_scopes if scope in ticked]
+    page = _consent_page(request, grant, oauth_request, ticked=ticked, currency=page.currency, form=form)
     if not granted:
-        page = _consent_page(request, grant, oauth_request, ticked=ticked)
         return consent.render_consent(request, page, status_code=400,
                                       error="Tick at least one permission, or choose Deny.")
+    try:
+        oauth_request.granted_details = limits.granted(page.limits, set(granted))
+    except limits.LimitsRefused as refused:
+        return consent.render_consent(request, page, status_code=400, error=str(refused))
     oauth_request.granted_scopes = granted
     metrics.oauth_consent("allowed")
     return server.create_authorization_response(oauth_request, grant_user=user, grant=grant)
 
 
-def _consent_page(request: Request, grant, oauth_request: HttpOAuth2Request, ticked=None) -> consent.ConsentPage:
+def _consent_page(request: Request, grant, oauth_request: HttpOAuth2Request, ticked=None, *, currency: str,
+                  form=None) -> consent.ConsentPage:
     client = grant.client
     is_ticked = (lambda scope: scope in ticked) if ticked is not None else scoping.pre_ticked
     return consent.ConsentPage(
+        limits=limits.rows(oauth_request.requested_scopes, oauth_request.requested_details, currency, form,
+                           earlier=oauth_request.earlier_details),
+        currency=currency,
         app_name=client.name, verified=client.verified, app_host=host_names.shown(client.host),
         redirect_host=redirect_uris.display_host(grant.redirect_uri),
         redirect_is_local=redirect_uris.is_loopback(grant.redirect_uri),

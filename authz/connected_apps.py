@@ -9,8 +9,8 @@ from sqlmodel import Session, select
 
 from authz import clients, tokens
 from authz.models import OAuthGrant, OAuthToken
-from core.access import resources
-from core.access.connected_apps import AppSummary
+from core.access import authorization_details, resources
+from core.access.connected_apps import AppSummary, Grant
 from core.access.scopes import ordered
 from core.base.clock import now
 
@@ -43,8 +43,40 @@ def connected_apps(session: Session, user_id: uuid.UUID) -> list[AppSummary]:
             resources=sorted({resources.label(g.resource) for g in grants}),
             connected_at=min(g.created_at for g in grants),
             last_used_at=max(used) if used else None,
+            grants=[_grant(g, client.name if client else "Unknown app") for g in grants],
         ))
     return sorted(summaries, key=lambda s: (s.last_used_at or s.connected_at), reverse=True)
+
+
+def _grant(row: OAuthGrant, app_name: str) -> Grant:
+    return Grant(id=row.id, client_id=row.client_id, app_name=app_name, resource=resources.label(row.resource),
+                 scopes=ordered(row.scopes), connected_at=row.created_at,
+                 authorization_details=authorization_details.from_stored(row.authorization_details))
+
+
+def grant(session: Session, user_id: uuid.UUID, grant_id: uuid.UUID) -> Grant | None:
+    """One of the user's live sign-ins, or None (another person's, revoked, or unknown)."""
+    row = next((g for g in _live_grants(session, user_id) if g.id == grant_id), None)
+    if row is None:
+        return None
+    client = clients.find(session, row.client_id)
+    return _grant(row, client.name if client else "Unknown app")
+
+
+def current_limits(session: Session, user_id: uuid.UUID, client_id: str, resource: str) -> tuple | None:
+    """The limits of the app's latest live sign-in to `resource`: asking again (for more scopes, say)
+    starts from them, so stepping up does not drop what the person set."""
+    latest = [g for g in _live_grants(session, user_id) if g.client_id == client_id and g.resource == resource]
+    return authorization_details.from_stored(latest[-1].authorization_details) if latest else None
+
+
+def set_limits(session: Session, user_id: uuid.UUID, grant_id: uuid.UUID, details: tuple | None) -> bool:
+    row = next((g for g in _live_grants(session, user_id) if g.id == grant_id), None)
+    if row is None:
+        return False
+    row.authorization_details = authorization_details.to_json(details)
+    session.add(row)
+    return True
 
 
 def disconnect(session: Session, user_id: uuid.UUID, client_id: str) -> int:

@@ -3,7 +3,7 @@ sent back to the app (templates in `authz/templates`, on the shared layout of `p
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from starlette.requests import Request
@@ -34,6 +34,11 @@ class ConsentPage:
     resource_label: str
     groups: list[tuple[str, list[ScopeChoice]]]
     action: str  # the authorization request URL the form posts back to
+    limits: list = field(default_factory=list)  # authz.limits.LimitRow, under the scope each narrows
+    currency: str = "USD"  # the account's, for limits the app did not ask for
+
+    def limits_of(self, scope: str) -> list:
+        return [row for row in self.limits if row.scope == scope]
 
 
 def choices(groups: list[tuple[str, list[str]]], ticked) -> list[tuple[str, list[ScopeChoice]]]:

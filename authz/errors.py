@@ -11,6 +11,12 @@ class InvalidTargetError(OAuth2Error):
     error = "invalid_target"
 
 
+class InvalidAuthorizationDetailsError(OAuth2Error):
+    """RFC 9396 §5: the authorization details are malformed, of an unknown type, or wider than allowed."""
+
+    error = "invalid_authorization_details"
+
+
 def safe_description(text: str, limit: int = 300) -> str:
     """RFC 6749 allows only printable ASCII without '"' and '\\' in error_description;
     anything else (from client input) is replaced so Authlib never refuses the message."""

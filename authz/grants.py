@@ -8,7 +8,8 @@ from authlib.oauth2.rfc7636 import CodeChallenge
 
 from authz import clients, scoping, tokens
 from authz.adapter import HttpOAuth2Request, db
-from core.access import accounts
+from authz.errors import InvalidAuthorizationDetailsError, safe_description
+from core.access import accounts, authorization_details
 from core.models import User
 
 
@@ -51,7 +52,9 @@ class CodeGrant(grants.AuthorizationCodeGrant):
         request: HttpOAuth2Request = self.request
         try:
             request.resource = scoping.resolve_resource(request.payload.datalist.get("resource", []))
-            request.requested_scopes = scoping.requested_scopes(request.resource, request.payload.scope)
+            request.requested_details = requested_details(request.payload.data.get("authorization_details"))
+            request.requested_scopes = scoping.requested_scopes(request.resource, request.payload.scope,
+                                                                with_details=request.requested_details)
         except OAuth2Error as error:
             error.redirect_uri = redirect_uri
             raise
@@ -65,6 +68,7 @@ class CodeGrant(grants.AuthorizationCodeGrant):
             db(), code, client_id=request.client.get_client_id(), user_id=user.id,
             account_id=accounts.account_of(db(), user).id, redirect_uri=request.payload.redirect_uri,
             scopes=request.granted_scopes, resource=request.resource,
+            authorization_details=authorization_details.to_json(request.granted_details),
             code_challenge=data["code_challenge"], code_challenge_method=data["code_challenge_method"],
         )
 
@@ -98,5 +102,21 @@ class RefreshGrant(grants.RefreshTokenGrant):
 
     def validate_token_request(self):
         super().validate_token_request()
-        scoping.check_same_resource(self.request.payload.datalist.get("resource", []),
-                                    self.request.refresh_token.grant.resource)
+        grant = self.request.refresh_token.grant
+        scoping.check_same_resource(self.request.payload.datalist.get("resource", []), grant.resource)
+        asked = self.request.payload.data.get("authorization_details")
+        if asked is not None:
+            keeps = requested_details(asked) == authorization_details.from_stored(grant.authorization_details)
+            if not keeps:
+                raise InvalidAuthorizationDetailsError(
+                    "A refresh keeps the authorization details the person granted; ask for new ones by authorizing again.")
+
+
+def requested_details(value: object) -> tuple | None:
+    """The `authorization_details` of a request (None when absent), or invalid_authorization_details."""
+    if value is None:
+        return None
+    try:
+        return authorization_details.parse(value)
+    except authorization_details.InvalidAuthorizationDetails as exc:
+        raise InvalidAuthorizationDetailsError(safe_description(str(exc))) from None

@@ -51,6 +51,8 @@ class OAuthGrant(SQLModel, table=True):
     account_id: uuid.UUID = Field(foreign_key="accounts.id")
     resource: str = Field(max_length=2048)
     scopes: list = Field(sa_type=JSON)  # what the user ticked on the consent page
+    # RFC 9396 limits on consequential actions (core.access.authorization_details); None: scopes only.
+    authorization_details: list | None = Field(default=None, sa_type=JSON)
     created_at: datetime = Field(default_factory=now, sa_type=UTCDateTime)
     revoked_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
     last_used_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
@@ -66,6 +68,7 @@ class OAuthAuthorizationCode(SQLModel, table=True):
     # The redirect_uri parameter of the authorization request (None when it was omitted).
     redirect_uri: str | None = Field(default=None, max_length=2048)
     scopes: list = Field(sa_type=JSON)
+    authorization_details: list | None = Field(default=None, sa_type=JSON)
     resource: str = Field(max_length=2048)
     code_challenge: str = Field(max_length=128)
     code_challenge_method: str = Field(max_length=8)

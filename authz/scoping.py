@@ -12,6 +12,7 @@ from authlib.oauth2.rfc6749 import InvalidScopeError
 
 from authz.errors import InvalidTargetError, safe_description
 from core.access import resources
+from core.access.authorization_details import SCOPE_OF
 from core.access.scopes import ALL_SCOPES, DRAFT_WRITING, LOOKUPS, ordered
 
 IGNORED_SCOPES = frozenset({"offline_access"})
@@ -37,12 +38,14 @@ def check_same_resource(values: list[str], granted: str) -> None:
         raise InvalidTargetError(f"This grant is for the resource {granted}.")
 
 
-def requested_scopes(resource: str, scope: str | None) -> list[str]:
-    """The scopes to show on the consent page for this request, in the canonical order."""
+def requested_scopes(resource: str, scope: str | None, *, with_details: tuple | None = None) -> list[str]:
+    """The scopes to show on the consent page for this request, in the canonical order: those asked
+    for, and those the requested authorization details need (they narrow those scopes)."""
     offered = resources.offered_scopes(resource)
     if scope is None or not scope.strip():
         return list(offered)
-    items = [s for s in scope.split() if s not in IGNORED_SCOPES]
+    needed = {SCOPE_OF[action] for detail in with_details or () for action in detail.actions}
+    items = [s for s in scope.split() if s not in IGNORED_SCOPES] + sorted(needed - set(scope.split()))
     unknown = [s for s in items if s not in ALL_SCOPES]
     if unknown:
         raise InvalidScopeError(safe_description(f"Unknown scope: {unknown[0][:100]}."))

@@ -16,6 +16,7 @@ from authlib.oauth2.rfc6749 import (
 )
 from authlib.oauth2.rfc6750 import BearerTokenGenerator
 from authlib.oauth2.rfc7009 import RevocationEndpoint
+from authlib.oauth2.rfc7662 import IntrospectionEndpoint
 from authlib.oauth2.rfc9207 import IssuerParameter
 
 from authz import clients, tokens
@@ -42,6 +43,28 @@ class Revocation(RevocationEndpoint):
         tokens.revoke_token(db(), token)
 
 
+class Introspection(IntrospectionEndpoint):
+    """RFC 7662: a client learns what its own tokens allow, authorization details included."""
+
+    CLIENT_AUTH_METHODS = TOKEN_AUTH_METHODS
+
+    def query_token(self, token_string, token_type_hint):
+        return tokens.find(db(), token_string)
+
+    def check_permission(self, token, client, request):
+        return token.check_client(client)
+
+    def introspect_token(self, token):
+        grant = token.grant
+        payload = {"active": True, "scope": token.get_scope(), "client_id": grant.client_id,
+                   "token_type": "refresh_token" if token.is_refresh_token else "Bearer",
+                   "exp": int(token.row.expires_at.timestamp()), "iat": int(token.row.created_at.timestamp()),
+                   "sub": str(grant.user_id), "aud": grant.resource, "iss": issuer()}
+        if grant.authorization_details is not None:
+            payload["authorization_details"] = grant.authorization_details
+        return payload
+
+
 class Issuer(IssuerParameter):
     def get_issuer(self) -> str:
         return issuer()
@@ -56,6 +79,7 @@ class OAuthServer(AuthorizationServer):
         self.register_grant(CodeGrant, [PkceS256(required=True)])
         self.register_grant(RefreshGrant)
         self.register_endpoint(Revocation)
+        self.register_endpoint(Introspection)
         self.register_endpoint(Registration)
         self.issuer_parameter = Issuer()
         self.register_extension(self.issuer_parameter)
@@ -88,6 +112,8 @@ class OAuthServer(AuthorizationServer):
         else:
             grant = tokens.start_grant(db(), request.authorization_code)
         tokens.store_pair(db(), grant, token)
+        if grant.authorization_details is not None:  # RFC 9396 §7: the response says what was granted
+            token["authorization_details"] = grant.authorization_details
 
     def validate_requested_scope(self, scope):
         pass  # which scopes a request may carry depends on its resource: CodeGrant decides

@@ -64,11 +64,12 @@ class IssuedCode:
 
 def save_code(session: Session, code: str, *, client_id: str, user_id: uuid.UUID, account_id: uuid.UUID,
               redirect_uri: str | None, scopes: list[str], resource: str, code_challenge: str,
-              code_challenge_method: str) -> None:
+              code_challenge_method: str, authorization_details: list | None = None) -> None:
     issued = now()
     session.add(OAuthAuthorizationCode(
         code_hash=_hash(code), client_id=client_id, user_id=user_id, account_id=account_id,
         redirect_uri=redirect_uri, scopes=scopes, resource=resource, code_challenge=code_challenge,
+        authorization_details=authorization_details,
         code_challenge_method=code_challenge_method, created_at=issued, expires_at=issued + CODE_LIFETIME,
     ))
 
@@ -125,7 +126,7 @@ def start_grant(session: Session, code: IssuedCode) -> OAuthGrant:
     """The sign-in a code was issued for; every token of it will point here."""
     row = code.row
     grant = OAuthGrant(client_id=row.client_id, user_id=row.user_id, account_id=row.account_id,
-                       resource=row.resource, scopes=list(row.scopes))
+                       resource=row.resource, scopes=list(row.scopes), authorization_details=row.authorization_details)
     session.add(grant)
     session.flush()
     row.grant_id = grant.id

@@ -12,6 +12,7 @@ from datetime import timedelta
 from sqlmodel import Session
 
 from authz import clients, tokens
+from core.access import authorization_details
 from core.access.principal import Principal
 from core.base.clock import now
 from core.base.errors import Unauthorized
@@ -37,7 +38,9 @@ def verify_access_token(session: Session, token: str, *, resource: str) -> Princ
     return Principal(
         account_id=stored.grant.account_id, granted_scopes=frozenset(stored.row.scopes), actor="oauth_app",
         client_id=stored.grant.client_id, client_name=client.name if client else None, user_id=stored.grant.user_id,
-        credential_id=f"grant:{stored.grant.id}",
+        credential_id=f"grant:{stored.grant.id}", grant_id=stored.grant.id, resource=stored.grant.resource,
+        # The grant's current limits: a person lowering them in the dashboard reaches the next request.
+        authorization_details=authorization_details.from_stored(stored.grant.authorization_details),
     )
 
 

@@ -372,6 +372,27 @@ class InvoiceDocument(SQLModel, table=True):
     created_at: datetime = _ts()
 
 
+class DelegatedAction(SQLModel, table=True):
+    """A consequential action (finalize, send, pay, void) an app took, or was refused, for a person:
+    what the connected-apps page shows, and what an app's per-day limit counts."""
+
+    __tablename__ = "delegated_actions"
+    __table_args__ = (Index("ix_delegated_actions_grant_created", "grant_id", "created_at"),)
+    id: uuid.UUID = Field(default_factory=_id, primary_key=True)
+    account_id: uuid.UUID = Field(foreign_key="accounts.id")
+    grant_id: uuid.UUID
+    client_name: str | None = Field(default=None, max_length=256)
+    action: str = Field(max_length=16)  # finalize, send, pay, void
+    via: str = Field(max_length=16)  # MCP or REST
+    invoice_id: uuid.UUID
+    invoice_label: str = Field(max_length=300)  # its number, or "draft for …"
+    amount: int = Field(sa_type=BigInteger)
+    currency: str = Field(max_length=3)
+    outcome: str = Field(max_length=16)  # done or refused
+    detail: str | None = Field(default=None, max_length=1000)
+    created_at: datetime = _ts()
+
+
 class McpConfirmation(SQLModel, table=True):
     """A question put to a person through an assistant (MCP `elicitation/create` on a handshake-era
     connection) and, once it comes, the answer. The answer may reach any server process; the one

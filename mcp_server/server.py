@@ -155,9 +155,17 @@ async def _act(tool: Tool, arguments: dict, authorization: str | None) -> types.
     return types.CallToolResult(content=content, structured_content=body)
 
 
+AUTHORIZATION_DENIAL = "io.modelcontextprotocol/authorization"  # the draft extension SEP-2643
+
+
 def _error_result(payload: dict) -> types.CallToolResult:
     # No structured content: strict clients check it against the output schema, which errors do not match.
-    return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps(payload))], is_error=True)
+    meta = None
+    if payload.get("code") == "grant_limit_exceeded":  # a structured denial: what the person can do, and where
+        meta = {AUTHORIZATION_DENIAL: {"reason": "insufficient_authorization", "remediation": "available",
+                                       "url": payload.get("remediation_url"), "message": payload.get("detail")}}
+    return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps(payload))], is_error=True,
+                                meta=meta)
 
 
 class _Presenter:

@@ -20,7 +20,7 @@ from core.access.principal import Principal
 from core.base.db import new_session
 from core.base.errors import DomainError
 from core.base.money import format_money
-from core.billing import invoices
+from core.billing import delegated_actions, invoices
 from core.billing.presentation import document_locale
 
 ACTIONS = {"finalize_invoice": "finalize", "send_invoice": "send", "mark_invoice_paid": "pay", "void_invoice": "void"}
@@ -54,6 +54,9 @@ def question_for(tool: str, principal: Principal, invoice_ref: object, arguments
     session = new_session(read_only=True)
     try:
         view = invoices.view_invoice(session, principal.account_id, invoice_ref)
+        if delegated_actions.would_refuse(session, principal, action, invoices.get_invoice(
+                session, principal.account_id, invoice_ref)):
+            return None  # beyond what the person allowed this app: refused without asking
     except DomainError:
         return None
     finally:

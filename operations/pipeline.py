@@ -205,6 +205,9 @@ def _run(operation: Operation, call: Call, claim: idempotency.Claim | None, pres
         return Outcome(reply=reply, usage=usage, result=result)
     except DomainError as error:
         session.rollback()
+        if error.kept_after_rollback is not None:  # what the refusal itself must leave behind
+            with transaction() as separate:
+                separate.add(error.kept_after_rollback)
         _settle_claim_after_error(claim, error, presenter)
         return Outcome(error=error, usage=error.usage or usage)
     except BaseException:

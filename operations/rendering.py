@@ -21,4 +21,6 @@ def error_payload(error: DomainError) -> dict:
         payload["errors"] = [{"path": e.path, "message": e.message} for e in error.errors]
     if retry_after := getattr(error, "retry_after", None):
         payload["retry_after_seconds"] = retry_after
+    if remediation_url := getattr(error, "remediation_url", None):
+        payload["remediation_url"] = remediation_url
     return payload

@@ -103,6 +103,9 @@ def _problem_schema() -> dict:
             "instance": {"type": "string", "description": "The request id (req_…), as in X-Request-Id"},
             "code": {"type": "string", "enum": sorted({e.code for e in ALL_ERRORS}),
                      "description": "Stable machine-readable code"},
+            "remediation_url": {"type": "string", "format": "uri", "description": "Only on 403 "
+                                "grant_limit_exceeded: the dashboard page where the person raises the app's limit, "
+                                "or finishes the action themselves"},
             "errors": {
                 "type": "array", "description": "Only on 422: each invalid field",
                 "items": {"type": "object", "required": ["path", "message"],
@@ -130,6 +133,7 @@ _PROBLEM_DETAILS = {
     "idempotency_key_required": "This operation needs an Idempotency-Key header.",
     "rate_limited": "Too many requests: 120 per 60 seconds per credential. Retry after 17 seconds.",
     "upstream_failed": "The e-mail provider refused the message.",
+    "grant_limit_exceeded": "This app may finalize invoices of up to 1,000.00 USD; this one totals 2,500.00 USD.",
     "payload_too_large": "The request body is larger than 8 MiB, the most any request of this API needs.",
 }
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from starlette.responses import Response
 
 from config.settings import get_settings
-from core.base.errors import DomainError, Forbidden, RateLimited, Unauthorized
+from core.base.errors import DomainError, Forbidden, GrantLimitExceeded, RateLimited, Unauthorized
 from core.base.jsonout import dumps
 from operations.challenge import bearer_challenge
 
@@ -21,6 +21,8 @@ def problem_body(error: DomainError, request_id: str) -> dict:
     }
     if error.status == 422:
         body["errors"] = [{"path": e.path, "message": e.message} for e in error.errors]
+    if isinstance(error, GrantLimitExceeded):
+        body["remediation_url"] = error.remediation_url
     return body
 
 
@@ -30,6 +32,9 @@ def www_authenticate(error: DomainError, resource_metadata: str) -> str | None:
         return bearer_challenge("invalid_token", description=error.detail, resource_metadata=resource_metadata)
     if isinstance(error, Forbidden):
         return bearer_challenge("insufficient_scope", scope=error.missing_scope, resource_metadata=resource_metadata)
+    if isinstance(error, GrantLimitExceeded):  # the IETF draft on RAR remediation's challenge
+        return bearer_challenge("insufficient_authorization", description=error.detail,
+                                resource_metadata=resource_metadata)
     return None
 
 

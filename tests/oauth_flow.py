@@ -65,12 +65,13 @@ def form_action(html: str) -> str:
 
 
 def submit_consent(browser: httpx.Client, authorize_url: str, *, decision: str = "allow",
-                   scopes: list[str] | None = None) -> httpx.Response:
-    """Open the consent page and answer it; `scopes` None keeps the pre-ticked boxes."""
+                   scopes: list[str] | None = None, fields: dict | None = None) -> httpx.Response:
+    """Open the consent page and answer it; `scopes` None keeps the pre-ticked boxes; `fields`
+    adds form fields (limits: `invoices-finalize.amount`, `detail0.per_day`, …)."""
     page = browser.get(authorize_url, follow_redirects=False)
     assert page.status_code == 200, page.text
     chosen = ticked_scopes(page.text) if scopes is None else scopes
-    data = {"csrf_token": csrf_token(page.text), "decision": decision, "scope": chosen}
+    data = {"csrf_token": csrf_token(page.text), "decision": decision, "scope": chosen, **(fields or {})}
     return browser.post(form_action(page.text), data=data, follow_redirects=False)
 
 
@@ -151,11 +152,12 @@ class DocumentServer:
         self.httpd.server_close()
 
 
-def get_code(browser: httpx.Client, client_id: str, *, scopes: list[str] | None = None, **extra) -> tuple[str, str]:
+def get_code(browser: httpx.Client, client_id: str, *, scopes: list[str] | None = None, fields: dict | None = None,
+             **extra) -> tuple[str, str]:
     """Consent (as the signed-in `browser`) to an authorization request with a fresh PKCE pair;
     returns the code and its verifier. `extra` adds or (None) removes request parameters."""
     verifier, challenge = pkce_pair()
-    response = submit_consent(browser, authorize_query(client_id, challenge, **extra), scopes=scopes)
+    response = submit_consent(browser, authorize_query(client_id, challenge, **extra), scopes=scopes, fields=fields)
     return redirect_params(response)["code"][0], verifier
 
 
@@ -173,10 +175,12 @@ def refresh(http: httpx.Client, client_id: str | None, refresh_token: str, *, he
     return http.post("/oauth/token", data={k: v for k, v in data.items() if v is not None}, headers=headers or {})
 
 
-def obtain(client, app_client, *, resource=None, scopes=None, scope=None):
+def obtain(client, app_client, *, resource=None, scopes=None, scope=None, fields=None, authorization_details=None):
     """A whole authorization by a signed-in `client`: consent (`scopes` None keeps the pre-ticked
-    boxes), then the code exchanged for the token response."""
-    code, verifier_ = get_code(client, app_client["client_id"], scopes=scopes, resource=resource, scope=scope)
+    boxes; `fields` sets limits), then the code exchanged for the token response."""
+    details = json.dumps(authorization_details) if authorization_details is not None else None
+    code, verifier_ = get_code(client, app_client["client_id"], scopes=scopes, resource=resource, scope=scope,
+                               fields=fields, authorization_details=details)
     token = exchange(client, app_client["client_id"], code, verifier_, resource=resource)
     assert token.status_code == 200, token.text
     return token.json()

@@ -4,6 +4,7 @@ from starlette.routing import BaseRoute
 
 from core.access.connected_apps import ConnectedApps
 from web import (
+    app_pages,
     auth_pages,
     catalog_pages,
     invoice_actions,
@@ -24,5 +25,6 @@ def routes(connected_apps: ConnectedApps) -> list[BaseRoute]:
         *invoice_lines.routes(),
         *invoice_actions.routes(),
         *catalog_pages.routes(),
-        *settings_pages.routes(connected_apps),
+        *settings_pages.routes(),
+        *app_pages.routes(connected_apps),
     ]

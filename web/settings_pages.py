@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from functools import partial
 
 from starlette.responses import Response
 from starlette.routing import Route
 
 from core.access import apikeys
 from core.access.accounts import account_of
-from core.access.connected_apps import ConnectedApps
 from core.access.scopes import ALL_SCOPES, PRESETS, SCOPE_DESCRIPTIONS
 from core.base.clock import now
 from core.base.db import transaction
@@ -32,7 +30,6 @@ RECENT_DELIVERIES = 10
 
 NOTICES = {
     "key_revoked": "The key is revoked. Requests with it are refused from now on.",
-    "app_disconnected": "The app is disconnected. Its tokens stop working on its next request.",
     "endpoint_deleted": "The webhook endpoint is deleted.",
 }
 
@@ -104,24 +101,6 @@ def revoke_api_key(visit: Visit) -> Response:
     return redirect("/settings/api-keys?notice=key_revoked")
 
 
-# --- connected apps --------------------------------------------------------------------------
-
-def apps(visit: Visit, directory: ConnectedApps) -> Response:
-    with transaction() as session:
-        connected = list(directory.connected_apps(session, visit.user.id))
-    return render(visit.request, "apps.html", apps=connected, scope_descriptions=SCOPE_DESCRIPTIONS,
-                  notice=_notice(visit))
-
-
-def disconnect_app(visit: Visit, directory: ConnectedApps) -> Response:
-    client_id = visit.text("client_id", 2100)
-    with transaction() as session:
-        found = bool(client_id) and bool(directory.disconnect(session, visit.user.id, client_id))
-    if not found:
-        return not_found(visit, "connected app", "/settings/apps")
-    return redirect("/settings/apps?notice=app_disconnected")
-
-
 # --- webhook endpoints -----------------------------------------------------------------------
 
 def _webhooks_page(visit: Visit, *, values: dict, errors: dict[str, str], status_code: int = 200) -> Response:
@@ -165,14 +144,12 @@ def delete_webhook_endpoint(visit: Visit) -> Response:
     return redirect("/settings/webhooks?notice=endpoint_deleted")
 
 
-def routes(connected_apps: ConnectedApps) -> list[Route]:
-    """The settings pages; `connected_apps` is the authorization server's view of the user's apps."""
+def routes() -> list[Route]:
+    """The settings pages of keys and webhooks (connected apps: web.app_pages)."""
     return [
         page("/settings", get=lambda visit: redirect("/settings/api-keys")),
         page("/settings/api-keys", get=api_keys, post=create_api_key),
         page("/settings/api-keys/{key_id}/revoke", post=revoke_api_key),
-        page("/settings/apps", get=partial(apps, directory=connected_apps)),
-        page("/settings/apps/disconnect", post=partial(disconnect_app, directory=connected_apps)),
         page("/settings/webhooks", get=webhook_endpoints, post=create_webhook_endpoint),
         page("/settings/webhooks/{endpoint_id}/delete", post=delete_webhook_endpoint),
     ]

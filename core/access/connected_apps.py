@@ -12,6 +12,19 @@ from sqlmodel import Session
 
 
 @dataclass(frozen=True)
+class Grant:
+    """One sign-in of an app: where it acts, and the limits the person set (None: its scopes alone)."""
+
+    id: uuid.UUID
+    client_id: str
+    app_name: str
+    resource: str  # "MCP" or "REST API"
+    scopes: list[str]
+    authorization_details: tuple | None  # core.access.authorization_details.InvoiceActions
+    connected_at: datetime
+
+
+@dataclass(frozen=True)
 class AppSummary:
     client_id: str
     name: str
@@ -21,9 +34,15 @@ class AppSummary:
     resources: list[str]  # "MCP" and/or "REST API"
     connected_at: datetime
     last_used_at: datetime | None
+    grants: list[Grant]  # its live sign-ins, each with its limits
 
 
 class ConnectedApps(Protocol):
     def connected_apps(self, session: Session, user_id: uuid.UUID) -> list[AppSummary]: ...
 
     def disconnect(self, session: Session, user_id: uuid.UUID, client_id: str) -> int: ...
+
+    def grant(self, session: Session, user_id: uuid.UUID, grant_id: uuid.UUID) -> Grant | None: ...
+
+    def set_limits(self, session: Session, user_id: uuid.UUID, grant_id: uuid.UUID, details: tuple | None) -> bool:
+        """Change a live grant's limits; they reach the app's next request, on every process."""

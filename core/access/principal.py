@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from dataclasses import dataclass, field
 
@@ -21,6 +22,10 @@ class Principal:
     request_id: str | None = None
     # Bucket for per-credential rate limits (the key, or the OAuth grant).
     credential_id: str = ""
+    # An OAuth grant's limits on consequential actions (core.access.authorization_details); None: scopes only.
+    authorization_details: tuple | None = None
+    grant_id: uuid.UUID | None = None
+    resource: str | None = None  # the resource an OAuth token is bound to
     scopes: frozenset[str] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -58,11 +63,7 @@ class Principal:
             raise Forbidden(f"This credential lacks the scope {scope}.", missing_scope=scope)
 
     def with_request_id(self, request_id: str) -> Principal:
-        return Principal(
-            account_id=self.account_id, granted_scopes=self.granted_scopes, actor=self.actor,
-            api_key_id=self.api_key_id, client_id=self.client_id, client_name=self.client_name, user_id=self.user_id,
-            request_id=request_id, credential_id=self.credential_id,
-        )
+        return dataclasses.replace(self, request_id=request_id)
 
     def event_meta(self) -> dict:
         """The `meta` recorded on invoice events caused by this caller."""

@@ -25,6 +25,8 @@ class DomainError(Exception):
         # Where the caller stands against the rate limit this error concerns (a
         # `core.mechanisms.ratelimit.Usage`), when it is not the general request limit.
         self.usage = usage
+        # A row to store once the work's transaction has rolled back (a record of the refusal).
+        self.kept_after_rollback: Any = None
 
 
 class ValidationFailed(DomainError):
@@ -50,6 +52,18 @@ class Forbidden(DomainError):
     def __init__(self, detail: str, *, missing_scope: str):
         super().__init__(detail)
         self.missing_scope = missing_scope
+
+
+class GrantLimitExceeded(DomainError):
+    """Beyond the limits the person set for an app (RFC 9396 authorization details): the person can
+    raise them, or finish the action themselves, at `remediation_url`."""
+
+    code, status, slug, title = "grant_limit_exceeded", 403, "grant-limit-exceeded", "Beyond what the person allowed"
+
+    def __init__(self, detail: str, *, remediation_url: str, record: Any = None):
+        super().__init__(detail)
+        self.remediation_url = remediation_url
+        self.kept_after_rollback = record
 
 
 class NotFound(DomainError):
@@ -90,6 +104,6 @@ class UpstreamFailed(DomainError):
 
 
 ALL_ERRORS: tuple[type[DomainError], ...] = (
-    ValidationFailed, IdempotencyMismatch, Unauthorized, Forbidden, NotFound, InvalidState,
+    ValidationFailed, IdempotencyMismatch, Unauthorized, Forbidden, GrantLimitExceeded, NotFound, InvalidState,
     Conflict, PayloadTooLarge, IdempotencyKeyRequired, RateLimited, InternalError, UpstreamFailed,
 )

@@ -21,7 +21,7 @@ from core.base.errors import InvalidState, NotFound, ValidationFailed
 from core.base.jsonout import jsonable
 from core.base.lookup import owned
 from core.base.validation import DATE_MAX, LINES_MAX, days_after
-from core.billing import events, numbering
+from core.billing import delegated_actions, events, numbering
 from core.billing.business import business_to_api, find_profile
 from core.billing.invoice_inputs import (
     DEFAULT_DAYS_UNTIL_DUE,
@@ -309,9 +309,10 @@ def _locked(session: Session, invoice: Invoice) -> Invoice:
     return invoice
 
 
-def finalize(session: Session, principal: Principal, invoice: Invoice) -> Invoice:
+def finalize(session: Session, principal: Principal, invoice: Invoice, *, as_action: str | None = "finalize") -> Invoice:
     """Draft to open: number, public token, frozen customer and issuer. Bills the amounts the
-    draft shows (prices are re-read when a draft is saved, not here)."""
+    draft shows (prices are re-read when a draft is saved, not here). `as_action`: what an app's
+    limits check it as (None when a send, checked as a send already, finalizes first)."""
     _locked(session, invoice)
     _require_draft(invoice, "finalized")
     if not lines_of(session, invoice):
@@ -319,6 +320,8 @@ def finalize(session: Session, principal: Principal, invoice: Invoice) -> Invoic
     profile = find_profile(session, invoice.account_id)
     if profile is None:
         raise InvalidState("The business profile is missing: finish onboarding before finalizing.")
+    if as_action:
+        delegated_actions.act_for(session, principal, as_action, invoice)
     invoice.customer_snapshot = customer_details(session.get(Customer, invoice.customer_id))
     invoice.issuer_snapshot = jsonable(business_to_api(profile))
     invoice.number = numbering.next_number(session, invoice.account_id, profile.invoice_prefix)
@@ -342,6 +345,7 @@ def mark_paid(session: Session, principal: Principal, invoice: Invoice, data: Pa
     data = data or PayInput()
     _locked(session, invoice)
     _require_open(invoice, "marked paid")
+    delegated_actions.act_for(session, principal, "pay", invoice)
     invoice.status = "paid"
     invoice.paid_at = data.paid_on or now()
     invoice.payment_reference = data.reference
@@ -357,6 +361,7 @@ def void(session: Session, principal: Principal, invoice: Invoice, data: VoidInp
     data = data or VoidInput()
     _locked(session, invoice)
     _require_open(invoice, "voided")
+    delegated_actions.act_for(session, principal, "void", invoice)
     invoice.status = "void"
     invoice.voided_at = invoice.updated = now()
     invoice.void_reason = data.reason

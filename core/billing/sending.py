@@ -23,7 +23,7 @@ from core.base.api_types import EmailText
 from core.base.errors import InvalidState, UpstreamFailed, ValidationFailed
 from core.base.money import format_money
 from core.base.validation import EMAIL_MAX, MULTI_LINE, Input, email_or_error
-from core.billing import documents, events, invoices
+from core.billing import delegated_actions, documents, events, invoices
 from core.billing.invoice_render import InvoiceOut
 from core.billing.pdf import filename_for
 from core.billing.presentation import document_locale, issuer_name, public_url, readable_date
@@ -72,9 +72,10 @@ def send_invoice(session: Session, principal: Principal, id_text: str,
     if not to:
         raise ValidationFailed.at("to", "is required: the customer has no e-mail address")
     cc = [address for address in dict.fromkeys(data.cc) if address.lower() != to.lower()]
+    delegated_actions.act_for(session, principal, "send", invoice)
     usage = _count_send(session, principal)
     if invoice.status == "draft":
-        invoices.finalize(session, principal, invoice)
+        invoices.finalize(session, principal, invoice, as_action=None)
     view = invoices.invoice_to_api(session, invoice, with_lines=True)
     session.commit()  # the number and the counted send survive whatever the mail server says
     message = invoice_message(view, to=to, cc=cc, note=data.message)  # renders the PDF: after the commit

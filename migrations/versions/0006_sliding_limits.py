@@ -1,5 +1,5 @@
-"""limits that hold in every span (the sliding-window counter's decision, sliding logs), sign-in challenges,
-single-use tokens, MCP confirmations, rendered documents kept, webhook endpoints' availability
+"""limits that hold in every span, sign-in challenges, single-use tokens, MCP confirmations,
+apps' authorization details and their actions, kept documents, webhook endpoints' availability
 
 Revision ID: 0006
 Revises: 0005
@@ -51,6 +51,25 @@ def upgrade() -> None:
         sa.Column("created_at", UTCDateTime(), nullable=False),
     )
     op.add_column("webhook_endpoints", sa.Column("available_at", UTCDateTime(), nullable=True))
+    op.add_column("oauth_grants", sa.Column("authorization_details", sa.JSON(), nullable=True))
+    op.add_column("oauth_authorization_codes", sa.Column("authorization_details", sa.JSON(), nullable=True))
+    op.create_table(
+        "delegated_actions",
+        sa.Column("id", sa.Uuid(), primary_key=True),
+        sa.Column("account_id", sa.Uuid(), sa.ForeignKey("accounts.id"), nullable=False),
+        sa.Column("grant_id", sa.Uuid(), nullable=False),
+        sa.Column("client_name", sqlmodel.sql.sqltypes.AutoString(length=256), nullable=True),
+        sa.Column("action", sqlmodel.sql.sqltypes.AutoString(length=16), nullable=False),
+        sa.Column("via", sqlmodel.sql.sqltypes.AutoString(length=16), nullable=False),
+        sa.Column("invoice_id", sa.Uuid(), nullable=False),
+        sa.Column("invoice_label", sqlmodel.sql.sqltypes.AutoString(length=300), nullable=False),
+        sa.Column("amount", sa.BigInteger(), nullable=False),
+        sa.Column("currency", sqlmodel.sql.sqltypes.AutoString(length=3), nullable=False),
+        sa.Column("outcome", sqlmodel.sql.sqltypes.AutoString(length=16), nullable=False),
+        sa.Column("detail", sqlmodel.sql.sqltypes.AutoString(length=1000), nullable=True),
+        sa.Column("created_at", UTCDateTime(), nullable=False),
+    )
+    op.create_index("ix_delegated_actions_grant_created", "delegated_actions", ["grant_id", "created_at"])
     op.create_table(
         "mcp_confirmations",
         sa.Column("id", sqlmodel.sql.sqltypes.AutoString(length=64), primary_key=True),
@@ -70,6 +89,10 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_table("spent_tokens")
     op.drop_table("mcp_confirmations")
+    op.drop_table("delegated_actions")
+    for table in ("oauth_grants", "oauth_authorization_codes"):
+        with op.batch_alter_table(table) as batch:
+            batch.drop_column("authorization_details")
     op.drop_table("invoice_documents")
     with op.batch_alter_table("webhook_endpoints") as batch:
         batch.drop_column("available_at")

@@ -35,13 +35,14 @@ def test_every_error_has_its_decided_slug():
         "invalid_state": "invalid-state", "conflict": "conflict",
         "idempotency_key_required": "idempotency-key-required", "rate_limited": "rate-limited",
         "internal_error": "internal-error", "upstream_failed": "upstream-failed",
-        "payload_too_large": "payload-too-large",
+        "payload_too_large": "payload-too-large", "grant_limit_exceeded": "grant-limit-exceeded",
     }
     statuses = {e.code: e.status for e in errors.ALL_ERRORS}
     assert statuses == {
         "validation": 422, "idempotency_mismatch": 422, "unauthorized": 401, "forbidden": 403,
         "not_found": 404, "invalid_state": 409, "conflict": 409, "idempotency_key_required": 428,
         "rate_limited": 429, "internal_error": 500, "upstream_failed": 502, "payload_too_large": 413,
+        "grant_limit_exceeded": 403,
     }
 
 

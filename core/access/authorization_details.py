@@ -1,0 +1,136 @@
+"""Limits a person puts on what an app may do with money (RFC 9396 authorization details).
+
+One type, `invoice_actions`:
+
+    {"type": "invoice_actions", "actions": ["finalize", "send"],
+     "max_amount": {"currency": "EUR", "amount": 100000}, "max_per_day": 5}
+
+`actions` is a non-empty subset of finalize, send, pay and void; `max_amount` (optional) is the
+largest invoice total, in minor units of one currency, the actions may touch (an invoice in another
+currency is outside it); `max_per_day` (optional) is how many of these actions in any 24 hours. A
+grant that carries authorization details may do only the actions they list, within their limits;
+a grant without any (an older one, an API key) is bounded by its scopes alone.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from core.base.money import format_money, is_known_currency
+from core.base.validation import MAX_SAFE_INTEGER
+
+TYPE = "invoice_actions"
+ACTIONS = ("finalize", "send", "pay", "void")
+SCOPE_OF = {"finalize": "invoices:finalize", "void": "invoices:finalize", "send": "invoices:send",
+            "pay": "payments:write"}
+ACTIONS_OF = {"invoices:finalize": ("finalize", "void"), "invoices:send": ("send",), "payments:write": ("pay",)}
+MAX_DETAILS = 10
+VERBS = {"finalize": "finalize", "send": "send", "pay": "mark paid", "void": "void"}
+
+
+class InvalidAuthorizationDetails(ValueError):
+    """Not authorization details this server grants; the message says why (RFC 9396 §5)."""
+
+
+@dataclass(frozen=True)
+class InvoiceActions:
+    actions: tuple[str, ...]
+    max_amount: tuple[str, int] | None = None  # (currency, minor units)
+    max_per_day: int | None = None
+
+    def to_json(self) -> dict:
+        detail: dict = {"type": TYPE, "actions": list(self.actions)}
+        if self.max_amount is not None:
+            detail["max_amount"] = {"currency": self.max_amount[0], "amount": self.max_amount[1]}
+        if self.max_per_day is not None:
+            detail["max_per_day"] = self.max_per_day
+        return detail
+
+    def words(self) -> str:
+        """'Finalize or void invoices up to 1,000.00 USD, at most 5 a day'."""
+        verbs = [VERBS[action] for action in self.actions]
+        phrase = (" or ".join(verbs) if len(verbs) < 3 else ", ".join(verbs[:-1]) + " or " + verbs[-1]) + " invoices"
+        limits = []
+        if self.max_amount is not None:
+            limits.append(f"up to {format_money(self.max_amount[1], self.max_amount[0])}")
+        if self.max_per_day is not None:
+            limits.append(f"at most {self.max_per_day} a day")
+        return (phrase[0].upper() + phrase[1:] + (" " + ", ".join(limits) if limits else " without limit"))
+
+    def allows_no_more_than(self, other: InvoiceActions) -> bool:
+        """Whether this detail is `other` or narrower: no action, amount or count it lacks."""
+        if not set(self.actions) <= set(other.actions):
+            return False
+        if other.max_amount is not None and (self.max_amount is None or self.max_amount[0] != other.max_amount[0]
+                                             or self.max_amount[1] > other.max_amount[1]):
+            return False
+        return other.max_per_day is None or (self.max_per_day is not None and self.max_per_day <= other.max_per_day)
+
+
+def parse(value: object) -> tuple[InvoiceActions, ...]:
+    """`authorization_details` as sent (a JSON string in a form, or already parsed)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except (ValueError, RecursionError):
+            raise InvalidAuthorizationDetails("authorization_details must be a JSON array") from None
+    if not isinstance(value, list) or not value:
+        raise InvalidAuthorizationDetails("authorization_details must be a non-empty JSON array of objects")
+    if len(value) > MAX_DETAILS:
+        raise InvalidAuthorizationDetails(f"at most {MAX_DETAILS} authorization details")
+    return tuple(_one(item, index) for index, item in enumerate(value))
+
+
+def _one(item: object, index: int) -> InvoiceActions:
+    where = f"authorization_details[{index}]"
+    if not isinstance(item, dict):
+        raise InvalidAuthorizationDetails(f"{where} must be an object")
+    if item.get("type") != TYPE:
+        raise InvalidAuthorizationDetails(f"{where}: the only type supported is {TYPE}")
+    unknown = set(item) - {"type", "actions", "max_amount", "max_per_day"}
+    if unknown:
+        raise InvalidAuthorizationDetails(f"{where}: unknown field {sorted(unknown)[0][:40]}")
+    actions = item.get("actions")
+    if not isinstance(actions, list) or not actions or not all(isinstance(a, str) for a in actions):
+        raise InvalidAuthorizationDetails(f"{where}.actions must be a non-empty array of {', '.join(ACTIONS)}")
+    if unlisted := [a for a in actions if a not in ACTIONS]:
+        raise InvalidAuthorizationDetails(f"{where}.actions: unknown action {unlisted[0][:40]}")
+    return InvoiceActions(actions=tuple(a for a in ACTIONS if a in actions),
+                          max_amount=_amount(item.get("max_amount"), where) if "max_amount" in item else None,
+                          max_per_day=_count(item.get("max_per_day"), where) if "max_per_day" in item else None)
+
+
+def _whole(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _amount(value: object, where: str) -> tuple[str, int]:
+    if not isinstance(value, dict) or set(value) != {"currency", "amount"}:
+        raise InvalidAuthorizationDetails(f"{where}.max_amount must be an object with currency and amount")
+    currency, amount = value["currency"], value["amount"]
+    if not isinstance(currency, str) or not is_known_currency(currency.upper()):
+        raise InvalidAuthorizationDetails(f"{where}.max_amount.currency must be an ISO 4217 code")
+    if not _whole(amount) or not 0 <= amount <= MAX_SAFE_INTEGER:
+        raise InvalidAuthorizationDetails(f"{where}.max_amount.amount must be a whole number of minor units, 0 or more")
+    return currency.upper(), amount
+
+
+def _count(value: object, where: str) -> int:
+    if not _whole(value) or not 0 <= value <= 100_000:
+        raise InvalidAuthorizationDetails(f"{where}.max_per_day must be a whole number, 0 or more")
+    return value
+
+
+def to_json(details: tuple[InvoiceActions, ...] | None) -> list[dict] | None:
+    return None if details is None else [detail.to_json() for detail in details]
+
+
+def from_stored(value: object) -> tuple[InvoiceActions, ...] | None:
+    """What a grant stores (validated when it was granted); None for a grant without any."""
+    return None if value is None else parse(value)
+
+
+def no_wider(narrow: tuple[InvoiceActions, ...], wide: tuple[InvoiceActions, ...]) -> bool:
+    """Every detail of `narrow` fits inside one of `wide`."""
+    return all(any(detail.allows_no_more_than(other) for other in wide) for detail in narrow)

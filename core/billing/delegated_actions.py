@@ -1,0 +1,122 @@
+"""Consequential actions an app takes for a person, within the limits the person set.
+
+Before an app (an OAuth token) finalizes, sends, marks paid or voids, `act_for` checks the grant's
+authorization details: the action must be listed, the invoice total within `max_amount` in that same
+currency, and the actions of the last 24 hours under `max_per_day`. The check runs in the action's
+own transaction, after the account's row is locked, so concurrent requests (on any process) cannot
+slip past a daily count; the action is recorded there too, so a failed action is not counted. A
+refusal is recorded after the action's transaction rolls back (the pipeline stores it) and raised as
+`GrantLimitExceeded`, naming where the person can raise the limit or finish the action.
+Every action of an app is recorded, limited or not: the connected-apps page shows them.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+from urllib.parse import urlencode
+
+from sqlalchemy import func
+from sqlmodel import Session, select
+
+from config.settings import get_settings
+from core.access.authorization_details import VERBS, InvoiceActions
+from core.access.principal import Principal
+from core.base import ids
+from core.base.clock import now
+from core.base.errors import GrantLimitExceeded
+from core.base.money import format_money
+from core.models import Account, Customer, DelegatedAction, Invoice
+
+DAY = timedelta(hours=24)
+RECENT = 50
+
+
+def remediation_url(principal: Principal, action: str | None = None, invoice: Invoice | None = None) -> str:
+    """The dashboard page where the person sees this app's limits, raises them, or finishes an action."""
+    query = {"action": action, "invoice": ids.public_id("invoice", invoice.id)} if action and invoice else {}
+    page = f"{get_settings().origin.rstrip('/')}/settings/apps/{principal.grant_id}"
+    return page + (f"?{urlencode(query)}" if query else "")
+
+
+def act_for(session: Session, principal: Principal, action: str, invoice: Invoice) -> None:
+    """Check and record an app's `action` on `invoice`; raise GrantLimitExceeded when beyond its limits."""
+    if principal.actor != "oauth_app" or principal.grant_id is None:
+        return
+    details = principal.authorization_details
+    if details is not None:
+        session.exec(select(Account.id).where(Account.id == principal.account_id).with_for_update()).first()
+        refusal = _refusal(session, principal, action, invoice, details)
+        if refusal is not None:  # recorded once the action's own transaction has rolled back
+            raise GrantLimitExceeded(refusal + " The person can raise the limit in the dashboard, or do it there "
+                                     "themselves.", remediation_url=remediation_url(principal, action, invoice),
+                                     record=_record(session, principal, action, invoice, "refused", refusal))
+    session.add(_record(session, principal, action, invoice, "done", None))
+
+
+def _refusal(session: Session, principal: Principal, action: str, invoice: Invoice,
+             details: tuple[InvoiceActions, ...]) -> str | None:
+    listing = [detail for detail in details if action in detail.actions]
+    if not listing:
+        return f"The person did not allow this app to {VERBS[action]} invoices."
+    reasons = []
+    for detail in listing:
+        reason = _beyond(session, principal, action, invoice, detail)
+        if reason is None:
+            return None
+        reasons.append(reason)
+    return reasons[0]
+
+
+def _beyond(session: Session, principal: Principal, action: str, invoice: Invoice, detail: InvoiceActions) -> str | None:
+    total = format_money(invoice.total, invoice.currency)
+    if detail.max_amount is not None:
+        currency, amount = detail.max_amount
+        limit = format_money(amount, currency)
+        if currency != invoice.currency:
+            return (f"This app may {VERBS[action]} invoices of up to {limit}; this invoice is in {invoice.currency} "
+                    f"({total}), outside that limit.")
+        if invoice.total > amount:
+            return f"This app may {VERBS[action]} invoices of up to {limit}; this one totals {total}."
+    if detail.max_per_day is not None and _done_today(session, principal.grant_id, detail.actions) >= detail.max_per_day:
+        return (f"This app may {VERBS[action]} at most {detail.max_per_day} invoice"
+                f"{'' if detail.max_per_day == 1 else 's'} in 24 hours, and it has.")
+    return None
+
+
+def _done_today(session: Session, grant_id: uuid.UUID, actions: tuple[str, ...]) -> int:
+    return session.exec(select(func.count()).select_from(DelegatedAction).where(
+        DelegatedAction.grant_id == grant_id, DelegatedAction.outcome == "done",
+        DelegatedAction.action.in_(actions), DelegatedAction.created_at > now() - DAY)).one()
+
+
+def _label(session: Session, invoice: Invoice) -> str:
+    if invoice.number:
+        return invoice.number
+    customer = session.get(Customer, invoice.customer_id)
+    return f"draft for {customer.name if customer else 'a customer'}"[:300]
+
+
+def _record(session: Session, principal: Principal, action: str, invoice: Invoice, outcome: str,
+            detail: str | None) -> DelegatedAction:
+    via = "MCP" if (principal.resource or "").endswith("/mcp") else "REST API"
+    return DelegatedAction(account_id=principal.account_id, grant_id=principal.grant_id, client_name=principal.client_name,
+                           action=action, via=via, invoice_id=invoice.id, invoice_label=_label(session, invoice),
+                           amount=invoice.total, currency=invoice.currency, outcome=outcome,
+                           detail=(detail or None) and detail[:1000])
+
+
+def recent(session: Session, account_id: uuid.UUID, grant_ids: list[uuid.UUID]) -> list[DelegatedAction]:
+    """The latest actions of these grants (one app's sign-ins), newest first."""
+    if not grant_ids:
+        return []
+    return list(session.exec(select(DelegatedAction).where(
+        DelegatedAction.account_id == account_id, DelegatedAction.grant_id.in_(grant_ids))
+        .order_by(DelegatedAction.created_at.desc()).limit(RECENT)))
+
+
+def would_refuse(session: Session, principal: Principal, action: str, invoice: Invoice) -> bool:
+    """Whether `act_for` would refuse (without recording): the confirmation question is not even asked."""
+    if principal.actor != "oauth_app" or principal.authorization_details is None:
+        return False
+    return _refusal(session, principal, action, invoice, principal.authorization_details) is not None

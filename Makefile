@@ -10,12 +10,13 @@ PYTEST := $(PY) -m pytest -q -n 2 --dist loadfile
 
 .PHONY: run test lint test-sqlite test-postgres fuzz bench install migrate demo clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml clients/python/pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
 		{ echo "Python 3.11 or newer is needed: make PYTHON=python3.11 ..."; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e clients/python  # the client library and invoicing-cli, tested against the server
 	touch $(STAMP)
 
 install: $(STAMP)

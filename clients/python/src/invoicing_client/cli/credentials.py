@@ -1,0 +1,94 @@
+"""What `invoicing-cli login` keeps: per server, the client it registered and the person's tokens.
+
+One JSON file in the user's config directory (`$XDG_CONFIG_HOME/invoicing/credentials.json` on
+Linux), readable by its owner only (0600, written whole and renamed into place). Refreshing happens
+under a lock on the file, because the server treats a refresh token presented twice as stolen and
+revokes the sign-in: two commands started together must not both refresh.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+FILE_NAME = "credentials.json"
+
+
+def config_dir() -> Path:
+    return Path(platformdirs.user_config_dir("invoicing", appauthor=False))
+
+
+def path() -> Path:
+    return config_dir() / FILE_NAME
+
+
+def load() -> dict[str, Any]:
+    try:
+        data = json.loads(path().read_text())
+    except (FileNotFoundError, ValueError):
+        return {"servers": {}}
+    if not isinstance(data, dict) or not isinstance(data.get("servers"), dict):
+        return {"servers": {}}
+    return data
+
+
+def save(data: dict[str, Any]) -> None:
+    directory = config_dir()
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    handle, temporary = tempfile.mkstemp(dir=directory, prefix=".credentials-", suffix=".json")  # mode 0600
+    try:
+        with os.fdopen(handle, "w") as out:
+            json.dump(data, out, indent=2)
+        os.replace(temporary, path())
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        raise
+
+
+def server(base_url: str) -> dict[str, Any]:
+    """What is kept for one API (empty when nothing is)."""
+    return dict(load()["servers"].get(base_url, {}))
+
+
+def update_server(base_url: str, **values: Any) -> None:
+    """Set (or, given None, remove) values for one API and make it the default server."""
+    data = load()
+    entry = data["servers"].setdefault(base_url, {})
+    for name, value in values.items():
+        if value is None:
+            entry.pop(name, None)
+        else:
+            entry[name] = value
+    data["default"] = base_url
+    save(data)
+
+
+def default_server() -> str | None:
+    value = load().get("default")
+    return value if isinstance(value, str) else None
+
+
+@contextlib.contextmanager
+def locked() -> Iterator[None]:
+    """Hold the credentials lock (a no-op where the platform has no `fcntl`)."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: commands rarely race there, and the server limits the damage
+        yield
+        return
+    directory = config_dir()
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with open(directory / ".credentials.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)

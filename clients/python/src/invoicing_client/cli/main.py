@@ -1,0 +1,627 @@
+"""`invoicing-cli`: the Invoicing API from a terminal, on `invoicing_client`.
+
+Tables for people, `--json` for scripts (the API's objects, on stdout); confirmations go to stderr.
+Exit codes: 0 done; 1 the API refused (its code and message on stderr) or sign-in failed; 2 wrong
+usage; 3 the server could not be reached.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from invoicing_client import InvoicingClient, __version__
+from invoicing_client._http import DEFAULT_BASE_URL, api_base
+from invoicing_client.cli import credentials, oauth
+from invoicing_client.cli import output as show
+from invoicing_client.cli.items import ITEM_FORMAT, parse_item, read_json
+from invoicing_client.errors import APIConnectionError, AuthenticationError, InvoicingError
+from invoicing_client.models import Customer, Invoice, InvoicingObject, Price, Product, WebhookEndpoint
+from invoicing_client.pagination import Pager
+
+# Typer's usage errors (click's, vendored by recent Typer): shown as click shows them, exit code 2.
+UsageProblem = next(kind for kind in typer.BadParameter.__mro__ if kind.__name__ == "ClickException")
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+EXIT_REFUSED, EXIT_UNREACHABLE = 1, 3
+
+
+def _group(help_text: str) -> typer.Typer:
+    return typer.Typer(help=help_text, no_args_is_help=True, context_settings=CONTEXT, rich_markup_mode="markdown")
+
+
+app = _group("The Invoicing API from your terminal: customers, products, prices, invoices and webhooks.\n\n"
+             "Start with `invoicing-cli login` (or set INVOICING_API_KEY), then for example "
+             "`invoicing-cli invoices list`.")
+customers_app = _group("Customers: the people and companies you invoice.")
+products_app = _group("Products: what you sell, by name.")
+prices_app = _group("Prices: a product's amount in one currency.")
+invoices_app = _group("Invoices: draft, finalize, send, record payment, void, download.")
+webhooks_app = _group("Webhook endpoints: where invoice events are delivered.")
+app.add_typer(customers_app, name="customers")
+app.add_typer(products_app, name="products")
+app.add_typer(prices_app, name="prices")
+app.add_typer(invoices_app, name="invoices")
+app.add_typer(webhooks_app, name="webhooks")
+
+
+@dataclass
+class Options:
+    base_url: str | None = None
+    api_key: str | None = None
+    json: bool = False
+
+
+OPTIONS = Options()
+Json = Annotated[bool, typer.Option("--json", help="Print the API's JSON (for scripts) instead of a table.")]
+Limit = Annotated[int, typer.Option("--limit", min=1, help="Show at most this many (newest first).")]
+All = Annotated[bool, typer.Option("--all", help="Show every one, page after page.")]
+Force = Annotated[bool, typer.Option("--force", help="Overwrite the file if it exists.")]
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"invoicing-cli {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def options(
+    base_url: Annotated[str | None, typer.Option(
+        "--base-url", envvar="INVOICING_BASE_URL", show_envvar=True,
+        help=f"The API, such as https://invoices.example/api/v1 (default: the last server you signed in to, "
+             f"else {DEFAULT_BASE_URL}).")] = None,
+    api_key: Annotated[str | None, typer.Option(
+        "--api-key", envvar="INVOICING_API_KEY", show_envvar=True,
+        help="An API key (inv_live_…) instead of `login`.")] = None,
+    json_output: Json = False,
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    OPTIONS.base_url, OPTIONS.api_key, OPTIONS.json = base_url, api_key, json_output
+
+
+def api_url() -> str:
+    return api_base(OPTIONS.base_url or credentials.default_server() or DEFAULT_BASE_URL)
+
+
+def client() -> InvoicingClient:
+    api = api_url()
+    key = OPTIONS.api_key or oauth.access_token(api)
+    if not key:
+        raise AuthenticationError(f"Not signed in to {api}. Run `invoicing-cli login`, or pass --api-key "
+                                  "(or set INVOICING_API_KEY).")
+    return InvoicingClient(api_key=key, base_url=api)
+
+
+def call(action: Callable[[InvoicingClient], Any]) -> Any:
+    with client() as api:
+        return action(api)
+
+
+def present(obj: InvoicingObject, as_json: bool, render: Callable[[Any], None]) -> None:
+    if as_json or OPTIONS.json:
+        show.print_json(obj.to_dict())
+    else:
+        render(obj)
+
+
+def present_list(fetch: Callable[[InvoicingClient, int], Pager[Any]], columns: list[show.Column], *, limit: int,
+                 every: bool, as_json: bool, noun: str) -> None:
+    """The newest `limit` objects (every one with `every`), as a table or a JSON array."""
+    shown: list[Any] = []
+    more = False
+    with client() as api:
+        for page in fetch(api, 100 if every else min(limit, 100)).pages():
+            room = len(page.data) if every else limit - len(shown)
+            shown.extend(page.data[:room])
+            if not every and len(shown) >= limit:
+                more = len(page.data) > room or page.has_more
+                break
+    if as_json or OPTIONS.json:
+        show.print_json(show.as_json(shown))
+        return
+    show.table(shown, columns, empty=f"No {noun}.")
+    if more:
+        show.err.print(f"[dim]The newest {limit} {noun}; --limit N for more, --all for every one.[/dim]")
+
+
+def examples(*lines: str) -> str:
+    return "**Examples**\n\n" + "\n\n".join(f"`{line}`" for line in lines)
+
+
+# --- columns and details ------------------------------------------------------------------------------
+
+CUSTOMER_COLUMNS: list[show.Column] = [("ID", lambda c: c.id), ("Name", lambda c: c.name),
+                                       ("Email", lambda c: c.email), ("Created", lambda c: show.when(c.created))]
+PRODUCT_COLUMNS: list[show.Column] = [("ID", lambda p: p.id), ("Name", lambda p: p.name),
+                                      ("Active", lambda p: p.active), ("Created", lambda p: show.when(p.created))]
+PRICE_COLUMNS: list[show.Column] = [
+    ("ID", lambda p: p.id), ("Product", lambda p: p.product), ("Nickname", lambda p: p.nickname),
+    ("Unit amount", lambda p: show.money(p.unit_amount, p.currency)), ("Type", lambda p: p.type),
+    ("Active", lambda p: p.active)]
+INVOICE_COLUMNS: list[show.Column] = [
+    ("ID", lambda i: i.id), ("Number", lambda i: i.number or "(draft)"), ("Status", lambda i: i.status),
+    ("Customer", lambda i: i.customer_details.name), ("Total", lambda i: show.money(i.total, i.currency)),
+    ("Due", lambda i: show.when(i.due_date))]
+WEBHOOK_COLUMNS: list[show.Column] = [("ID", lambda w: w.id), ("URL", lambda w: w.url),
+                                      ("Events", lambda w: w.events or "all"), ("Active", lambda w: w.active)]
+
+
+def _address(address: Any) -> str:
+    parts = [address.line1, address.line2, address.city, getattr(address, "state", None), address.postal_code,
+             address.country]
+    return ", ".join(part for part in parts if part)
+
+
+def show_customer(customer: Customer) -> None:
+    show.fields(customer, [("ID", lambda c: c.id), ("Name", lambda c: c.name), ("Email", lambda c: c.email),
+                           ("Phone", lambda c: c.phone), ("Tax ID", lambda c: c.tax_id),
+                           ("Address", lambda c: _address(c.address)), ("Archived", lambda c: c.deleted or None),
+                           ("Created", lambda c: show.when(c.created))])
+
+
+def show_product(product: Product) -> None:
+    show.fields(product, [("ID", lambda p: p.id), ("Name", lambda p: p.name), ("Description", lambda p: p.description),
+                          ("Active", lambda p: p.active), ("Created", lambda p: show.when(p.created))])
+
+
+def show_price(price: Price) -> None:
+    show.fields(price, [("ID", lambda p: p.id), ("Product", lambda p: p.product), ("Nickname", lambda p: p.nickname),
+                        ("Unit amount", lambda p: show.money(p.unit_amount, p.currency)), ("Type", lambda p: p.type),
+                        ("Every", lambda p: p.recurring and f"{p.recurring.interval_count} {p.recurring.interval}"),
+                        ("Tax rate", lambda p: f"{p.tax_rate}%"), ("Active", lambda p: p.active)])
+
+
+def show_invoice(invoice: Invoice) -> None:
+    money = lambda amount: show.money(amount, invoice.currency)  # noqa: E731
+    show.fields(invoice, [
+        ("ID", lambda i: i.id), ("Number", lambda i: i.number or "(draft: numbered when finalized)"),
+        ("Status", lambda i: i.status), ("Customer", lambda i: f"{i.customer_details.name} ({i.customer})"),
+        ("Issued", lambda i: show.when(i.issue_date)), ("Due", lambda i: show.when(i.due_date)),
+        ("Subtotal", lambda i: money(i.subtotal)), ("Discount", lambda i: money(i.discount) if i.discount else None),
+        ("Tax", lambda i: money(i.tax)), ("Total", lambda i: money(i.total)), ("Amount due", lambda i: money(i.amount_due)),
+        ("Paid", lambda i: show.when(i.paid_at)), ("Voided", lambda i: i.voided_at and f"{show.when(i.voided_at)} "
+                                                   f"{i.void_reason or ''}"),
+        ("Public page", lambda i: i.public_url)])
+    if invoice.lines is not None:
+        show.out.print()
+        show.table(invoice.lines.data, [
+            ("Description", lambda line: line.description), ("Quantity", lambda line: line.quantity),
+            ("Unit amount", lambda line: money(line.unit_amount)), ("Tax", lambda line: f"{line.tax_rate}%"),
+            ("Amount", lambda line: money(line.amount))], empty="No lines yet.")
+
+
+def show_webhook(endpoint: WebhookEndpoint) -> None:
+    show.fields(endpoint, [("ID", lambda w: w.id), ("URL", lambda w: w.url), ("Events", lambda w: w.events or "all"),
+                           ("Active", lambda w: w.active), ("Signing secret", lambda w: w.secret)])
+
+
+# --- sign-in ------------------------------------------------------------------------------------------
+
+@app.command(epilog=examples("invoicing-cli login", "invoicing-cli --base-url https://invoices.example login --no-browser",
+                             "invoicing-cli login --scope 'invoices:read invoices:write'"))
+def login(
+    no_browser: Annotated[bool, typer.Option("--no-browser", help="Print the address to open instead of opening it.")]
+    = False,
+    scope: Annotated[str | None, typer.Option(help="Ask only for these scopes (space-separated); "
+                                                   "default: every scope, each of which you can untick.")] = None,
+    timeout: Annotated[int, typer.Option(min=10, help="Seconds to wait for the browser.")] = 300,
+) -> None:
+    """Sign in with your browser (OAuth 2.1 with PKCE); the tokens are kept in your config directory."""
+    api = api_url()
+    token = oauth.login(api, scope=scope, open_browser=not no_browser, timeout=timeout,
+                        say=lambda text: show.err.print(text, highlight=False, soft_wrap=True))
+    show.done(f"Signed in to {api}, allowed: {token.get('scope', '')}")
+
+
+@app.command(epilog=examples("invoicing-cli logout"))
+def logout() -> None:
+    """Revoke this tool's sign-in to the server and forget its tokens."""
+    api = api_url()
+    if oauth.logout(api):
+        show.done(f"Signed out of {api}.")
+    else:
+        show.err.print(f"Not signed in to {api}.")
+
+
+@app.command(epilog=examples("invoicing-cli whoami", "invoicing-cli whoami --json"))
+def whoami(as_json: Json = False) -> None:
+    """Which server, which credential, and whose business."""
+    api = api_url()
+    kept = credentials.server(api)
+    if OPTIONS.api_key:
+        credential = {"kind": "api_key", "key": OPTIONS.api_key[:12] + "…"}
+    elif kept.get("access_token"):
+        credential = {"kind": "oauth", "scope": kept.get("scope", ""), "client_id": kept.get("client_id")}
+    else:
+        raise AuthenticationError(f"Not signed in to {api}. Run `invoicing-cli login`, or pass --api-key.")
+    try:
+        business = call(lambda c: c.business.retrieve())
+    except InvoicingError as exc:
+        if isinstance(exc, (AuthenticationError, APIConnectionError)):
+            raise
+        business = None
+    answer = {"base_url": api, "credential": credential, "business": business.to_dict() if business else None}
+    if as_json or OPTIONS.json:
+        show.print_json(answer)
+        return
+    how = (f"API key {credential['key']}" if credential["kind"] == "api_key"
+           else f"signed in (OAuth), allowed: {credential['scope']}")
+    show.out.print(f"[bold]{api}[/bold]\n{how}", highlight=False)
+    show.out.print(f"Business: {business.legal_name} ({business.country_code}, {business.currency})" if business
+                   else "Business: not readable with this credential (business:read), or onboarding unfinished.",
+                   highlight=False)
+
+
+# --- catalog: customers, products, prices ---------------------------------------------------------------
+
+def catalog(group: typer.Typer, noun: str, pick: Callable[[InvoicingClient], Any], render: Callable[[Any], None],
+            sample_id: str) -> None:
+    """`get`, `archive` and `restore` for one catalog resource."""
+
+    @group.command("get", epilog=examples(f"invoicing-cli {noun} get {sample_id}",
+                                          f"invoicing-cli {noun} get {sample_id} --json"))
+    def get(id: Annotated[str, typer.Argument(help="Its id.")], as_json: Json = False) -> None:
+        """Show one."""
+        present(call(lambda c: pick(c).retrieve(id)), as_json, render)
+
+    @group.command("archive", epilog=examples(f"invoicing-cli {noun} archive {sample_id}"))
+    def archive(id: Annotated[str, typer.Argument(help="Its id.")], as_json: Json = False) -> None:
+        """Archive one: hidden from lists and new invoices, kept on existing ones; `restore` undoes it."""
+        present(call(lambda c: pick(c).archive(id)), as_json, render)
+        show.done(f"Archived {id}.")
+
+    @group.command("restore", epilog=examples(f"invoicing-cli {noun} restore {sample_id}"))
+    def restore(id: Annotated[str, typer.Argument(help="Its id.")], as_json: Json = False) -> None:
+        """Bring an archived one back."""
+        present(call(lambda c: pick(c).restore(id)), as_json, render)
+        show.done(f"Restored {id}.")
+
+
+catalog(customers_app, "customers", lambda c: c.customers, show_customer, "cus_…")
+catalog(products_app, "products", lambda c: c.products, show_product, "prod_…")
+catalog(prices_app, "prices", lambda c: c.prices, show_price, "price_…")
+
+
+def _given(**values: Any) -> dict[str, Any]:
+    return {name: value for name, value in values.items() if value is not None}
+
+
+def _address_fields(line1: str | None, line2: str | None, city: str | None, state: str | None,
+                    postal_code: str | None, country: str | None) -> dict[str, Any]:
+    address = _given(line1=line1, line2=line2, city=city, state=state, postal_code=postal_code, country=country)
+    return {"address": address} if address else {}
+
+
+Line1 = Annotated[str | None, typer.Option(help="Address, first line.", rich_help_panel="Address")]
+Line2 = Annotated[str | None, typer.Option(help="Address, second line.", rich_help_panel="Address")]
+City = Annotated[str | None, typer.Option(rich_help_panel="Address")]
+State = Annotated[str | None, typer.Option(help="State, county or region.", rich_help_panel="Address")]
+PostalCode = Annotated[str | None, typer.Option(rich_help_panel="Address")]
+Country = Annotated[str | None, typer.Option(help="ISO 3166 code, such as DE.", rich_help_panel="Address")]
+
+
+@customers_app.command("list", epilog=examples("invoicing-cli customers list", "invoicing-cli customers list --query globex",
+                                               "invoicing-cli customers list --all --json"))
+def customers_list(query: Annotated[str | None, typer.Option(help="Only those whose name or e-mail contains this.")] = None,
+                   include_archived: Annotated[bool, typer.Option("--include-archived")] = False,
+                   limit: Limit = 25, every: All = False, as_json: Json = False) -> None:
+    """List customers, newest first."""
+    present_list(lambda c, size: c.customers.list(limit=size, query=query, include_deleted=include_archived or None),
+                 CUSTOMER_COLUMNS, limit=limit, every=every, as_json=as_json, noun="customers")
+
+
+@customers_app.command("create", epilog=examples(
+    "invoicing-cli customers create --name 'Globex Corp' --email ap@globex.example",
+    "invoicing-cli customers create --name 'Müller GmbH' --email rechnung@mueller.example --city Berlin --country DE"))
+def customers_create(name: Annotated[str, typer.Option(help="Name on invoices.")],
+                     email: Annotated[str | None, typer.Option(help="Where invoices are e-mailed.")] = None,
+                     phone: str | None = None, tax_id: Annotated[str | None, typer.Option(help="VAT or tax number.")] = None,
+                     line1: Line1 = None, line2: Line2 = None, city: City = None, state: State = None,
+                     postal_code: PostalCode = None, country: Country = None, as_json: Json = False) -> None:
+    """Create a customer."""
+    fields = {**_given(name=name, email=email, phone=phone, tax_id=tax_id),
+              **_address_fields(line1, line2, city, state, postal_code, country)}
+    customer = call(lambda c: c.customers.create(**fields))
+    present(customer, as_json, show_customer)
+    show.done(f"Created customer {customer.id}.")
+
+
+@customers_app.command("update", epilog=examples("invoicing-cli customers update cus_… --email billing@globex.example"))
+def customers_update(id: Annotated[str, typer.Argument(help="The customer's id.")],
+                     name: str | None = None, email: str | None = None, phone: str | None = None,
+                     tax_id: str | None = None, line1: Line1 = None, line2: Line2 = None, city: City = None,
+                     state: State = None, postal_code: PostalCode = None, country: Country = None,
+                     as_json: Json = False) -> None:
+    """Change a customer (only the options given; drafts pick the change up, finalized invoices keep theirs)."""
+    fields = {**_given(name=name, email=email, phone=phone, tax_id=tax_id),
+              **_address_fields(line1, line2, city, state, postal_code, country)}
+    if not fields:
+        raise typer.BadParameter("Give at least one option to change, such as --email.")
+    present(call(lambda c: c.customers.update(id, **fields)), as_json, show_customer)
+    show.done(f"Updated customer {id}.")
+
+
+@products_app.command("list", epilog=examples("invoicing-cli products list", "invoicing-cli products list --inactive"))
+def products_list(query: Annotated[str | None, typer.Option(help="Only those whose name contains this.")] = None,
+                  active: Annotated[bool | None, typer.Option("--active/--inactive", help="Only active (or archived) ones.")]
+                  = None, limit: Limit = 25, every: All = False, as_json: Json = False) -> None:
+    """List products, newest first."""
+    present_list(lambda c, size: c.products.list(limit=size, query=query, active=active), PRODUCT_COLUMNS,
+                 limit=limit, every=every, as_json=as_json, noun="products")
+
+
+@products_app.command("create", epilog=examples("invoicing-cli products create --name 'Design work' --description 'Per day'"))
+def products_create(name: Annotated[str, typer.Option(help="Its name on invoices.")], description: str | None = None,
+                    as_json: Json = False) -> None:
+    """Create a product (give it prices with `prices create`)."""
+    product = call(lambda c: c.products.create(**_given(name=name, description=description)))
+    present(product, as_json, show_product)
+    show.done(f"Created product {product.id}.")
+
+
+@products_app.command("update", epilog=examples("invoicing-cli products update prod_… --name 'Design day'"))
+def products_update(id: Annotated[str, typer.Argument(help="The product's id.")], name: str | None = None,
+                    description: str | None = None, as_json: Json = False) -> None:
+    """Change a product's name or description."""
+    fields = _given(name=name, description=description)
+    if not fields:
+        raise typer.BadParameter("Give --name or --description.")
+    present(call(lambda c: c.products.update(id, **fields)), as_json, show_product)
+    show.done(f"Updated product {id}.")
+
+
+@prices_app.command("list", epilog=examples("invoicing-cli prices list --product prod_…",
+                                            "invoicing-cli prices list --currency EUR"))
+def prices_list(product: str | None = None, currency: str | None = None,
+                type: Annotated[str | None, typer.Option(help="one_time or recurring")] = None,
+                active: Annotated[bool | None, typer.Option("--active/--inactive")] = None,
+                limit: Limit = 25, every: All = False, as_json: Json = False) -> None:
+    """List prices, newest first."""
+    present_list(lambda c, size: c.prices.list(limit=size, product=product, currency=currency, type=type, active=active),
+                 PRICE_COLUMNS, limit=limit, every=every, as_json=as_json, noun="prices")
+
+
+@prices_app.command("create", epilog=examples(
+    "invoicing-cli prices create --product prod_… --unit-amount 80000 --currency EUR",
+    "invoicing-cli prices create --product prod_… --unit-amount 4900 --currency USD --every month"))
+def prices_create(product: Annotated[str, typer.Option(help="The product's id.")],
+                  unit_amount: Annotated[int, typer.Option(min=0, help="In minor units: 80000 is 800.00 (JPY: 800 yen).")],
+                  currency: Annotated[str, typer.Option(help="ISO 4217, such as EUR.")],
+                  nickname: str | None = None,
+                  tax_rate: Annotated[str | None, typer.Option(help="Percent, such as 19 or 7.5.")] = None,
+                  every: Annotated[str | None, typer.Option(help="Recurring: day, week, month or year.")] = None,
+                  as_json: Json = False) -> None:
+    """Create a price for a product."""
+    fields = _given(product=product, unit_amount=unit_amount, currency=currency, nickname=nickname, tax_rate=tax_rate)
+    if every:
+        fields.update(type="recurring", recurring={"interval": every})
+    price = call(lambda c: c.prices.create(**fields))
+    present(price, as_json, show_price)
+    show.done(f"Created price {price.id}.")
+
+
+@prices_app.command("update", epilog=examples("invoicing-cli prices update price_… --nickname 'Day rate'"))
+def prices_update(id: Annotated[str, typer.Argument(help="The price's id.")], nickname: str | None = None,
+                  unit_amount: Annotated[int | None, typer.Option(min=0)] = None, tax_rate: str | None = None,
+                  as_json: Json = False) -> None:
+    """Change a price (lines already on invoices keep what they were)."""
+    fields = _given(nickname=nickname, unit_amount=unit_amount, tax_rate=tax_rate)
+    if not fields:
+        raise typer.BadParameter("Give --nickname, --unit-amount or --tax-rate.")
+    present(call(lambda c: c.prices.update(id, **fields)), as_json, show_price)
+    show.done(f"Updated price {id}.")
+
+
+# --- invoices -------------------------------------------------------------------------------------------
+
+@invoices_app.command("list", epilog=examples("invoicing-cli invoices list", "invoicing-cli invoices list --status open",
+                                              "invoicing-cli invoices list --customer cus_… --all --json"))
+def invoices_list(status: Annotated[str | None, typer.Option(help="draft, open, paid, overdue or void")] = None,
+                  customer: str | None = None,
+                  from_: Annotated[str | None, typer.Option("--from", help="Issued on or after (YYYY-MM-DD).")] = None,
+                  to: Annotated[str | None, typer.Option(help="Issued on or before (YYYY-MM-DD).")] = None,
+                  number: str | None = None, limit: Limit = 25, every: All = False, as_json: Json = False) -> None:
+    """List invoices, newest first."""
+    present_list(lambda c, size: c.invoices.list(limit=size, status=status, customer=customer, from_=from_, to=to,
+                                                 number=number),
+                 INVOICE_COLUMNS, limit=limit, every=every, as_json=as_json, noun="invoices")
+
+
+@invoices_app.command("get", epilog=examples("invoicing-cli invoices get in_…", "invoicing-cli invoices get in_… --json"))
+def invoices_get(id: Annotated[str, typer.Argument(help="The invoice's id.")], as_json: Json = False) -> None:
+    """Show an invoice with its lines."""
+    present(call(lambda c: c.invoices.retrieve(id)), as_json, show_invoice)
+
+
+@invoices_app.command("create", epilog=examples(
+    "invoicing-cli invoices create --customer cus_… --item 'Design:2x80000' --item 'Hosting:1500'",
+    "invoicing-cli invoices create --customer cus_… --item price_…:3 --days-until-due 14",
+    "invoicing-cli invoices create --file invoice.json",
+    "invoicing-cli invoices create --customer cus_… --item 'Design:2x80000' --preview"))
+def invoices_create(
+    customer: Annotated[str | None, typer.Option(help="The customer's id (or in --file).")] = None,
+    item: Annotated[list[str] | None, typer.Option("--item", "-i", help=f"A line, repeatable: {ITEM_FORMAT}.")] = None,
+    file: Annotated[str | None, typer.Option(help="JSON: an array of lines, or the whole request "
+                                                  "(customer, items, currency, …); - reads standard input.")] = None,
+    currency: Annotated[str | None, typer.Option(help="Default: the business's.")] = None,
+    issue_date: Annotated[str | None, typer.Option(help="YYYY-MM-DD; default today.")] = None,
+    due_date: Annotated[str | None, typer.Option(help="YYYY-MM-DD.")] = None,
+    days_until_due: Annotated[int | None, typer.Option(min=0)] = None,
+    description: str | None = None, footer: str | None = None,
+    preview: Annotated[bool, typer.Option("--preview", help="Show what would be created, and create nothing.")] = False,
+    as_json: Json = False,
+) -> None:
+    """Draft an invoice. It stays a draft (editable, unnumbered) until you finalize or send it."""
+    body: dict[str, Any] = {}
+    if file is not None:
+        content = read_json(file)
+        if isinstance(content, list):
+            body["items"] = content
+        elif isinstance(content, dict):
+            body.update(content)
+        else:
+            raise typer.BadParameter(f"{file} must hold a JSON array of lines or an object.")
+    body.update(_given(customer=customer, currency=currency, issue_date=issue_date, due_date=due_date,
+                       days_until_due=days_until_due, description=description, footer=footer))
+    if item:
+        body["items"] = [*body.get("items", []), *(parse_item(text) for text in item)]
+    if not body.get("customer"):
+        raise typer.BadParameter("Name the customer: --customer cus_… (or \"customer\" in --file).")
+    if preview:
+        present(call(lambda c: c.invoices.preview(**body)), as_json, show_invoice)
+        show.err.print("[dim]A preview: nothing was created.[/dim]")
+        return
+    invoice = call(lambda c: c.invoices.create(**body))
+    present(invoice, as_json, show_invoice)
+    show.done(f"Drafted {invoice.id} ({show.money(invoice.total, invoice.currency)}). "
+              f"Next: invoicing-cli invoices finalize {invoice.id}")
+
+
+@invoices_app.command("finalize", epilog=examples("invoicing-cli invoices finalize in_…"))
+def invoices_finalize(id: Annotated[str, typer.Argument(help="The draft's id.")], as_json: Json = False) -> None:
+    """Finalize a draft: it gets the next number and can no longer be edited."""
+    invoice = call(lambda c: c.invoices.finalize(id))
+    present(invoice, as_json, show_invoice)
+    show.done(f"Finalized {invoice.number} ({show.money(invoice.total, invoice.currency)}, due {show.when(invoice.due_date)}).")
+
+
+@invoices_app.command("send", epilog=examples("invoicing-cli invoices send in_…",
+                                              "invoicing-cli invoices send in_… --to ap@globex.example --cc me@example.com"))
+def invoices_send(id: Annotated[str, typer.Argument(help="The invoice's id.")],
+                  to: Annotated[str | None, typer.Option(help="Default: the customer's e-mail.")] = None,
+                  cc: Annotated[list[str] | None, typer.Option(help="Repeatable.")] = None,
+                  message: Annotated[str | None, typer.Option(help="A note above the invoice in the e-mail.")] = None,
+                  as_json: Json = False) -> None:
+    """E-mail an invoice with its PDF (a draft is finalized first)."""
+    invoice = call(lambda c: c.invoices.send(id, to=to, cc=cc or None, message=message))
+    present(invoice, as_json, show_invoice)
+    show.done(f"Sent {invoice.number} to {invoice.emailed_to}.")
+
+
+@invoices_app.command("pay", epilog=examples("invoicing-cli invoices pay in_…",
+                                             "invoicing-cli invoices pay in_… --paid-on 2026-11-20 --reference 'BACS 7'"))
+def invoices_pay(id: Annotated[str, typer.Argument(help="The invoice's id.")],
+                 paid_on: Annotated[str | None, typer.Option(help="YYYY-MM-DD; default today.")] = None,
+                 reference: Annotated[str | None, typer.Option(help="Your payment reference.")] = None,
+                 as_json: Json = False) -> None:
+    """Record that an open invoice was paid in full (no money moves)."""
+    invoice = call(lambda c: c.invoices.pay(id, paid_on=paid_on, reference=reference))
+    present(invoice, as_json, show_invoice)
+    show.done(f"Marked {invoice.number} paid.")
+
+
+@invoices_app.command("void", epilog=examples("invoicing-cli invoices void in_… --reason 'Issued twice'"))
+def invoices_void(id: Annotated[str, typer.Argument(help="The invoice's id.")],
+                  reason: str | None = None, as_json: Json = False) -> None:
+    """Void an open invoice: it keeps its number and can no longer be paid."""
+    invoice = call(lambda c: c.invoices.void(id, reason=reason))
+    present(invoice, as_json, show_invoice)
+    show.done(f"Voided {invoice.number}.")
+
+
+@invoices_app.command("delete", epilog=examples("invoicing-cli invoices delete in_…"))
+def invoices_delete(id: Annotated[str, typer.Argument(help="The draft's id.")], as_json: Json = False) -> None:
+    """Delete a draft (finalized invoices are voided instead)."""
+    deleted = call(lambda c: c.invoices.delete(id))
+    if as_json or OPTIONS.json:
+        show.print_json(deleted.to_dict())
+    show.done(f"Deleted draft {id}.")
+
+
+@invoices_app.command("pdf", epilog=examples("invoicing-cli invoices pdf in_…", "invoicing-cli invoices pdf in_… -o march.pdf"))
+def invoices_pdf(id: Annotated[str, typer.Argument(help="The invoice's id.")],
+                 output: Annotated[Path | None, typer.Option("--output", "-o", help="Default: NUMBER.pdf here.")] = None,
+                 force: Force = False, as_json: Json = False) -> None:
+    """Download an invoice's PDF."""
+    with client() as api:
+        invoice = api.invoices.retrieve(id) if output is None else None
+        document = api.invoices.pdf(id)
+    target = output or Path(f"{invoice.number or invoice.id}.pdf")
+    if target.exists() and not force:
+        raise typer.BadParameter(f"{target} exists; --force overwrites it, or choose another with --output.")
+    target.write_bytes(document)
+    if as_json or OPTIONS.json:
+        show.print_json({"invoice": id, "path": str(target.resolve()), "bytes": len(document)})
+    show.done(f"Saved the PDF to {target} ({len(document) / 1024:.0f} KB).")
+
+
+@invoices_app.command("events", epilog=examples("invoicing-cli invoices events in_…"))
+def invoices_events(id: Annotated[str, typer.Argument(help="The invoice's id.")], limit: Limit = 25,
+                    every: All = False, as_json: Json = False) -> None:
+    """What happened to an invoice, newest first."""
+    present_list(lambda c, size: c.invoices.events(id, limit=size),
+                 [("When", lambda e: show.when(e.created_at)), ("Event", lambda e: e.type),
+                  ("By", lambda e: (e.meta or {}).get("actor"))], limit=limit, every=every, as_json=as_json, noun="events")
+
+
+# --- webhooks -------------------------------------------------------------------------------------------
+
+@webhooks_app.command("list", epilog=examples("invoicing-cli webhooks list"))
+def webhooks_list(limit: Limit = 25, every: All = False, as_json: Json = False) -> None:
+    """List webhook endpoints."""
+    present_list(lambda c, size: c.webhook_endpoints.list(limit=size), WEBHOOK_COLUMNS, limit=limit, every=every,
+                 as_json=as_json, noun="webhook endpoints")
+
+
+@webhooks_app.command("create", epilog=examples(
+    "invoicing-cli webhooks create --url https://books.example/hooks",
+    "invoicing-cli webhooks create --url https://books.example/hooks --event invoice.paid --event invoice.voided"))
+def webhooks_create(url: Annotated[str, typer.Option(help="An https URL on the public internet.")],
+                    event: Annotated[list[str] | None, typer.Option(help="An event type, repeatable; default every "
+                                                                        "event, future ones included.")] = None,
+                    as_json: Json = False) -> None:
+    """Add a webhook endpoint; its signing secret is shown this once."""
+    endpoint = call(lambda c: c.webhook_endpoints.create(url=url, events=event or None))
+    present(endpoint, as_json, show_webhook)
+    show.done(f"Created {endpoint.id}. Keep the signing secret now: it is not shown again.")
+
+
+@webhooks_app.command("delete", epilog=examples("invoicing-cli webhooks delete we_…"))
+def webhooks_delete(id: Annotated[str, typer.Argument(help="The endpoint's id.")], as_json: Json = False) -> None:
+    """Delete a webhook endpoint (deliveries stop at once)."""
+    deleted = call(lambda c: c.webhook_endpoints.delete(id))
+    if as_json or OPTIONS.json:
+        show.print_json(deleted.to_dict())
+    show.done(f"Deleted {id}.")
+
+
+# --- entry point ----------------------------------------------------------------------------------------
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the command line; errors are one message on stderr and an exit code, never a traceback."""
+    command = typer.main.get_command(app)
+    try:
+        code = command.main(args=argv, prog_name="invoicing-cli", standalone_mode=False)
+    except UsageProblem as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        show.err.print("Aborted.")
+        sys.exit(EXIT_REFUSED)
+    except APIConnectionError as exc:
+        _report(exc)
+        sys.exit(EXIT_UNREACHABLE)
+    except InvoicingError as exc:
+        _report(exc)
+        sys.exit(EXIT_REFUSED)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _report(exc: InvoicingError) -> None:
+    label = f"Error ({exc.code})" if exc.code else "Error"
+    show.err.print(f"[red]{label}:[/red] {exc}", highlight=False, soft_wrap=True)
+    remediation = getattr(exc, "remediation_url", None)
+    if remediation:
+        show.err.print(f"The person can raise the limit or do it themselves at {remediation}", highlight=False)
+
+
+if __name__ == "__main__":
+    main()

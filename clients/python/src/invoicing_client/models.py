@@ -1,0 +1,256 @@
+"""The API's objects, with attribute access and a type for every field.
+
+Written from the served OpenAPI document (`GET /api/v1/openapi.json`); a test of the server's
+repository checks every field of every schema against these classes. Money is an integer in the
+currency's minor unit (cents, yen), as the API sends it; quantities and rates are `Decimal`. Fields
+a newer server adds are kept (`extra="allow"`) and never break parsing; `to_dict()` gives the object
+exactly as the API sent it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+from typing import Annotated, Any, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict, PlainSerializer, PrivateAttr
+
+
+def _json_number(value: Decimal) -> int | float:
+    return int(value) if value == value.to_integral_value() else float(value)
+
+
+Number = Annotated[Decimal, PlainSerializer(_json_number, when_used="json")]
+
+
+class InvoicingObject(BaseModel):
+    """Base of every object: unknown fields are kept, and the API's JSON is at hand."""
+
+    model_config = ConfigDict(extra="allow", frozen=False, populate_by_name=True)
+    _raw: dict[str, Any] | None = PrivateAttr(default=None)
+
+    @classmethod
+    def from_api(cls, data: dict[str, Any]):
+        obj = cls.model_validate(data)
+        obj._raw = data
+        return obj
+
+    def to_dict(self) -> dict[str, Any]:
+        """The object as JSON-ready data: as the API sent it, or as built."""
+        return self._raw if self._raw is not None else self.model_dump(mode="json")
+
+
+class Address(InvoicingObject):
+    line1: str | None = None
+    line2: str | None = None
+    city: str | None = None
+    state: str | None = None
+    postal_code: str | None = None
+    country: str | None = None
+
+
+class Customer(InvoicingObject):
+    id: str
+    object: str = "customer"
+    name: str
+    email: str | None = None
+    phone: str | None = None
+    tax_id: str | None = None
+    address: Address = Address()
+    deleted: bool = False
+    created: dt.datetime
+
+
+class Product(InvoicingObject):
+    id: str
+    object: str = "product"
+    name: str
+    description: str | None = None
+    active: bool
+    created: dt.datetime
+    updated: dt.datetime
+
+
+class Recurring(InvoicingObject):
+    interval: str  # day, week, month or year
+    interval_count: int
+
+
+class Price(InvoicingObject):
+    id: str
+    object: str = "price"
+    product: str
+    nickname: str | None = None
+    unit_amount: int
+    currency: str
+    billing_scheme: str = "per_unit"
+    type: str  # one_time or recurring
+    recurring: Recurring | None = None
+    tax_rate: Number
+    active: bool
+    created: dt.datetime
+
+
+class BusinessAddress(InvoicingObject):
+    line1: str | None = None
+    line2: str | None = None
+    city: str | None = None
+    region: str | None = None
+    postal_code: str | None = None
+    country_code: str | None = None
+    country: str | None = None
+
+
+class BankDetails(InvoicingObject):
+    bank_name: str | None = None
+    account_name: str | None = None
+    account_number: str | None = None
+    routing_number: str | None = None
+
+
+class Business(InvoicingObject):
+    id: str
+    legal_name: str
+    trade_name: str | None = None
+    country_code: str
+    currency: str
+    tax_id: str | None = None
+    address: BusinessAddress
+    email: str | None = None
+    phone: str | None = None
+    bank: BankDetails
+    invoice_prefix: str
+    created_at: dt.datetime
+
+
+class CustomerDetails(InvoicingObject):
+    """The customer as the invoice shows them (frozen when it is finalized)."""
+
+    name: str
+    email: str | None = None
+    address: Address = Address()
+    tax_id: str | None = None
+
+
+class InvoiceItem(InvoicingObject):
+    id: str
+    object: str = "invoice_item"
+    invoice: str
+    price: str | None = None
+    product: str | None = None
+    description: str
+    quantity: Number
+    unit: str
+    unit_amount: int
+    amount: int
+    discount_percent: Number
+    tax_rate: Number
+    tax_amount: int
+
+
+class InvoiceLines(InvoicingObject):
+    data: list[InvoiceItem]
+
+
+class Invoice(InvoicingObject):
+    """An invoice. `lines` is there when the API sends them (retrieve, create, update; not the
+    lists or the finalize, pay and void answers)."""
+
+    id: str
+    object: str = "invoice"
+    number: str | None = None
+    status: str  # draft, open, paid, overdue or void
+    customer: str
+    currency: str
+    collection_method: str
+    issue_date: dt.date
+    due_date: dt.date | None = None
+    description: str | None = None
+    footer: str | None = None
+    subtotal: int
+    discount: int
+    taxable: int
+    tax: int
+    total: int
+    amount_due: int
+    amount_in_words: str | None = None
+    public_url_token: str | None = None
+    public_url: str | None = None
+    public_pdf_url: str | None = None
+    finalized_at: dt.datetime | None = None
+    paid_at: dt.datetime | None = None
+    voided_at: dt.datetime | None = None
+    void_reason: str | None = None
+    created: dt.datetime
+    updated: dt.datetime
+    customer_details: CustomerDetails
+    issuer: Business | None = None
+    lines: InvoiceLines | None = None
+
+
+class SentInvoice(Invoice):
+    """The invoice after `send`, with the address it was e-mailed to."""
+
+    emailed_to: str
+
+
+class InvoicePreviewLine(InvoiceItem):
+    """A line of a preview: saved nowhere, so without an id."""
+
+    id: str | None = None  # type: ignore[assignment]
+    invoice: str | None = None  # type: ignore[assignment]
+
+
+class InvoicePreviewLines(InvoicingObject):
+    data: list[InvoicePreviewLine]
+
+
+class InvoicePreview(Invoice):
+    """What `create` would make, computed and saved nowhere: `id` is None."""
+
+    id: str | None = None  # type: ignore[assignment]
+    object: str = "invoice_preview"
+    lines: InvoicePreviewLines | None = None  # type: ignore[assignment]
+
+
+class DeletedInvoice(InvoicingObject):
+    id: str
+    object: str = "invoice"
+    deleted: bool = True
+
+
+class InvoiceEvent(InvoicingObject):
+    id: str
+    type: str  # invoice.created, invoice.finalized, invoice.emailed, invoice.paid, …
+    meta: dict[str, Any] | None = None
+    created_at: dt.datetime
+
+
+class WebhookEndpoint(InvoicingObject):
+    id: str
+    url: str
+    events: list[str]
+    active: bool
+    disabled_at: dt.datetime | None = None
+    failure_count: int
+    created_at: dt.datetime
+    secret: str | None = None  # `whsec_…`, only in the answer to create
+
+
+class DeletedWebhookEndpoint(InvoicingObject):
+    id: str
+    deleted: bool = True
+
+
+T = TypeVar("T", bound=InvoicingObject)
+
+
+class Page(BaseModel, Generic[T]):
+    """One page of a list: its objects, and the cursor of the next page (None on the last)."""
+
+    data: list[T]
+    next_cursor: str | None = None
+
+    @property
+    def has_more(self) -> bool:
+        return self.next_cursor is not None

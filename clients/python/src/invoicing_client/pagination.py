@@ -1,0 +1,58 @@
+"""Lists that fetch their pages as they are iterated (cursor pagination, newest first)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import Generic, TypeVar
+
+from invoicing_client.models import InvoicingObject, Page
+
+T = TypeVar("T", bound=InvoicingObject)
+
+
+class Pager(Generic[T]):
+    """Every object of a list, page after page: `for invoice in client.invoices.list(): …`.
+    `pages()` gives the pages themselves; `limit` of the list is the page size."""
+
+    def __init__(self, fetch: Callable[[str | None], Page[T]]) -> None:
+        self._fetch = fetch
+
+    def __iter__(self) -> Iterator[T]:
+        for page in self.pages():
+            yield from page.data
+
+    def pages(self) -> Iterator[Page[T]]:
+        cursor: str | None = None
+        while True:
+            page = self._fetch(cursor)
+            yield page
+            if not page.next_cursor:
+                return
+            cursor = page.next_cursor
+
+    def to_list(self) -> list[T]:
+        return list(self)
+
+
+class AsyncPager(Generic[T]):
+    """Every object of a list, page after page: `async for invoice in client.invoices.list(): …`."""
+
+    def __init__(self, fetch: Callable[[str | None], Awaitable[Page[T]]]) -> None:
+        self._fetch = fetch
+
+    async def __aiter__(self) -> AsyncIterator[T]:
+        async for page in self.pages():
+            for item in page.data:
+                yield item
+
+    async def pages(self) -> AsyncIterator[Page[T]]:
+        cursor: str | None = None
+        while True:
+            page = await self._fetch(cursor)
+            yield page
+            if not page.next_cursor:
+                return
+            cursor = page.next_cursor
+
+    async def to_list(self) -> list[T]:
+        return [item async for item in self]

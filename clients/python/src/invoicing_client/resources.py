@@ -1,0 +1,379 @@
+"""The API's resources, sync and async, shaped alike.
+
+Each method is one request: keyword arguments are the API's fields (its reference lists them), with
+dates as `datetime.date` or ISO strings and money in minor units. `list()` pages through everything;
+`list_page()` fetches one page. Writes take `idempotency_key=`; POSTs get one generated otherwise.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel
+
+from invoicing_client._http import Call, path
+from invoicing_client.models import (
+    Business,
+    Customer,
+    DeletedInvoice,
+    DeletedWebhookEndpoint,
+    Invoice,
+    InvoiceEvent,
+    InvoiceItem,
+    InvoicePreview,
+    InvoicingObject,
+    Page,
+    Price,
+    Product,
+    SentInvoice,
+    WebhookEndpoint,
+)
+from invoicing_client.pagination import AsyncPager, Pager
+
+T = TypeVar("T", bound=InvoicingObject)
+
+
+def jsonable(value: Any) -> Any:
+    """Arguments as JSON: dates as ISO strings, Decimals as numbers, models as the fields set; a
+    trailing underscore names a Python keyword (`from_` is `from`). `None` stays `null` (which clears
+    a field in an update)."""
+    if isinstance(value, dict):
+        return {name.rstrip("_"): jsonable(item) for name, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(item) for item in value]
+    if isinstance(value, BaseModel):
+        return jsonable(value.model_dump(exclude_unset=True))
+    if isinstance(value, (dt.date, dt.datetime)):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    return value
+
+
+def given(**arguments: Any) -> dict[str, Any]:
+    """The optional arguments the caller passed (those left at None are not sent)."""
+    return jsonable({name: value for name, value in arguments.items() if value is not None})
+
+
+def _page(model: type[T], answer: dict[str, Any]) -> Page[T]:
+    return Page[model](data=[model.from_api(item) for item in answer.get("data", [])],  # type: ignore[valid-type]
+                       next_cursor=answer.get("next_cursor"))
+
+
+def _sent(answer: dict[str, Any]) -> SentInvoice:
+    return SentInvoice.from_api({**answer["data"], "emailed_to": answer.get("emailed_to")})
+
+
+class _Resource:
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    def _one(self, call: Call, model: type[T]) -> T:
+        return model.from_api(self._client.request(call)["data"])
+
+    def _pager(self, where: str, model: type[T], params: dict[str, Any]) -> Pager[T]:
+        return Pager(lambda cursor: self._list_page(where, model, {**params, "cursor": cursor}))
+
+    def _list_page(self, where: str, model: type[T], params: dict[str, Any]) -> Page[T]:
+        return _page(model, self._client.request(Call.get(where, jsonable(params))))
+
+
+class _AsyncResource:
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    async def _one(self, call: Call, model: type[T]) -> T:
+        return model.from_api((await self._client.request(call))["data"])
+
+    def _pager(self, where: str, model: type[T], params: dict[str, Any]) -> AsyncPager[T]:
+        return AsyncPager(lambda cursor: self._list_page(where, model, {**params, "cursor": cursor}))
+
+    async def _list_page(self, where: str, model: type[T], params: dict[str, Any]) -> Page[T]:
+        return _page(model, await self._client.request(Call.get(where, jsonable(params))))
+
+
+# --- customers, products, prices: create, retrieve, update, list, archive, restore -----------------
+
+class _Catalog(_Resource, Generic[T]):
+    _path: str
+    _model: type[T]
+
+    def create(self, *, idempotency_key: str | None = None, **fields: Any) -> T:
+        return self._one(Call.post(self._path, jsonable(fields), idempotency_key), self._model)
+
+    def retrieve(self, id: str) -> T:
+        return self._one(Call.get(path(self._path + "/{}", id)), self._model)
+
+    def update(self, id: str, **fields: Any) -> T:
+        return self._one(Call.patch(path(self._path + "/{}", id), jsonable(fields)), self._model)
+
+    def list(self, *, limit: int | None = None, **filters: Any) -> Pager[T]:
+        return self._pager(self._path, self._model, {"limit": limit, **filters})
+
+    def list_page(self, *, cursor: str | None = None, limit: int | None = None, **filters: Any) -> Page[T]:
+        return self._list_page(self._path, self._model, {"cursor": cursor, "limit": limit, **filters})
+
+    def archive(self, id: str, *, idempotency_key: str | None = None) -> T:
+        """Archive it (DELETE): it stays on the invoices that use it, and can be restored."""
+        return self._one(Call.delete(path(self._path + "/{}", id), idempotency_key=idempotency_key), self._model)
+
+    def restore(self, id: str, *, idempotency_key: str | None = None) -> T:
+        return self._one(Call.post(path(self._path + "/{}/restore", id), idempotency_key=idempotency_key), self._model)
+
+
+class _AsyncCatalog(_AsyncResource, Generic[T]):
+    _path: str
+    _model: type[T]
+
+    async def create(self, *, idempotency_key: str | None = None, **fields: Any) -> T:
+        return await self._one(Call.post(self._path, jsonable(fields), idempotency_key), self._model)
+
+    async def retrieve(self, id: str) -> T:
+        return await self._one(Call.get(path(self._path + "/{}", id)), self._model)
+
+    async def update(self, id: str, **fields: Any) -> T:
+        return await self._one(Call.patch(path(self._path + "/{}", id), jsonable(fields)), self._model)
+
+    def list(self, *, limit: int | None = None, **filters: Any) -> AsyncPager[T]:
+        return self._pager(self._path, self._model, {"limit": limit, **filters})
+
+    async def list_page(self, *, cursor: str | None = None, limit: int | None = None, **filters: Any) -> Page[T]:
+        return await self._list_page(self._path, self._model, {"cursor": cursor, "limit": limit, **filters})
+
+    async def archive(self, id: str, *, idempotency_key: str | None = None) -> T:
+        """Archive it (DELETE): it stays on the invoices that use it, and can be restored."""
+        return await self._one(Call.delete(path(self._path + "/{}", id), idempotency_key=idempotency_key), self._model)
+
+    async def restore(self, id: str, *, idempotency_key: str | None = None) -> T:
+        return await self._one(Call.post(path(self._path + "/{}/restore", id), idempotency_key=idempotency_key),
+                               self._model)
+
+
+class Customers(_Catalog[Customer]):
+    """`create(name=…, email=…, phone=…, tax_id=…, address={…})`; `list(query=…, include_deleted=…)`."""
+
+    _path, _model = "/customers", Customer
+
+
+class Products(_Catalog[Product]):
+    """`create(name=…, description=…, active=…)`; `list(query=…, active=…)`."""
+
+    _path, _model = "/products", Product
+
+
+class Prices(_Catalog[Price]):
+    """`create(product=…, unit_amount=…, currency=…, nickname=…, type=…, recurring={…}, tax_rate=…)`;
+    `list(product=…, active=…, currency=…, type=…)`."""
+
+    _path, _model = "/prices", Price
+
+
+class AsyncCustomers(_AsyncCatalog[Customer]):
+    _path, _model = "/customers", Customer
+
+
+class AsyncProducts(_AsyncCatalog[Product]):
+    _path, _model = "/products", Product
+
+
+class AsyncPrices(_AsyncCatalog[Price]):
+    _path, _model = "/prices", Price
+
+
+# --- invoices ------------------------------------------------------------------------------------
+
+class Invoices(_Resource):
+    """Drafts are created, updated and deleted; `finalize` numbers one, `send` e-mails it (finalizing
+    a draft first), `pay` records a payment, `void` cancels; `pdf` is the document's bytes."""
+
+    def create(self, *, customer: str, items: list[dict[str, Any]] | None = None,
+               idempotency_key: str | None = None, **fields: Any) -> Invoice:
+        """A draft: `customer`, `items` (`{"description", "quantity", "unit_amount"}` or `{"price"}`),
+        and `currency`, `due_date` or `days_until_due`, `issue_date`, `description`, `footer`."""
+        body = {**given(customer=customer, items=items), **jsonable(fields)}
+        return self._one(Call.post("/invoices", body, idempotency_key), Invoice)
+
+    def preview(self, *, customer: str, items: list[dict[str, Any]] | None = None, **fields: Any) -> InvoicePreview:
+        """What `create` would make with these arguments, computed and saved nowhere."""
+        body = {**given(customer=customer, items=items), **jsonable(fields)}
+        return self._one(Call("POST", "/invoices/preview", body=body), InvoicePreview)
+
+    def retrieve(self, id: str) -> Invoice:
+        return self._one(Call.get(path("/invoices/{}", id)), Invoice)
+
+    def update(self, id: str, **fields: Any) -> Invoice:
+        """Change a draft; `items` replaces every line, leaving it out keeps them."""
+        return self._one(Call.patch(path("/invoices/{}", id), jsonable(fields)), Invoice)
+
+    def list(self, *, limit: int | None = None, status: str | None = None, customer: str | None = None,
+             from_: dt.date | str | None = None, to: dt.date | str | None = None, number: str | None = None) -> Pager[Invoice]:
+        return self._pager("/invoices", Invoice, {"limit": limit, "status": status, "customer": customer,
+                                                  "from_": from_, "to": to, "number": number})
+
+    def list_page(self, *, cursor: str | None = None, limit: int | None = None, **filters: Any) -> Page[Invoice]:
+        return self._list_page("/invoices", Invoice, {"cursor": cursor, "limit": limit, **filters})
+
+    def delete(self, id: str, *, idempotency_key: str | None = None) -> DeletedInvoice:
+        """Delete a draft (a finalized invoice is voided instead)."""
+        return self._one(Call.delete(path("/invoices/{}", id), idempotency_key=idempotency_key), DeletedInvoice)
+
+    def finalize(self, id: str, *, idempotency_key: str | None = None) -> Invoice:
+        return self._one(Call.post(path("/invoices/{}/finalize", id), idempotency_key=idempotency_key), Invoice)
+
+    def send(self, id: str, *, to: str | None = None, cc: list[str] | None = None, message: str | None = None,
+             idempotency_key: str | None = None) -> SentInvoice:
+        """E-mail it with its PDF (to the customer's address unless `to`); a draft is finalized first."""
+        call = Call.post(path("/invoices/{}/send", id), given(to=to, cc=cc, message=message), idempotency_key)
+        return _sent(self._client.request(call))
+
+    def pay(self, id: str, *, paid_on: dt.date | str | None = None, reference: str | None = None,
+            idempotency_key: str | None = None) -> Invoice:
+        body = given(paid_on=paid_on, reference=reference)
+        return self._one(Call.post(path("/invoices/{}/pay", id), body, idempotency_key), Invoice)
+
+    def void(self, id: str, *, reason: str | None = None, idempotency_key: str | None = None) -> Invoice:
+        return self._one(Call.post(path("/invoices/{}/void", id), given(reason=reason), idempotency_key), Invoice)
+
+    def pdf(self, id: str) -> bytes:
+        return self._client.request(Call.get(path("/invoices/{}/pdf", id), binary=True))
+
+    def events(self, id: str, *, limit: int | None = None) -> Pager[InvoiceEvent]:
+        """What happened to it, newest first."""
+        return self._pager(path("/invoices/{}/events", id), InvoiceEvent, {"limit": limit})
+
+
+class AsyncInvoices(_AsyncResource):
+    async def create(self, *, customer: str, items: list[dict[str, Any]] | None = None,
+                     idempotency_key: str | None = None, **fields: Any) -> Invoice:
+        body = {**given(customer=customer, items=items), **jsonable(fields)}
+        return await self._one(Call.post("/invoices", body, idempotency_key), Invoice)
+
+    async def preview(self, *, customer: str, items: list[dict[str, Any]] | None = None, **fields: Any) -> InvoicePreview:
+        body = {**given(customer=customer, items=items), **jsonable(fields)}
+        return await self._one(Call("POST", "/invoices/preview", body=body), InvoicePreview)
+
+    async def retrieve(self, id: str) -> Invoice:
+        return await self._one(Call.get(path("/invoices/{}", id)), Invoice)
+
+    async def update(self, id: str, **fields: Any) -> Invoice:
+        return await self._one(Call.patch(path("/invoices/{}", id), jsonable(fields)), Invoice)
+
+    def list(self, *, limit: int | None = None, status: str | None = None, customer: str | None = None,
+             from_: dt.date | str | None = None, to: dt.date | str | None = None,
+             number: str | None = None) -> AsyncPager[Invoice]:
+        return self._pager("/invoices", Invoice, {"limit": limit, "status": status, "customer": customer,
+                                                  "from_": from_, "to": to, "number": number})
+
+    async def list_page(self, *, cursor: str | None = None, limit: int | None = None, **filters: Any) -> Page[Invoice]:
+        return await self._list_page("/invoices", Invoice, {"cursor": cursor, "limit": limit, **filters})
+
+    async def delete(self, id: str, *, idempotency_key: str | None = None) -> DeletedInvoice:
+        return await self._one(Call.delete(path("/invoices/{}", id), idempotency_key=idempotency_key), DeletedInvoice)
+
+    async def finalize(self, id: str, *, idempotency_key: str | None = None) -> Invoice:
+        return await self._one(Call.post(path("/invoices/{}/finalize", id), idempotency_key=idempotency_key), Invoice)
+
+    async def send(self, id: str, *, to: str | None = None, cc: list[str] | None = None, message: str | None = None,
+                   idempotency_key: str | None = None) -> SentInvoice:
+        call = Call.post(path("/invoices/{}/send", id), given(to=to, cc=cc, message=message), idempotency_key)
+        return _sent(await self._client.request(call))
+
+    async def pay(self, id: str, *, paid_on: dt.date | str | None = None, reference: str | None = None,
+                  idempotency_key: str | None = None) -> Invoice:
+        body = given(paid_on=paid_on, reference=reference)
+        return await self._one(Call.post(path("/invoices/{}/pay", id), body, idempotency_key), Invoice)
+
+    async def void(self, id: str, *, reason: str | None = None, idempotency_key: str | None = None) -> Invoice:
+        return await self._one(Call.post(path("/invoices/{}/void", id), given(reason=reason), idempotency_key), Invoice)
+
+    async def pdf(self, id: str) -> bytes:
+        return await self._client.request(Call.get(path("/invoices/{}/pdf", id), binary=True))
+
+    def events(self, id: str, *, limit: int | None = None) -> AsyncPager[InvoiceEvent]:
+        return self._pager(path("/invoices/{}/events", id), InvoiceEvent, {"limit": limit})
+
+
+# --- invoice items ----------------------------------------------------------------------------------
+
+class InvoiceItems(_Resource):
+    """Lines of a draft. Adding or removing one answers the whole updated invoice."""
+
+    def create(self, *, invoice: str, idempotency_key: str | None = None, **fields: Any) -> Invoice:
+        body = {"invoice": invoice, **jsonable(fields)}
+        return self._one(Call.post("/invoice-items", body, idempotency_key), Invoice)
+
+    def retrieve(self, id: str) -> InvoiceItem:
+        return self._one(Call.get(path("/invoice-items/{}", id)), InvoiceItem)
+
+    def list(self, *, invoice: str) -> Pager[InvoiceItem]:
+        """Every line of one invoice (one page)."""
+        return self._pager("/invoice-items", InvoiceItem, {"invoice": invoice})
+
+    def delete(self, id: str, *, invoice: str | None = None, idempotency_key: str | None = None) -> Invoice:
+        call = Call.delete(path("/invoice-items/{}", id), {"invoice": invoice}, idempotency_key)
+        return self._one(call, Invoice)
+
+
+class AsyncInvoiceItems(_AsyncResource):
+    async def create(self, *, invoice: str, idempotency_key: str | None = None, **fields: Any) -> Invoice:
+        body = {"invoice": invoice, **jsonable(fields)}
+        return await self._one(Call.post("/invoice-items", body, idempotency_key), Invoice)
+
+    async def retrieve(self, id: str) -> InvoiceItem:
+        return await self._one(Call.get(path("/invoice-items/{}", id)), InvoiceItem)
+
+    def list(self, *, invoice: str) -> AsyncPager[InvoiceItem]:
+        return self._pager("/invoice-items", InvoiceItem, {"invoice": invoice})
+
+    async def delete(self, id: str, *, invoice: str | None = None, idempotency_key: str | None = None) -> Invoice:
+        call = Call.delete(path("/invoice-items/{}", id), {"invoice": invoice}, idempotency_key)
+        return await self._one(call, Invoice)
+
+
+# --- webhook endpoints, business ---------------------------------------------------------------------
+
+class WebhookEndpoints(_Resource):
+    """Where events are delivered; `create` answers the signing `secret`, once."""
+
+    def create(self, *, url: str, events: list[str] | None = None, idempotency_key: str | None = None) -> WebhookEndpoint:
+        return self._one(Call.post("/webhook-endpoints", given(url=url, events=events), idempotency_key), WebhookEndpoint)
+
+    def list(self, *, limit: int | None = None) -> Pager[WebhookEndpoint]:
+        return self._pager("/webhook-endpoints", WebhookEndpoint, {"limit": limit})
+
+    def list_page(self, *, cursor: str | None = None, limit: int | None = None) -> Page[WebhookEndpoint]:
+        return self._list_page("/webhook-endpoints", WebhookEndpoint, {"cursor": cursor, "limit": limit})
+
+    def delete(self, id: str, *, idempotency_key: str | None = None) -> DeletedWebhookEndpoint:
+        return self._one(Call.delete(path("/webhook-endpoints/{}", id), idempotency_key=idempotency_key),
+                         DeletedWebhookEndpoint)
+
+
+class AsyncWebhookEndpoints(_AsyncResource):
+    async def create(self, *, url: str, events: list[str] | None = None,
+                     idempotency_key: str | None = None) -> WebhookEndpoint:
+        call = Call.post("/webhook-endpoints", given(url=url, events=events), idempotency_key)
+        return await self._one(call, WebhookEndpoint)
+
+    def list(self, *, limit: int | None = None) -> AsyncPager[WebhookEndpoint]:
+        return self._pager("/webhook-endpoints", WebhookEndpoint, {"limit": limit})
+
+    async def list_page(self, *, cursor: str | None = None, limit: int | None = None) -> Page[WebhookEndpoint]:
+        return await self._list_page("/webhook-endpoints", WebhookEndpoint, {"cursor": cursor, "limit": limit})
+
+    async def delete(self, id: str, *, idempotency_key: str | None = None) -> DeletedWebhookEndpoint:
+        return await self._one(Call.delete(path("/webhook-endpoints/{}", id), idempotency_key=idempotency_key),
+                               DeletedWebhookEndpoint)
+
+
+class BusinessResource(_Resource):
+    def retrieve(self) -> Business:
+        """The account's business profile (404 until onboarding is finished)."""
+        return self._one(Call.get("/business"), Business)
+
+
+class AsyncBusinessResource(_AsyncResource):
+    async def retrieve(self) -> Business:
+        return await self._one(Call.get("/business"), Business)

@@ -1,0 +1,310 @@
+"""`invoicing-cli` as people and scripts run it: a real process against a live server, with its JSON
+and table output, exit codes and messages, `--help` with examples everywhere, and `login
+--no-browser` through the real consent page, refresh and `logout`."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.e2e.conftest import free_port, wait_for
+from tests.oauth_flow import csrf_token, form_action, sign_in, ticked_scopes
+
+pytestmark = pytest.mark.e2e
+
+CLI = shutil.which("invoicing-cli", path=str(Path(sys.executable).parent)) or "invoicing-cli"
+TIMEOUT = 60
+
+
+@pytest.fixture
+def home(tmp_path) -> Path:
+    return tmp_path
+
+
+@pytest.fixture
+def env(origin, account, home) -> dict[str, str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("INVOICING_")}
+    return {**clean, "INVOICING_BASE_URL": origin, "INVOICING_API_KEY": account.key, "XDG_CONFIG_HOME": str(home / "config"),
+            "COLUMNS": "200"}
+
+
+@pytest.fixture
+def cli(env, home):
+    def run(*args: str, environment: dict[str, str] | None = None, stdin: str | None = None) -> subprocess.CompletedProcess:
+        return subprocess.run([CLI, *args], env=environment or env, cwd=home, input=stdin, capture_output=True,
+                              text=True, timeout=TIMEOUT)
+    return run
+
+
+def data(result: subprocess.CompletedProcess):
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def refused(result: subprocess.CompletedProcess, exit_code: int = 1) -> str:
+    assert result.returncode == exit_code, (result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr
+    return result.stderr
+
+
+def customer(cli) -> str:
+    return data(cli("customers", "create", "--name", "Globex Corp", "--email", "ap@globex.example", "--json"))["id"]
+
+
+# --- people and scripts -------------------------------------------------------------------------------
+
+def test_json_is_the_apis_objects(cli):
+    made = data(cli("customers", "create", "--name", "Globex Corp", "--email", "ap@globex.example",
+                    "--city", "Springfield", "--country", "US", "--json"))
+    assert made["object"] == "customer" and made["address"]["city"] == "Springfield"
+    assert [c["id"] for c in data(cli("customers", "list", "--json"))] == [made["id"]]
+    assert data(cli("--json", "customers", "get", made["id"]))["created"] == made["created"]
+
+
+def test_tables_are_for_people(cli):
+    made = customer(cli)
+    listed = cli("customers", "list")
+    assert listed.returncode == 0 and "ID" in listed.stdout and made in listed.stdout and "Globex Corp" in listed.stdout
+    shown = cli("customers", "get", made)
+    assert re.search(r"Email\s+ap@globex.example", shown.stdout)
+
+
+def test_from_draft_to_pdf(cli, home):
+    draft = data(cli("invoices", "create", "--customer", customer(cli), "--item", "Design:2x80000",
+                     "--item", "Hosting:1500", "--days-until-due", "14", "--json"))
+    assert draft["status"] == "draft" and draft["total"] == 161500
+    assert [line["quantity"] for line in draft["lines"]["data"]] == [2, 1]
+    final = cli("invoices", "finalize", draft["id"])
+    assert final.returncode == 0 and "Finalized INV-" in final.stderr and "1,615.00" in final.stderr
+    saved = cli("invoices", "pdf", draft["id"], "--output", "out.pdf")
+    assert saved.returncode == 0 and "Saved the PDF to out.pdf" in saved.stderr
+    assert (home / "out.pdf").read_bytes().startswith(b"%PDF-")
+    assert "exists" in refused(cli("invoices", "pdf", draft["id"], "--output", "out.pdf"), 2)
+    number = data(cli("invoices", "get", draft["id"], "--json"))["number"]
+    assert cli("invoices", "pdf", draft["id"]).returncode == 0 and (home / f"{number}.pdf").exists()
+    kinds = [e["type"] for e in data(cli("invoices", "events", draft["id"], "--json"))]
+    assert kinds[-2:] == ["invoice.finalized", "invoice.created"]
+
+
+def test_send_pay_and_void(cli, mailbox):
+    who = customer(cli)
+    first = data(cli("invoices", "create", "--customer", who, "--item", "Design:80000", "--json"))["id"]
+    sent = cli("invoices", "send", first, "--message", "Thank you")
+    assert sent.returncode == 0 and "Sent INV-" in sent.stderr and "ap@globex.example" in sent.stderr
+    wait_for(lambda: mailbox[0].received)
+    assert data(cli("invoices", "pay", first, "--reference", "BACS 7", "--json"))["status"] == "paid"
+    second = data(cli("invoices", "create", "--customer", who, "--item", "Design:80000", "--json"))["id"]
+    cli("invoices", "finalize", second)
+    assert data(cli("invoices", "void", second, "--reason", "Twice", "--json"))["void_reason"] == "Twice"
+    assert [i["id"] for i in data(cli("invoices", "list", "--status", "void", "--json"))] == [second]
+
+
+def test_lines_from_a_json_file_and_a_preview_that_creates_nothing(cli, home):
+    (home / "lines.json").write_text(json.dumps([{"description": "Design", "quantity": 1.5, "unit_amount": 1000}]))
+    who = customer(cli)
+    preview = data(cli("invoices", "create", "--customer", who, "--file", "lines.json", "--preview", "--json"))
+    assert preview["id"] is None and preview["total"] == 1500
+    assert data(cli("invoices", "list", "--json")) == []
+    (home / "invoice.json").write_text(json.dumps({"customer": who, "items": [{"description": "A", "unit_amount": 1}]}))
+    assert data(cli("invoices", "create", "--file", "invoice.json", "--json"))["total"] == 1
+    assert data(cli("invoices", "create", "--customer", who, "--file", "-", "--json",
+                    stdin='[{"description": "B", "unit_amount": 2}]'))["total"] == 2
+
+
+def test_catalog_commands(cli):
+    product = data(cli("products", "create", "--name", "Design day", "--json"))
+    price = data(cli("prices", "create", "--product", product["id"], "--unit-amount", "80000", "--currency", "EUR",
+                     "--json"))
+    assert price["unit_amount"] == 80000
+    assert "800.00 EUR" in cli("prices", "list", "--product", product["id"]).stdout
+    assert data(cli("customers", "update", customer(cli), "--email", "new@globex.example", "--json"))["email"] == \
+        "new@globex.example"
+    assert data(cli("products", "archive", product["id"], "--json"))["active"] is False
+    assert data(cli("products", "list", "--inactive", "--json"))[0]["id"] == product["id"]
+
+
+def test_webhook_endpoints(cli, hooks):
+    made = data(cli("webhooks", "create", "--url", hooks.url, "--event", "invoice.paid", "--json"))
+    assert made["secret"].startswith("whsec_") and made["events"] == ["invoice.paid"]
+    assert [w["id"] for w in data(cli("webhooks", "list", "--json"))] == [made["id"]]
+    assert data(cli("webhooks", "delete", made["id"], "--json"))["deleted"] is True
+
+
+def test_a_limit_shows_the_newest_and_says_there_are_more(cli):
+    for n in range(3):
+        cli("customers", "create", "--name", f"Customer {n}")
+    shown = cli("customers", "list", "--limit", "2")
+    assert "Customer 2" in shown.stdout and "Customer 0" not in shown.stdout and "--all" in shown.stderr
+    assert len(data(cli("customers", "list", "--all", "--json"))) == 3
+
+
+# --- failures -------------------------------------------------------------------------------------------
+
+def test_an_api_error_is_its_code_and_message_on_stderr(cli):
+    message = refused(cli("customers", "get", "cus_00000000000000000000000000000000"))
+    assert message.startswith("Error (not_found): No such customer") and "(request req_" in message
+
+
+def test_a_validation_error_names_the_field(cli):
+    message = refused(cli("invoices", "create", "--customer", customer(cli), "--item", "Design:0x100"), 2)
+    assert "must be above 0" in message
+    message = refused(cli("customers", "create", "--name", "Globex", "--email", "not-an-address"))
+    assert "Error (validation)" in message and "email" in message
+
+
+def test_a_line_in_major_units_is_explained(cli):
+    assert "800.00 is 80000" in refused(cli("invoices", "create", "--customer", "cus_x", "--item", "Design:800.00"), 2)
+
+
+def test_a_wrong_key_is_refused_with_what_to_do(cli, env):
+    message = refused(cli("customers", "list", environment={**env, "INVOICING_API_KEY": "inv_live_wrong"}))
+    assert "Error (unauthorized)" in message and "invoicing-cli login" in message
+
+
+def test_without_any_credential_it_says_how_to_sign_in(cli, env):
+    environment = {k: v for k, v in env.items() if k != "INVOICING_API_KEY"}
+    assert "Not signed in" in refused(cli("customers", "list", environment=environment))
+
+
+def test_an_unreachable_server_exits_3(cli, env):
+    message = refused(cli("customers", "list", environment={**env, "INVOICING_BASE_URL": f"http://127.0.0.1:{free_port()}"}),
+                      3)
+    assert "could not be reached" in message
+
+
+def test_wrong_usage_exits_2(cli):
+    assert "Missing option" in refused(cli("customers", "create"), 2)
+
+
+COMMANDS = [["login"], ["logout"], ["whoami"], *[[group, command] for group, commands in {
+    "customers": ["list", "get", "create", "update", "archive", "restore"],
+    "products": ["list", "get", "create", "update", "archive", "restore"],
+    "prices": ["list", "get", "create", "update", "archive", "restore"],
+    "invoices": ["list", "get", "create", "finalize", "send", "pay", "void", "delete", "pdf", "events"],
+    "webhooks": ["list", "create", "delete"]}.items() for command in commands]]
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
+def test_every_command_has_help_with_examples(cli, command):
+    shown = cli(*command, "--help")
+    assert shown.returncode == 0 and "Examples" in shown.stdout and "invoicing-cli " + " ".join(command) in shown.stdout
+
+
+def test_version(cli):
+    assert re.fullmatch(r"invoicing-cli 0\.\d+\.\d+\n", cli("--version").stdout)
+
+
+# --- login ----------------------------------------------------------------------------------------------
+
+class LoginSession:
+    """`invoicing-cli login --no-browser` running; the test plays the person at the browser."""
+
+    def __init__(self, env: dict[str, str], cwd: Path, *args: str) -> None:
+        self.process = subprocess.Popen([CLI, "login", "--no-browser", "--timeout", "60", *args], env=env, cwd=cwd,
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.url = self._address()
+
+    def _address(self) -> str:
+        lines = []
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            line = self.process.stderr.readline()
+            lines.append(line)
+            if match := re.search(r"(https?://\S+/oauth/authorize\?\S+)", line):
+                return match.group(1)
+            if not line and self.process.poll() is not None:
+                break
+        raise AssertionError("no address printed:\n" + "".join(lines))
+
+    def finish(self) -> tuple[int, str]:
+        _, rest = self.process.communicate(timeout=TIMEOUT)
+        return self.process.returncode, rest
+
+
+def consent(origin: str, email: str, url: str, *, decision: str = "allow", extra: tuple[str, ...] = ()) -> httpx.Response:
+    """Sign in, open the consent page, answer it, and follow the redirect to the CLI's loopback port."""
+    with httpx.Client(base_url=origin, timeout=15) as browser:
+        sign_in(browser, email)
+        page = browser.get(url)
+        assert page.status_code == 200, page.text
+        scopes = [*ticked_scopes(page.text), *extra]
+        answer = browser.post(form_action(page.text), data={"csrf_token": csrf_token(page.text), "decision": decision,
+                                                            "scope": scopes})
+        assert answer.status_code in (302, 303), answer.text
+        return httpx.get(answer.headers["location"], timeout=15)
+
+
+@pytest.fixture
+def signed_out(env) -> dict[str, str]:
+    return {k: v for k, v in env.items() if k != "INVOICING_API_KEY"}
+
+
+def test_login_through_the_consent_page_then_refresh_and_logout(cli, signed_out, home, origin, account):
+    login = LoginSession(signed_out, home)
+    assert httpx.URL(login.url).params["resource"] == f"{origin}/api/v1"
+    landing = consent(origin, account.user_email, login.url, extra=("invoices:finalize",))
+    assert landing.status_code == 200 and "Signed in" in landing.text
+    code, said = login.finish()
+    assert code == 0 and "Signed in to" in said and "invoices:finalize" in said
+
+    stored = home / "config" / "invoicing" / "credentials.json"
+    assert stat.S_IMODE(stored.stat().st_mode) == 0o600
+    kept = json.loads(stored.read_text())["servers"][f"{origin}/api/v1"]
+    assert kept["access_token"].startswith("inv_oat_") and data(cli("whoami", "--json", environment=signed_out))[
+        "credential"]["kind"] == "oauth"
+    made = data(cli("customers", "create", "--name", "Made with OAuth", "--json", environment=signed_out))
+
+    # An expiring token is refreshed (the refresh token rotates) before the next command.
+    everything = json.loads(stored.read_text())
+    everything["servers"][f"{origin}/api/v1"]["expires_at"] = 0
+    stored.write_text(json.dumps(everything))
+    assert data(cli("customers", "get", made["id"], "--json", environment=signed_out))["id"] == made["id"]
+    renewed = json.loads(stored.read_text())["servers"][f"{origin}/api/v1"]
+    assert renewed["refresh_token"] != kept["refresh_token"] and renewed["access_token"] != kept["access_token"]
+
+    out = cli("logout", environment=signed_out)
+    assert out.returncode == 0 and "Signed out" in out.stderr
+    answer = httpx.get(f"{origin}/api/v1/customers", headers={"Authorization": f"Bearer {renewed['access_token']}"})
+    assert answer.status_code == 401  # revoked on the server, not only forgotten here
+    assert "Not signed in" in refused(cli("customers", "list", environment=signed_out))
+
+
+def test_login_registers_once_per_server(cli, signed_out, home, origin, account):
+    client_ids = []
+    for _ in range(2):
+        login = LoginSession(signed_out, home)
+        client_ids.append(httpx.URL(login.url).params["client_id"])
+        consent(origin, account.user_email, login.url)
+        assert login.finish()[0] == 0
+    stored = json.loads((home / "config" / "invoicing" / "credentials.json").read_text())
+    assert client_ids[0] == client_ids[1] == stored["servers"][f"{origin}/api/v1"]["client_id"]
+
+
+def test_denying_on_the_consent_page_keeps_nothing(signed_out, home, origin, account):
+    login = LoginSession(signed_out, home)
+    consent(origin, account.user_email, login.url, decision="deny")
+    code, said = login.finish()
+    assert code == 1 and "Access was denied" in said and "Traceback" not in said
+    stored = json.loads((home / "config" / "invoicing" / "credentials.json").read_text())
+    assert "access_token" not in stored["servers"][f"{origin}/api/v1"]
+
+
+def test_a_server_that_forgot_this_tool_gets_it_registered_again(signed_out, home, origin, account):
+    stored = home / "config" / "invoicing" / "credentials.json"
+    stored.parent.mkdir(parents=True)
+    stored.write_text(json.dumps({"default": f"{origin}/api/v1", "servers": {f"{origin}/api/v1": {
+        "issuer": origin, "client_id": "forgotten-client"}}}))
+    login = LoginSession(signed_out, home)
+    assert httpx.URL(login.url).params["client_id"] != "forgotten-client"
+    consent(origin, account.user_email, login.url)
+    assert login.finish()[0] == 0

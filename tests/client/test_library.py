@@ -1,0 +1,395 @@
+"""The Python client library (`clients/python`, `invoicing_client`) against a live server: every
+resource, pagination, each error class, retries that keep one idempotency key, the async client,
+and webhook verification of a real delivery."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import hmac
+import json
+import time
+from decimal import Decimal
+
+import httpx
+import pytest
+from invoicing_client import (
+    APIConnectionError,
+    AsyncInvoicingClient,
+    AuthenticationError,
+    ConflictError,
+    InvoicingClient,
+    NotFoundError,
+    PermissionDeniedError,
+    RateLimitError,
+    UpstreamError,
+    ValidationError,
+    WebhookVerificationError,
+    __version__,
+    webhooks,
+)
+from invoicing_client.models import Customer, Invoice, InvoiceItem, SentInvoice
+
+from tests.conftest import make_tenant
+from tests.e2e.conftest import LiveServers, free_port, wait_for
+
+pytestmark = pytest.mark.e2e
+
+LINES = [{"description": "Design", "quantity": 2, "unit_amount": 80000},
+         {"description": "Hosting", "quantity": "1.5", "unit_amount": 1000, "tax_rate": 20}]
+
+
+@pytest.fixture
+def api(origin, account):
+    with InvoicingClient(api_key=account.key, base_url=origin) as client:
+        yield client
+
+
+def customer_of(api) -> Customer:
+    return api.customers.create(name="Globex Corp", email="ap@globex.example")
+
+
+def test_the_version_is_0x():
+    assert __version__.startswith("0.")
+
+
+# --- every resource -------------------------------------------------------------------------------
+
+def test_customers_are_created_read_changed_listed_archived_and_restored(api):
+    created = api.customers.create(name="Globex Corp", email="ap@globex.example", phone="+1 555 0100",
+                                   address={"city": "Springfield", "country": "US"})
+    assert created.id.startswith("cus_") and created.address.city == "Springfield"
+    assert api.customers.retrieve(created.id) == created
+    changed = api.customers.update(created.id, email="billing@globex.example", phone=None)  # None clears
+    assert (changed.email, changed.phone) == ("billing@globex.example", None)
+    assert [c.id for c in api.customers.list(query="globex")] == [created.id]
+    assert api.customers.archive(created.id).deleted is True
+    assert list(api.customers.list()) == []
+    assert api.customers.restore(created.id).deleted is False
+
+
+def test_products_and_prices(api):
+    product = api.products.create(name="Design day", description="Eight hours")
+    assert api.products.update(product.id, name="Design days").name == "Design days"
+    price = api.prices.create(product=product.id, unit_amount=80000, currency="eur", tax_rate=Decimal("19"))
+    assert (price.unit_amount, price.currency, price.tax_rate) == (80000, "EUR", Decimal("19"))
+    assert api.prices.retrieve(price.id).product == product.id
+    assert api.prices.update(price.id, nickname="Day rate").nickname == "Day rate"
+    assert [p.id for p in api.prices.list(product=product.id)] == [price.id]
+    assert api.prices.archive(price.id).active is False and api.prices.restore(price.id).active is True
+    assert [p.id for p in api.products.list(active=True)] == [product.id]
+    assert api.products.archive(product.id).active is False and api.products.restore(product.id).active is True
+
+
+def test_an_invoice_from_draft_to_paid_with_its_lines_pdf_and_events(api, mailbox):
+    customer = customer_of(api)
+    preview = api.invoices.preview(customer=customer.id, items=LINES)
+    assert preview.id is None and preview.total == 160000 + 1800
+    draft = api.invoices.create(customer=customer.id, items=LINES, description="November")
+    assert isinstance(draft, Invoice) and draft.status == "draft" and draft.total == preview.total
+    assert [line.quantity for line in draft.lines.data] == [Decimal(2), Decimal("1.5")]
+    assert api.invoices.update(draft.id, footer="Thank you").footer == "Thank you"
+
+    with_line = api.invoice_items.create(invoice=draft.id, description="Travel", unit_amount=5000)
+    added = with_line.lines.data[-1]
+    assert isinstance(api.invoice_items.retrieve(added.id), InvoiceItem)
+    assert len(list(api.invoice_items.list(invoice=draft.id))) == 3
+    assert api.invoice_items.delete(added.id).total == draft.total
+
+    final = api.invoices.finalize(draft.id)
+    assert final.status == "open" and final.number
+    sent = api.invoices.send(draft.id, message="Thanks for your business")
+    assert isinstance(sent, SentInvoice) and sent.emailed_to == "ap@globex.example"
+    wait_for(lambda: mailbox[0].received)
+    assert api.invoices.pdf(draft.id).startswith(b"%PDF-")
+    assert api.invoices.pay(draft.id, paid_on="2026-11-20", reference="BACS 7").status == "paid"
+    kinds = [event.type for event in api.invoices.events(draft.id)]
+    assert kinds[0] == "invoice.paid" and "invoice.finalized" in kinds and kinds[-1] == "invoice.created"
+    assert [i.id for i in api.invoices.list(status="paid")] == [draft.id]
+
+
+def test_void_and_delete(api):
+    customer = customer_of(api)
+    opened = api.invoices.finalize(api.invoices.create(customer=customer.id, items=LINES[:1]).id)
+    assert api.invoices.void(opened.id, reason="Issued twice").void_reason == "Issued twice"
+    draft = api.invoices.create(customer=customer.id, items=LINES[:1])
+    assert api.invoices.delete(draft.id).deleted is True
+    with pytest.raises(NotFoundError):
+        api.invoices.retrieve(draft.id)
+
+
+def test_the_business_profile(api):
+    assert api.business.retrieve().legal_name
+
+
+def test_unknown_fields_of_a_newer_server_are_kept():
+    customer = Customer.from_api({"id": "cus_1", "object": "customer", "name": "N", "email": None, "phone": None,
+                                  "tax_id": None, "address": {}, "deleted": False, "created": "2026-11-25T10:00:00Z",
+                                  "loyalty_tier": "gold"})
+    assert customer.loyalty_tier == "gold" and customer.to_dict()["loyalty_tier"] == "gold"
+
+
+# --- pagination -----------------------------------------------------------------------------------
+
+def test_list_pages_through_every_page_newest_first(api):
+    made = [api.customers.create(name=f"Customer {n}").id for n in range(7)]
+    assert [c.id for c in api.customers.list(limit=3)] == made[::-1]
+    assert [len(page.data) for page in api.customers.list(limit=3).pages()] == [3, 3, 1]
+
+
+def test_one_page_at_a_time(api):
+    made = [api.customers.create(name=f"Customer {n}").id for n in range(3)]
+    first = api.customers.list_page(limit=2)
+    assert first.has_more and [c.id for c in first.data] == made[:0:-1]
+    second = api.customers.list_page(limit=2, cursor=first.next_cursor)
+    assert [c.id for c in second.data] == made[:1] and not second.has_more
+
+
+# --- errors ---------------------------------------------------------------------------------------
+
+def test_an_unknown_key_is_an_authentication_error(origin):
+    with InvoicingClient(api_key="inv_live_nope", base_url=origin) as client, \
+            pytest.raises(AuthenticationError) as raised:
+        client.customers.list_page()
+    error = raised.value
+    assert (error.status_code, error.code) == (401, "unauthorized")
+    assert error.request_id.startswith("req_") and "INVOICING_API_KEY" in str(error)
+
+
+def test_no_key_anywhere_says_where_to_get_one(monkeypatch):
+    monkeypatch.delenv("INVOICING_API_KEY", raising=False)
+    with pytest.raises(AuthenticationError, match="Settings → API keys"):
+        InvoicingClient(base_url="http://127.0.0.1:1")
+
+
+def test_a_missing_scope_is_permission_denied(origin):
+    reader = make_tenant(None, scopes=["clients:read"])
+    with InvoicingClient(api_key=reader.key, base_url=origin) as client, pytest.raises(PermissionDeniedError) as raised:
+        client.customers.create(name="Globex")
+    assert (raised.value.status_code, raised.value.code) == (403, "forbidden")
+    assert "clients:write" in raised.value.message
+
+
+def test_another_accounts_id_is_not_found(api, origin):
+    theirs = make_tenant(None)
+    with InvoicingClient(api_key=theirs.key, base_url=origin) as other:
+        foreign = other.customers.create(name="Theirs")
+    with pytest.raises(NotFoundError) as raised:
+        api.customers.retrieve(foreign.id)
+    assert raised.value.code == "not_found"
+
+
+def test_the_wrong_state_is_a_conflict(api):
+    draft = api.invoices.create(customer=customer_of(api).id, items=LINES[:1])
+    with pytest.raises(ConflictError) as raised:
+        api.invoices.pay(draft.id)
+    assert (raised.value.status_code, raised.value.code) == (409, "invalid_state")
+
+
+def test_invalid_fields_are_a_validation_error_with_their_paths(api):
+    with pytest.raises(ValidationError) as raised:
+        api.invoices.create(customer=customer_of(api).id, items=[{"description": "Design", "unit_amount": -5}])
+    assert raised.value.status_code == 422
+    assert [e["path"] for e in raised.value.errors] == ["items.0.unit_amount"]
+
+
+def test_a_rate_limit_says_when_to_try_again(test_settings, tmp_path, account):
+    servers = LiveServers(test_settings, tmp_path)
+    try:
+        strict = servers(RATE_LIMIT_REQUESTS="2")
+        with InvoicingClient(api_key=account.key, base_url=strict, max_retries=0) as client:
+            client.customers.list_page()
+            client.customers.list_page()
+            with pytest.raises(RateLimitError) as raised:
+                client.customers.list_page()
+    finally:
+        servers.stop_all()
+    assert raised.value.code == "rate_limited" and 0 < raised.value.retry_after <= 60
+
+
+def test_an_unreachable_server_is_a_connection_error():
+    with InvoicingClient(api_key="k", base_url=f"http://127.0.0.1:{free_port()}", max_retries=0) as client, \
+            pytest.raises(APIConnectionError, match="could not be reached"):
+        client.business.retrieve()
+
+
+# --- retries --------------------------------------------------------------------------------------
+
+class LosesTheFirstAnswer(httpx.HTTPTransport):
+    """Sends every request to the server, but loses the answer to the first: as a dropped connection."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.keys: list[str | None] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self.keys.append(request.headers.get("Idempotency-Key"))
+        response = super().handle_request(request)
+        if len(self.keys) == 1:
+            response.read()
+            raise httpx.ReadError("connection reset", request=request)
+        return response
+
+
+def test_a_lost_answer_is_retried_with_the_same_key_and_makes_one_invoice(origin, account):
+    transport = LosesTheFirstAnswer()
+    with InvoicingClient(api_key=account.key, base_url=origin, http_client=httpx.Client(transport=transport)) as client:
+        customer = client.customers.create(name="Globex")
+        invoice = client.invoices.create(customer=customer.id, items=LINES[:1])
+        assert [i.id for i in client.invoices.list()] == [invoice.id]
+        assert [c.id for c in client.customers.list()] == [customer.id]
+    assert transport.keys[0] == transport.keys[1] and transport.keys[0] is not None
+
+
+def scripted(*answers: httpx.Response):
+    """A transport answering in turn; `calls` keeps each request."""
+    calls: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        calls.append(request)
+        return answers[min(len(calls), len(answers)) - 1]
+    return httpx.Client(transport=httpx.MockTransport(answer)), calls
+
+
+def problem(status: int, code: str, **headers: str) -> httpx.Response:
+    return httpx.Response(status, headers=headers, json={"status": status, "code": code, "detail": f"{code} here",
+                                                        "instance": "req_1"})
+
+
+CUSTOMER = {"data": {"id": "cus_1", "object": "customer", "name": "N", "address": {}, "deleted": False,
+                     "created": "2026-11-25T10:00:00Z"}}
+
+
+def test_429_is_retried_after_retry_after_with_the_same_key():
+    http, calls = scripted(problem(429, "rate_limited", **{"Retry-After": "0"}), httpx.Response(201, json=CUSTOMER))
+    with InvoicingClient(api_key="k", base_url="http://api.test", http_client=http) as client:
+        assert client.customers.create(name="N").id == "cus_1"
+    assert len(calls) == 2 and calls[0].headers["Idempotency-Key"] == calls[1].headers["Idempotency-Key"]
+
+
+@pytest.mark.parametrize("status", [502, 503])
+def test_a_gateway_failure_is_retried(status):
+    http, calls = scripted(problem(status, "upstream_failed"), httpx.Response(200, json=CUSTOMER))
+    with InvoicingClient(api_key="k", base_url="http://api.test", http_client=http) as client:
+        client.customers.retrieve("cus_1")
+    assert len(calls) == 2
+
+
+def test_after_max_retries_the_upstream_error_is_raised():
+    http, calls = scripted(problem(503, "upstream_failed"))
+    with InvoicingClient(api_key="k", base_url="http://api.test", http_client=http, max_retries=2) as client, \
+            pytest.raises(UpstreamError) as raised:
+        client.customers.retrieve("cus_1")
+    assert len(calls) == 3 and raised.value.status_code == 503
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 409, 422, 500])
+def test_other_errors_are_not_retried(status):
+    http, calls = scripted(problem(status, "x"))
+    with InvoicingClient(api_key="k", base_url="http://api.test", http_client=http) as client, \
+            pytest.raises(Exception):  # noqa: B017 (the class is each status's; tested above)
+        client.customers.create(name="N")
+    assert len(calls) == 1
+
+
+def test_the_callers_key_and_client_are_used_and_left_open(origin, account):
+    seen: list[httpx.Request] = []
+    http = httpx.Client(event_hooks={"request": [seen.append]})
+    with InvoicingClient(api_key=account.key, base_url=origin, http_client=http) as client:
+        client.customers.create(name="Globex", idempotency_key="my-key-1")
+        assert client.last_request_id.startswith("req_")
+    assert seen[0].headers["Idempotency-Key"] == "my-key-1" and not http.is_closed
+    http.close()
+
+
+def test_the_environment_gives_the_key_and_the_server(origin, account, monkeypatch):
+    monkeypatch.setenv("INVOICING_API_KEY", account.key)
+    monkeypatch.setenv("INVOICING_BASE_URL", origin)  # a bare origin means its /api/v1
+    with InvoicingClient() as client:
+        assert client.base_url == f"{origin}/api/v1" and client.business.retrieve().legal_name
+
+
+# --- async ------------------------------------------------------------------------------------------
+
+def test_the_async_client_has_the_same_shape(origin, account):
+    async def work():
+        async with AsyncInvoicingClient(api_key=account.key, base_url=origin) as client:
+            made = [(await client.customers.create(name=f"Customer {n}")).id for n in range(3)]
+            listed = [c.id async for c in client.customers.list(limit=2)]
+            draft = await client.invoices.create(customer=made[0], items=LINES)
+            final = await client.invoices.finalize(draft.id)
+            document = await client.invoices.pdf(draft.id)
+            events = await client.invoices.events(draft.id).to_list()
+            with pytest.raises(NotFoundError):
+                await client.invoices.retrieve("in_0000")
+            return made, listed, final, document, events
+    made, listed, final, document, events = asyncio.run(work())
+    assert listed == made[::-1] and final.status == "open" and document.startswith(b"%PDF-")
+    assert [e.type for e in events][0] == "invoice.finalized"
+
+
+# --- webhooks ---------------------------------------------------------------------------------------
+
+def test_a_real_delivery_verifies_and_a_tampered_one_does_not(api, hooks):
+    endpoint = api.webhook_endpoints.create(url=hooks.url, events=["invoice.created"])
+    assert endpoint.secret.startswith("whsec_") and [e.id for e in api.webhook_endpoints.list()] == [endpoint.id]
+    draft = api.invoices.create(customer=customer_of(api).id, items=LINES[:1])
+    headers, body = wait_for(lambda: next(((h, b) for h, b in hooks.received if draft.id.encode() in b), None))
+    event = webhooks.verify(body, headers, endpoint.secret)
+    assert event["type"] == "invoice.created" and event["data"]["object"]["id"] == draft.id
+    with pytest.raises(WebhookVerificationError, match="No signature"):
+        webhooks.verify(body.replace(b"invoice.created", b"invoice.paid"), headers, endpoint.secret)
+    assert api.webhook_endpoints.delete(endpoint.id).deleted is True
+
+
+def signed(secret: str, body: bytes, *, timestamp: int | None = None, msg_id: str = "msg_1") -> dict[str, str]:
+    sent_at = int(time.time()) if timestamp is None else timestamp
+    key = base64.b64decode(secret.removeprefix("whsec_"))
+    mac = base64.b64encode(hmac.new(key, f"{msg_id}.{sent_at}.".encode() + body, hashlib.sha256).digest()).decode()
+    return {"webhook-id": msg_id, "webhook-timestamp": str(sent_at), "webhook-signature": f"v1,{mac}"}
+
+
+SECRET = "whsec_" + base64.b64encode(b"k" * 24).decode()
+BODY = json.dumps({"id": "evt_1", "type": "invoice.paid", "data": {"object": {}}}).encode()
+
+
+def test_a_signature_by_the_standard_webhooks_library_verifies():
+    from standardwebhooks.webhooks import Webhook
+    now = time.time()
+    from datetime import UTC, datetime
+    signature = Webhook(SECRET).sign("msg_1", datetime.fromtimestamp(now, UTC), BODY.decode())
+    headers = {"Webhook-Id": "msg_1", "Webhook-Timestamp": str(int(now)), "Webhook-Signature": signature}
+    assert webhooks.verify(BODY, headers, SECRET)["type"] == "invoice.paid"
+
+
+def test_one_matching_signature_of_several_is_enough_during_rotation():
+    headers = signed(SECRET, BODY)
+    headers["webhook-signature"] = "v1,AAAA " + headers["webhook-signature"]
+    assert webhooks.verify(BODY, headers, SECRET)["id"] == "evt_1"
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda h: h.pop("webhook-signature"), "webhook-signature header is missing"),
+    (lambda h: h.pop("webhook-id"), "webhook-id header is missing"),
+    (lambda h: h.update({"webhook-timestamp": "soon"}), "not a Unix time"),
+    (lambda h: h.update({"webhook-timestamp": str(int(time.time()) - 301)}), "more than 300 s from now"),
+    (lambda h: h.update({"webhook-timestamp": str(int(time.time()) + 301)}), "more than 300 s from now"),
+    (lambda h: h.update({"webhook-signature": "v2,abc"}), "No signature"),
+    (lambda h: h.update({"webhook-id": "msg_2"}), "No signature"),
+])
+def test_deliveries_that_do_not_check_out_are_refused(change, message):
+    headers = signed(SECRET, BODY)
+    change(headers)
+    with pytest.raises(WebhookVerificationError, match=message):
+        webhooks.verify(BODY, headers, SECRET)
+
+
+def test_the_tolerance_is_the_callers():
+    old = signed(SECRET, BODY, timestamp=int(time.time()) - 3000)
+    assert webhooks.verify(BODY, old, SECRET, tolerance=3600)["id"] == "evt_1"
+
+
+def test_another_secret_does_not_verify():
+    with pytest.raises(WebhookVerificationError):
+        webhooks.verify(BODY, signed(SECRET, BODY), "whsec_" + base64.b64encode(b"x" * 24).decode())

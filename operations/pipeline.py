@@ -146,9 +146,12 @@ def execute(operation: Operation, invocation: Invocation, presenter: Presenter) 
         claim = _claim(operation, invocation, principal, body_json)
         if isinstance(claim, Reply):
             return Outcome(reply=claim, usage=usage, replayed=True)
-        call = Call(session=new_session(read_only=operation.reads_only), principal=principal, params=invocation.params,
-                    query=query, body=body)
-        return _run(operation, call, claim, presenter, usage)
+        def run() -> Outcome:
+            call = Call(session=new_session(read_only=operation.reads_only), principal=principal,
+                        params=invocation.params, query=query, body=body)
+            return _run(operation, call, claim, presenter, usage)
+        # A read is repeated once on a connection the database dropped (a restart): nothing was done.
+        return retrying_disconnects(run) if operation.reads_only else run()
     except DomainError as error:
         return Outcome(error=error, usage=error.usage or usage)
     except Exception as exc:  # a fault of ours: never leak it, always log it

@@ -171,6 +171,13 @@ def test_a_wrong_key_is_refused_with_what_to_do(cli, env):
     assert "Error (unauthorized)" in message and "invoicing-cli login" in message
 
 
+def test_a_missing_scope_says_how_to_get_it(cli, env):
+    from tests.conftest import make_tenant
+    reader = make_tenant(None, scopes=["clients:read"])
+    message = refused(cli("customers", "create", "--name", "Globex", environment={**env, "INVOICING_API_KEY": reader.key}))
+    assert "Error (forbidden)" in message and "clients:write" in message and "API key with that scope" in message
+
+
 def test_without_any_credential_it_says_how_to_sign_in(cli, env):
     environment = {k: v for k, v in env.items() if k != "INVOICING_API_KEY"}
     assert "Not signed in" in refused(cli("customers", "list", environment=environment))

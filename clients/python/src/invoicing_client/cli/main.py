@@ -621,6 +621,10 @@ def _report(exc: InvoicingError) -> None:
     remediation = getattr(exc, "remediation_url", None)
     if remediation:
         show.err.print(f"The person can raise the limit or do it themselves at {remediation}", highlight=False)
+    elif exc.code == "forbidden":
+        show.err.print("Use an API key with that scope (Settings → API keys)." if OPTIONS.api_key else
+                       "Sign in again with `invoicing-cli login` and tick that permission on the consent page.",
+                       highlight=False)
 
 
 if __name__ == "__main__":

@@ -260,7 +260,7 @@ def test_login_through_the_consent_page_then_refresh_and_logout(cli, signed_out,
     login = LoginSession(signed_out, home)
     assert httpx.URL(login.url).params["resource"] == f"{origin}/api/v1"
     landing = consent(origin, account.user_email, login.url, extra=("invoices:finalize",))
-    assert landing.status_code == 200 and "Signed in" in landing.text
+    assert landing.status_code == 200 and "The answer reached invoicing-cli" in landing.text
     code, said = login.finish()
     assert code == 0 and "Signed in to" in said and "invoices:finalize" in said
 
@@ -315,3 +315,55 @@ def test_a_server_that_forgot_this_tool_gets_it_registered_again(signed_out, hom
     assert httpx.URL(login.url).params["client_id"] != "forgotten-client"
     consent(origin, account.user_email, login.url)
     assert login.finish()[0] == 0
+
+
+def test_a_stray_request_to_the_loopback_port_does_not_end_the_login(signed_out, home, origin, account):
+    login = LoginSession(signed_out, home)
+    redirect = httpx.URL(login.url).params["redirect_uri"]
+    assert httpx.get(redirect, params={"code": "forged", "state": "not-this-one"}).status_code == 400
+    consent(origin, account.user_email, login.url)
+    assert login.finish()[0] == 0
+
+
+def test_brackets_in_names_are_printed_as_written(cli):
+    name = "Foo [/] Bar [red]x[/red] [link=https://evil.example]y"
+    made = data(cli("customers", "create", "--name", name, "--json"))
+    assert name in cli("customers", "get", made["id"]).stdout
+    listed = cli("customers", "list")
+    assert listed.returncode == 0 and "Foo [/] Bar" in listed.stdout
+    assert "[/x]" in refused(cli("customers", "get", "[/x]"))
+
+
+def _signed_in_file(home: Path, origin: str, **entry) -> Path:
+    stored = home / "config" / "invoicing" / "credentials.json"
+    stored.parent.mkdir(parents=True, exist_ok=True)
+    closed = f"http://127.0.0.1:{free_port()}"
+    stored.write_text(json.dumps({"default": f"{origin}/api/v1", "servers": {f"{origin}/api/v1": {
+        "issuer": origin, "client_id": "cl_x", "access_token": "inv_oat_old", "refresh_token": "inv_ort_old",
+        "expires_at": 0, "token_endpoint": f"{closed}/oauth/token", "revocation_endpoint": f"{closed}/oauth/revoke",
+        **entry}}}))
+    return stored
+
+
+def test_a_refresh_that_cannot_reach_the_server_keeps_the_sign_in(cli, signed_out, home, origin):
+    stored = _signed_in_file(home, origin)
+    assert "could not be reached" in refused(cli("customers", "list", environment=signed_out), 3)
+    assert json.loads(stored.read_text())["servers"][f"{origin}/api/v1"]["refresh_token"] == "inv_ort_old"
+
+
+def test_a_refresh_the_server_refuses_ends_the_sign_in(cli, signed_out, home, origin):
+    stored = _signed_in_file(home, origin, token_endpoint=f"{origin}/oauth/token")
+    assert "Your sign-in has ended" in refused(cli("customers", "list", environment=signed_out))
+    assert "refresh_token" not in json.loads(stored.read_text())["servers"][f"{origin}/api/v1"]
+
+
+def test_a_logout_that_cannot_reach_the_server_keeps_the_tokens(cli, signed_out, home, origin):
+    stored = _signed_in_file(home, origin, expires_at=int(time.time()) + 3600)
+    assert "could not be reached" in refused(cli("logout", environment=signed_out), 3)
+    assert json.loads(stored.read_text())["servers"][f"{origin}/api/v1"]["refresh_token"] == "inv_ort_old"
+
+
+def test_an_unwritable_output_is_a_message_not_a_traceback(cli, home):
+    draft = data(cli("invoices", "create", "--customer", customer(cli), "--item", "Design:100", "--json"))
+    assert "does not exist" in refused(cli("invoices", "pdf", draft["id"], "-o", str(home / "missing" / "x.pdf")), 2)
+    assert "is a folder" in refused(cli("invoices", "pdf", draft["id"], "-o", str(home), "--force"), 2)

@@ -20,6 +20,7 @@ from invoicing_client import (
     AuthenticationError,
     ConflictError,
     InvoicingClient,
+    InvoicingError,
     NotFoundError,
     PermissionDeniedError,
     RateLimitError,
@@ -268,9 +269,9 @@ def test_429_is_retried_after_retry_after_with_the_same_key():
     assert len(calls) == 2 and calls[0].headers["Idempotency-Key"] == calls[1].headers["Idempotency-Key"]
 
 
-@pytest.mark.parametrize("status", [502, 503])
-def test_a_gateway_failure_is_retried(status):
-    http, calls = scripted(problem(status, "upstream_failed"), httpx.Response(200, json=CUSTOMER))
+@pytest.mark.parametrize("failure", [httpx.Response(502, text="Bad gateway"), problem(503, "upstream_failed")])
+def test_a_gateway_failure_is_retried(failure):
+    http, calls = scripted(failure, httpx.Response(200, json=CUSTOMER))
     with InvoicingClient(api_key="k", base_url="http://api.test", http_client=http) as client:
         client.customers.retrieve("cus_1")
     assert len(calls) == 2
@@ -282,6 +283,49 @@ def test_after_max_retries_the_upstream_error_is_raised():
             pytest.raises(UpstreamError) as raised:
         client.customers.retrieve("cus_1")
     assert len(calls) == 3 and raised.value.status_code == 503
+
+
+def test_the_apis_own_502_is_not_retried_but_a_gateways_is():
+    http, calls = scripted(problem(502, "upstream_failed"))
+    with InvoicingClient(api_key="k", base_url="http://api.test", http_client=http) as client, \
+            pytest.raises(UpstreamError):
+        client.invoices.send("in_1")
+    assert len(calls) == 1  # the server released the key: a retry would e-mail again
+    http, calls = scripted(httpx.Response(502, text="Bad gateway"), httpx.Response(200, json=CUSTOMER))
+    with InvoicingClient(api_key="k", base_url="http://api.test", http_client=http) as client:
+        client.customers.retrieve("cus_1")
+    assert len(calls) == 2
+
+
+def test_an_answer_of_another_shape_is_an_invoicing_error():
+    http, _ = scripted(httpx.Response(200, json={"data": {"id": 1}}, headers={"X-Request-Id": "req_9"}))
+    with InvoicingClient(api_key="k", base_url="http://api.test", http_client=http) as client, \
+            pytest.raises(InvoicingError, match="not what the Invoicing API sends") as raised:
+        client.customers.retrieve("cus_1")
+    assert raised.value.request_id == "req_9"
+
+
+def test_a_key_with_a_line_break_is_refused_before_anything_is_sent():
+    with pytest.raises(AuthenticationError, match="copy it again"):
+        InvoicingClient(api_key="inv_live_x\ny", base_url="http://api.test")
+
+
+def test_a_request_that_cannot_be_made_is_not_retried():
+    calls = []
+
+    def broken(request):
+        calls.append(request)
+        raise httpx.UnsupportedProtocol("no such scheme", request=request)
+    with InvoicingClient(api_key="k", base_url="http://api.test",
+                         http_client=httpx.Client(transport=httpx.MockTransport(broken))) as client, \
+            pytest.raises(InvoicingError):
+        client.customers.retrieve("cus_1")
+    assert len(calls) == 1
+
+
+def test_a_list_is_an_iterator(api):
+    made = api.customers.create(name="Globex")
+    assert next(api.customers.list()).id == made.id
 
 
 @pytest.mark.parametrize("status", [400, 401, 403, 404, 409, 422, 500])

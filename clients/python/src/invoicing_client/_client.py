@@ -46,7 +46,7 @@ class _Base:
                 "headers": _http.headers(self.api_key, call), "timeout": self.timeout}
 
     def _settle(self, response: httpx.Response, call: Call) -> Any:
-        self.last_request_id = _http.request_id(response)
+        self.last_request_id = _http.request_id(response)  # of the last answer (with several threads: of any)
         if response.is_success:
             return response.content if call.binary else _http.data_of(response)
         raise _http.error_from(response)
@@ -79,12 +79,14 @@ class InvoicingClient(_Base):
 
     def request(self, call: Call) -> Any:
         """Send `call`, retrying what may be retried; the JSON answer (bytes for a file)."""
+        self.last_request_id = None
         attempt = 0
         while True:
             try:
                 response = self._http.request(**self._request_args(call))
-            except httpx.TransportError as exc:
-                delay = _http.retry_delay(attempt, None) if attempt < self.max_retries else None
+            except httpx.HTTPError as exc:
+                transient = isinstance(exc, _http.TRANSIENT)
+                delay = _http.retry_delay(attempt, None) if transient and attempt < self.max_retries else None
                 if delay is None:
                     raise _http.connection_error(exc, self._url(call)) from exc
             else:
@@ -130,12 +132,14 @@ class AsyncInvoicingClient(_Base):
 
     async def request(self, call: Call) -> Any:
         """Send `call`, retrying what may be retried; the JSON answer (bytes for a file)."""
+        self.last_request_id = None
         attempt = 0
         while True:
             try:
                 response = await self._http.request(**self._request_args(call))
-            except httpx.TransportError as exc:
-                delay = _http.retry_delay(attempt, None) if attempt < self.max_retries else None
+            except httpx.HTTPError as exc:
+                transient = isinstance(exc, _http.TRANSIENT)
+                delay = _http.retry_delay(attempt, None) if transient and attempt < self.max_retries else None
                 if delay is None:
                     raise _http.connection_error(exc, self._url(call)) from exc
             else:

@@ -68,11 +68,14 @@ def path(template: str, *ids: str) -> str:
 
 def settings(api_key: str | None, base_url: str | None) -> tuple[str, str]:
     """The key and the API's base URL, from the arguments or INVOICING_API_KEY / INVOICING_BASE_URL."""
-    key = api_key or os.environ.get("INVOICING_API_KEY")
+    key = (api_key or os.environ.get("INVOICING_API_KEY") or "").strip()
     if not key:
         raise errors.AuthenticationError(
             "No API key: pass api_key=… or set INVOICING_API_KEY (create one in the dashboard: Settings → "
             "API keys), or run `invoicing-cli login`.")
+    if not key.isascii() or not key.isprintable() or " " in key:
+        raise errors.AuthenticationError("The API key holds characters no key has (spaces, line breaks or letters "
+                                         "outside ASCII): copy it again from the dashboard.")
     return key, api_base(base_url or os.environ.get("INVOICING_BASE_URL") or DEFAULT_BASE_URL)
 
 
@@ -107,7 +110,15 @@ def retry_delay(attempt: int, response: httpx.Response | None) -> float | None:
     return base * (0.5 + random.random() / 2)  # jitter: clients that failed together do not return together
 
 
+# Failures of the connection itself (the request may or may not have arrived): worth another try.
+TRANSIENT = (httpx.ConnectError, httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError, httpx.TimeoutException)
+
+
 def _retriable(response: httpx.Response) -> bool:
+    if response.status_code == 502 and _code(response) is not None:
+        # The API's own 502 (`upstream_failed`: its mail server refused a send, say) released the key:
+        # a retry would act again. A gateway's 502 (no problem document) never reached it.
+        return False
     if response.status_code in RETRIABLE_STATUSES:
         return True
     # The same idempotency key still running (a retry that overtook the lost first try): its answer
@@ -165,6 +176,9 @@ def error_from(response: httpx.Response) -> errors.InvoicingError:
         body = {}
     status = response.status_code
     detail = body.get("detail") or body.get("title") or response.reason_phrase or "Request failed"
+    if response.is_redirect:
+        detail = (f"The server answered {status}, sending the request to {response.headers.get('location')}: "
+                  "use that address as the base URL")
     message = f"{detail}{HINTS.get(status, '')}"
     kind = BY_STATUS.get(status) or (errors.UpstreamError if status >= 500 else errors.InvoicingError)
     fields = body.get("errors") if isinstance(body.get("errors"), list) else []
@@ -175,6 +189,14 @@ def error_from(response: httpx.Response) -> errors.InvoicingError:
     return kind(message, **common)
 
 
-def connection_error(exc: httpx.TransportError, url: str) -> errors.APIConnectionError:
+def connection_error(exc: httpx.HTTPError, url: str) -> errors.InvoicingError:
+    if not isinstance(exc, TRANSIENT + (httpx.TransportError,)):  # a decoding error, say: the answer was unreadable
+        return errors.InvoicingError(f"The answer from {url} could not be read ({type(exc).__name__}: {exc}).")
     what = "did not answer in time" if isinstance(exc, httpx.TimeoutException) else "could not be reached"
     return errors.APIConnectionError(f"The Invoicing API at {url} {what} ({type(exc).__name__}: {exc}).")
+
+
+def unexpected(exc: Exception, request: str | None) -> errors.InvoicingError:
+    """An answer that is not the object the API documents (a proxy's page, a server of another version)."""
+    return errors.InvoicingError(f"The server's answer is not what the Invoicing API sends ({type(exc).__name__}: "
+                                 f"{str(exc).splitlines()[0][:200]}).", request_id=request)

@@ -14,6 +14,7 @@ from decimal import Decimal
 from typing import Annotated, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, PlainSerializer, PrivateAttr
+from typing_extensions import Self
 
 
 def _json_number(value: Decimal) -> int | float:
@@ -30,7 +31,7 @@ class InvoicingObject(BaseModel):
     _raw: dict[str, Any] | None = PrivateAttr(default=None)
 
     @classmethod
-    def from_api(cls, data: dict[str, Any]):
+    def from_api(cls, data: dict[str, Any]) -> Self:
         obj = cls.model_validate(data)
         obj._raw = data
         return obj
@@ -57,6 +58,7 @@ class Customer(InvoicingObject):
     phone: str | None = None
     tax_id: str | None = None
     address: Address = Address()
+    peppol_id: str | None = None  # electronic address for e-invoices, `scheme:identifier`
     deleted: bool = False
     created: dt.datetime
 
@@ -120,6 +122,7 @@ class Business(InvoicingObject):
     phone: str | None = None
     bank: BankDetails
     invoice_prefix: str
+    peppol_id: str | None = None  # electronic address for e-invoices, `scheme:identifier`
     created_at: dt.datetime
 
 
@@ -130,6 +133,7 @@ class CustomerDetails(InvoicingObject):
     email: str | None = None
     address: Address = Address()
     tax_id: str | None = None
+    peppol_id: str | None = None
 
 
 class InvoiceItem(InvoicingObject):
@@ -146,6 +150,8 @@ class InvoiceItem(InvoicingObject):
     discount_percent: Number
     tax_rate: Number
     tax_amount: int
+    tax_category: str | None = None  # S, Z, E, AE, K, G or O when chosen
+    tax_exemption_reason: str | None = None
 
 
 class InvoiceLines(InvoicingObject):
@@ -167,6 +173,8 @@ class Invoice(InvoicingObject):
     due_date: dt.date | None = None
     description: str | None = None
     footer: str | None = None
+    buyer_reference: str | None = None
+    order_reference: str | None = None
     subtotal: int
     discount: int
     taxable: int

@@ -16,10 +16,15 @@ class Pager(Generic[T]):
 
     def __init__(self, fetch: Callable[[str | None], Page[T]]) -> None:
         self._fetch = fetch
+        self._items: Iterator[T] | None = None
 
     def __iter__(self) -> Iterator[T]:
-        for page in self.pages():
-            yield from page.data
+        return self
+
+    def __next__(self) -> T:
+        if self._items is None:
+            self._items = (item for page in self.pages() for item in page.data)
+        return next(self._items)
 
     def pages(self) -> Iterator[Page[T]]:
         cursor: str | None = None
@@ -39,8 +44,17 @@ class AsyncPager(Generic[T]):
 
     def __init__(self, fetch: Callable[[str | None], Awaitable[Page[T]]]) -> None:
         self._fetch = fetch
+        self._items: AsyncIterator[T] | None = None
 
-    async def __aiter__(self) -> AsyncIterator[T]:
+    def __aiter__(self) -> AsyncIterator[T]:
+        return self
+
+    async def __anext__(self) -> T:
+        if self._items is None:
+            self._items = self._every()
+        return await self._items.__anext__()
+
+    async def _every(self) -> AsyncIterator[T]:
         async for page in self.pages():
             for item in page.data:
                 yield item

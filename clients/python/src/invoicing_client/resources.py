@@ -11,9 +11,9 @@ import datetime as dt
 from decimal import Decimal
 from typing import Any, Generic, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
-from invoicing_client._http import Call, path
+from invoicing_client._http import Call, path, unexpected
 from invoicing_client.models import (
     Business,
     Customer,
@@ -33,21 +33,34 @@ from invoicing_client.models import (
 from invoicing_client.pagination import AsyncPager, Pager
 
 T = TypeVar("T", bound=InvoicingObject)
+# Named here: inside the resource classes `list` is their method.
+Lines = list[dict[str, Any]]
+Strings = list[str]
 
 
 def jsonable(value: Any) -> Any:
-    """Arguments as JSON: dates as ISO strings, Decimals as numbers, models as the fields set; a
-    trailing underscore names a Python keyword (`from_` is `from`). `None` stays `null` (which clears
-    a field in an update)."""
+    """Arguments as JSON: keyword names with a trailing underscore as the Python keyword they stand for
+    (`from_` is `from`), then the values: dates as ISO strings, Decimals as numbers, models as the fields
+    set. `None` stays `null` (which clears a field in an update)."""
     if isinstance(value, dict):
-        return {name.rstrip("_"): jsonable(item) for name, item in value.items()}
+        return {name.rstrip("_") if name.endswith("_") and name[:-1] in KEYWORDS else name: _value(item)
+                for name, item in value.items()}
+    return _value(value)
+
+
+KEYWORDS = frozenset({"from", "type", "id"})
+
+
+def _value(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {name: _value(item) for name, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return [jsonable(item) for item in value]
+        return [_value(item) for item in value]
     if isinstance(value, BaseModel):
-        return jsonable(value.model_dump(exclude_unset=True))
+        return _value(value.model_dump(exclude_unset=True))
     if isinstance(value, (dt.date, dt.datetime)):
         return value.isoformat()
-    if isinstance(value, Decimal):
+    if isinstance(value, Decimal):  # the API takes at most 15 digits, which a float holds exactly
         return int(value) if value == value.to_integral_value() else float(value)
     return value
 
@@ -57,13 +70,26 @@ def given(**arguments: Any) -> dict[str, Any]:
     return jsonable({name: value for name, value in arguments.items() if value is not None})
 
 
-def _page(model: type[T], answer: dict[str, Any]) -> Page[T]:
-    return Page[model](data=[model.from_api(item) for item in answer.get("data", [])],  # type: ignore[valid-type]
-                       next_cursor=answer.get("next_cursor"))
+def _page(model: type[T], answer: Any, request: str | None) -> Page[T]:
+    try:
+        return Page[model](data=[model.from_api(item) for item in answer["data"]],  # type: ignore[valid-type]
+                           next_cursor=answer.get("next_cursor"))
+    except (ValidationError, KeyError, TypeError, AttributeError) as exc:
+        raise unexpected(exc, request) from None
 
 
-def _sent(answer: dict[str, Any]) -> SentInvoice:
-    return SentInvoice.from_api({**answer["data"], "emailed_to": answer.get("emailed_to")})
+def _parsed(model: type[T], answer: Any, request: str | None) -> T:
+    try:
+        return model.from_api(answer["data"])
+    except (ValidationError, KeyError, TypeError) as exc:
+        raise unexpected(exc, request) from None
+
+
+def _sent(answer: Any, request: str | None) -> SentInvoice:
+    try:
+        return SentInvoice.from_api({**answer["data"], "emailed_to": answer.get("emailed_to")})
+    except (ValidationError, KeyError, TypeError, AttributeError) as exc:
+        raise unexpected(exc, request) from None
 
 
 class _Resource:
@@ -71,13 +97,14 @@ class _Resource:
         self._client = client
 
     def _one(self, call: Call, model: type[T]) -> T:
-        return model.from_api(self._client.request(call)["data"])
+        return _parsed(model, self._client.request(call), self._client.last_request_id)
 
     def _pager(self, where: str, model: type[T], params: dict[str, Any]) -> Pager[T]:
         return Pager(lambda cursor: self._list_page(where, model, {**params, "cursor": cursor}))
 
     def _list_page(self, where: str, model: type[T], params: dict[str, Any]) -> Page[T]:
-        return _page(model, self._client.request(Call.get(where, jsonable(params))))
+        answer = self._client.request(Call.get(where, jsonable(params)))
+        return _page(model, answer, self._client.last_request_id)
 
 
 class _AsyncResource:
@@ -85,13 +112,14 @@ class _AsyncResource:
         self._client = client
 
     async def _one(self, call: Call, model: type[T]) -> T:
-        return model.from_api((await self._client.request(call))["data"])
+        return _parsed(model, await self._client.request(call), self._client.last_request_id)
 
     def _pager(self, where: str, model: type[T], params: dict[str, Any]) -> AsyncPager[T]:
         return AsyncPager(lambda cursor: self._list_page(where, model, {**params, "cursor": cursor}))
 
     async def _list_page(self, where: str, model: type[T], params: dict[str, Any]) -> Page[T]:
-        return _page(model, await self._client.request(Call.get(where, jsonable(params))))
+        answer = await self._client.request(Call.get(where, jsonable(params)))
+        return _page(model, answer, self._client.last_request_id)
 
 
 # --- customers, products, prices: create, retrieve, update, list, archive, restore -----------------
@@ -188,17 +216,17 @@ class Invoices(_Resource):
     """Drafts are created, updated and deleted; `finalize` numbers one, `send` e-mails it (finalizing
     a draft first), `pay` records a payment, `void` cancels; `pdf` is the document's bytes."""
 
-    def create(self, *, customer: str, items: list[dict[str, Any]] | None = None,
+    def create(self, *, customer: str, items: Lines | None = None,
                idempotency_key: str | None = None, **fields: Any) -> Invoice:
         """A draft: `customer`, `items` (`{"description", "quantity", "unit_amount"}` or `{"price"}`),
         and `currency`, `due_date` or `days_until_due`, `issue_date`, `description`, `footer`."""
         body = {**given(customer=customer, items=items), **jsonable(fields)}
         return self._one(Call.post("/invoices", body, idempotency_key), Invoice)
 
-    def preview(self, *, customer: str, items: list[dict[str, Any]] | None = None, **fields: Any) -> InvoicePreview:
+    def preview(self, *, customer: str, items: Lines | None = None, **fields: Any) -> InvoicePreview:
         """What `create` would make with these arguments, computed and saved nowhere."""
         body = {**given(customer=customer, items=items), **jsonable(fields)}
-        return self._one(Call("POST", "/invoices/preview", body=body), InvoicePreview)
+        return self._one(Call.post("/invoices/preview", body), InvoicePreview)
 
     def retrieve(self, id: str) -> Invoice:
         return self._one(Call.get(path("/invoices/{}", id)), Invoice)
@@ -222,11 +250,11 @@ class Invoices(_Resource):
     def finalize(self, id: str, *, idempotency_key: str | None = None) -> Invoice:
         return self._one(Call.post(path("/invoices/{}/finalize", id), idempotency_key=idempotency_key), Invoice)
 
-    def send(self, id: str, *, to: str | None = None, cc: list[str] | None = None, message: str | None = None,
+    def send(self, id: str, *, to: str | None = None, cc: Strings | None = None, message: str | None = None,
              idempotency_key: str | None = None) -> SentInvoice:
         """E-mail it with its PDF (to the customer's address unless `to`); a draft is finalized first."""
         call = Call.post(path("/invoices/{}/send", id), given(to=to, cc=cc, message=message), idempotency_key)
-        return _sent(self._client.request(call))
+        return _sent(self._client.request(call), self._client.last_request_id)
 
     def pay(self, id: str, *, paid_on: dt.date | str | None = None, reference: str | None = None,
             idempotency_key: str | None = None) -> Invoice:
@@ -245,14 +273,14 @@ class Invoices(_Resource):
 
 
 class AsyncInvoices(_AsyncResource):
-    async def create(self, *, customer: str, items: list[dict[str, Any]] | None = None,
+    async def create(self, *, customer: str, items: Lines | None = None,
                      idempotency_key: str | None = None, **fields: Any) -> Invoice:
         body = {**given(customer=customer, items=items), **jsonable(fields)}
         return await self._one(Call.post("/invoices", body, idempotency_key), Invoice)
 
-    async def preview(self, *, customer: str, items: list[dict[str, Any]] | None = None, **fields: Any) -> InvoicePreview:
+    async def preview(self, *, customer: str, items: Lines | None = None, **fields: Any) -> InvoicePreview:
         body = {**given(customer=customer, items=items), **jsonable(fields)}
-        return await self._one(Call("POST", "/invoices/preview", body=body), InvoicePreview)
+        return await self._one(Call.post("/invoices/preview", body), InvoicePreview)
 
     async def retrieve(self, id: str) -> Invoice:
         return await self._one(Call.get(path("/invoices/{}", id)), Invoice)
@@ -275,10 +303,10 @@ class AsyncInvoices(_AsyncResource):
     async def finalize(self, id: str, *, idempotency_key: str | None = None) -> Invoice:
         return await self._one(Call.post(path("/invoices/{}/finalize", id), idempotency_key=idempotency_key), Invoice)
 
-    async def send(self, id: str, *, to: str | None = None, cc: list[str] | None = None, message: str | None = None,
+    async def send(self, id: str, *, to: str | None = None, cc: Strings | None = None, message: str | None = None,
                    idempotency_key: str | None = None) -> SentInvoice:
         call = Call.post(path("/invoices/{}/send", id), given(to=to, cc=cc, message=message), idempotency_key)
-        return _sent(await self._client.request(call))
+        return _sent(await self._client.request(call), self._client.last_request_id)
 
     async def pay(self, id: str, *, paid_on: dt.date | str | None = None, reference: str | None = None,
                   idempotency_key: str | None = None) -> Invoice:
@@ -337,7 +365,7 @@ class AsyncInvoiceItems(_AsyncResource):
 class WebhookEndpoints(_Resource):
     """Where events are delivered; `create` answers the signing `secret`, once."""
 
-    def create(self, *, url: str, events: list[str] | None = None, idempotency_key: str | None = None) -> WebhookEndpoint:
+    def create(self, *, url: str, events: Strings | None = None, idempotency_key: str | None = None) -> WebhookEndpoint:
         return self._one(Call.post("/webhook-endpoints", given(url=url, events=events), idempotency_key), WebhookEndpoint)
 
     def list(self, *, limit: int | None = None) -> Pager[WebhookEndpoint]:
@@ -352,7 +380,7 @@ class WebhookEndpoints(_Resource):
 
 
 class AsyncWebhookEndpoints(_AsyncResource):
-    async def create(self, *, url: str, events: list[str] | None = None,
+    async def create(self, *, url: str, events: Strings | None = None,
                      idempotency_key: str | None = None) -> WebhookEndpoint:
         call = Call.post("/webhook-endpoints", given(url=url, events=events), idempotency_key)
         return await self._one(call, WebhookEndpoint)

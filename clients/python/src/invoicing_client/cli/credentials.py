@@ -12,11 +12,18 @@ import contextlib
 import json
 import os
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import platformdirs
+
+from invoicing_client.errors import InvoicingError
+
+
+class LoginFailed(InvoicingError):
+    """The sign-in did not complete, or what it keeps cannot be used; the message says what to do."""
 
 FILE_NAME = "credentials.json"
 
@@ -32,10 +39,13 @@ def path() -> Path:
 def load() -> dict[str, Any]:
     try:
         data = json.loads(path().read_text())
-    except (FileNotFoundError, ValueError):
+    except FileNotFoundError:
         return {"servers": {}}
+    except (OSError, ValueError) as exc:
+        raise LoginFailed(f"Cannot read {path()} ({exc}); remove it and run `invoicing-cli login` again.") from None
     if not isinstance(data, dict) or not isinstance(data.get("servers"), dict):
         return {"servers": {}}
+    data["servers"] = {url: entry for url, entry in data["servers"].items() if isinstance(entry, dict)}
     return data
 
 
@@ -46,6 +56,8 @@ def save(data: dict[str, Any]) -> None:
     try:
         with os.fdopen(handle, "w") as out:
             json.dump(data, out, indent=2)
+            out.flush()
+            os.fsync(out.fileno())
         os.replace(temporary, path())
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -58,17 +70,20 @@ def server(base_url: str) -> dict[str, Any]:
     return dict(load()["servers"].get(base_url, {}))
 
 
-def update_server(base_url: str, **values: Any) -> None:
-    """Set (or, given None, remove) values for one API and make it the default server."""
-    data = load()
-    entry = data["servers"].setdefault(base_url, {})
-    for name, value in values.items():
-        if value is None:
-            entry.pop(name, None)
-        else:
-            entry[name] = value
-    data["default"] = base_url
-    save(data)
+def update_server(base_url: str, *, make_default: bool = True, **values: Any) -> None:
+    """Set (or, given None, remove) values for one API, under the lock; `make_default`: commands
+    without --base-url use this server from now on."""
+    with locked():
+        data = load()
+        entry = data["servers"].setdefault(base_url, {})
+        for name, value in values.items():
+            if value is None:
+                entry.pop(name, None)
+            else:
+                entry[name] = value
+        if make_default:
+            data["default"] = base_url
+        save(data)
 
 
 def default_server() -> str | None:
@@ -76,19 +91,32 @@ def default_server() -> str | None:
     return value if isinstance(value, str) else None
 
 
+_held = threading.local()
+
+
 @contextlib.contextmanager
 def locked() -> Iterator[None]:
-    """Hold the credentials lock (a no-op where the platform has no `fcntl`)."""
+    """Hold the credentials lock across processes (re-entrant in a thread; a no-op where the
+    platform has no `fcntl`)."""
     try:
         import fcntl
     except ImportError:  # Windows: commands rarely race there, and the server limits the damage
         yield
         return
+    if getattr(_held, "depth", 0):
+        _held.depth += 1
+        try:
+            yield
+        finally:
+            _held.depth -= 1
+        return
     directory = config_dir()
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     with open(directory / ".credentials.lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
+        _held.depth = 1
         try:
             yield
         finally:
+            _held.depth = 0
             fcntl.flock(lock, fcntl.LOCK_UN)

@@ -7,6 +7,7 @@ usage; 3 the server could not be reached.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from invoicing_client import InvoicingClient, __version__
 from invoicing_client._http import DEFAULT_BASE_URL, api_base
@@ -127,7 +129,7 @@ def present_list(fetch: Callable[[InvoicingClient, int], Pager[Any]], columns: l
         return
     show.table(shown, columns, empty=f"No {noun}.")
     if more:
-        show.err.print(f"[dim]The newest {limit} {noun}; --limit N for more, --all for every one.[/dim]")
+        show.say(f"The newest {limit} {noun}; --limit N for more, --all for every one.")
 
 
 def examples(*lines: str) -> str:
@@ -214,8 +216,7 @@ def login(
 ) -> None:
     """Sign in with your browser (OAuth 2.1 with PKCE); the tokens are kept in your config directory."""
     api = api_url()
-    token = oauth.login(api, scope=scope, open_browser=not no_browser, timeout=timeout,
-                        say=lambda text: show.err.print(text, highlight=False, soft_wrap=True))
+    token = oauth.login(api, scope=scope, open_browser=not no_browser, timeout=timeout, say=show.say)
     show.done(f"Signed in to {api}, allowed: {token.get('scope', '')}")
 
 
@@ -226,7 +227,7 @@ def logout() -> None:
     if oauth.logout(api):
         show.done(f"Signed out of {api}.")
     else:
-        show.err.print(f"Not signed in to {api}.")
+        show.say(f"Not signed in to {api}.")
 
 
 @app.command(epilog=examples("invoicing-cli whoami", "invoicing-cli whoami --json"))
@@ -235,7 +236,7 @@ def whoami(as_json: Json = False) -> None:
     api = api_url()
     kept = credentials.server(api)
     if OPTIONS.api_key:
-        credential = {"kind": "api_key", "key": OPTIONS.api_key[:12] + "…"}
+        credential = {"kind": "api_key", "key": "…" + OPTIONS.api_key[-4:]}
     elif kept.get("access_token"):
         credential = {"kind": "oauth", "scope": kept.get("scope", ""), "client_id": kept.get("client_id")}
     else:
@@ -252,10 +253,10 @@ def whoami(as_json: Json = False) -> None:
         return
     how = (f"API key {credential['key']}" if credential["kind"] == "api_key"
            else f"signed in (OAuth), allowed: {credential['scope']}")
-    show.out.print(f"[bold]{api}[/bold]\n{how}", highlight=False)
+    show.out.print(f"{api}\n{how}", markup=False, highlight=False)
     show.out.print(f"Business: {business.legal_name} ({business.country_code}, {business.currency})" if business
                    else "Business: not readable with this credential (business:read), or onboarding unfinished.",
-                   highlight=False)
+                   markup=False, highlight=False)
 
 
 # --- catalog: customers, products, prices ---------------------------------------------------------------
@@ -475,7 +476,7 @@ def invoices_create(
         raise typer.BadParameter("Name the customer: --customer cus_… (or \"customer\" in --file).")
     if preview:
         present(call(lambda c: c.invoices.preview(**body)), as_json, show_invoice)
-        show.err.print("[dim]A preview: nothing was created.[/dim]")
+        show.say("A preview: nothing was created.")
         return
     invoice = call(lambda c: c.invoices.create(**body))
     present(invoice, as_json, show_invoice)
@@ -540,15 +541,28 @@ def invoices_pdf(id: Annotated[str, typer.Argument(help="The invoice's id.")],
                  force: Force = False, as_json: Json = False) -> None:
     """Download an invoice's PDF."""
     with client() as api:
-        invoice = api.invoices.retrieve(id) if output is None else None
+        if output is None:
+            invoice = api.invoices.retrieve(id)
+            output = Path(f"{invoice.number or 'draft-' + invoice.id}.pdf")
+        _writable(output, force)
         document = api.invoices.pdf(id)
-    target = output or Path(f"{invoice.number or invoice.id}.pdf")
+    try:
+        output.write_bytes(document)
+    except OSError as exc:
+        raise typer.BadParameter(f"Cannot write {output}: {exc.strerror}.") from None
+    if as_json or OPTIONS.json:
+        show.print_json({"invoice": id, "path": str(output.resolve()), "bytes": len(document)})
+    size = f"{len(document) / 1024:.0f} KB" if len(document) >= 1024 else f"{len(document)} bytes"
+    show.done(f"Saved the PDF to {output} ({size}).")
+
+
+def _writable(target: Path, force: bool) -> None:
+    if target.is_dir():
+        raise typer.BadParameter(f"{target} is a folder: give a file name, such as {target / 'invoice.pdf'}.")
     if target.exists() and not force:
         raise typer.BadParameter(f"{target} exists; --force overwrites it, or choose another with --output.")
-    target.write_bytes(document)
-    if as_json or OPTIONS.json:
-        show.print_json({"invoice": id, "path": str(target.resolve()), "bytes": len(document)})
-    show.done(f"Saved the PDF to {target} ({len(document) / 1024:.0f} KB).")
+    if not target.resolve().parent.is_dir():
+        raise typer.BadParameter(f"The folder {target.resolve().parent} does not exist.")
 
 
 @invoices_app.command("events", epilog=examples("invoicing-cli invoices events in_…"))
@@ -601,30 +615,33 @@ def main(argv: list[str] | None = None) -> None:
     except UsageProblem as exc:
         exc.show()
         sys.exit(exc.exit_code)
-    except typer.Abort:
-        show.err.print("Aborted.")
-        sys.exit(EXIT_REFUSED)
+    except (typer.Abort, KeyboardInterrupt):
+        show.say("Interrupted.")
+        sys.exit(130)
     except APIConnectionError as exc:
         _report(exc)
         sys.exit(EXIT_UNREACHABLE)
     except InvoicingError as exc:
         _report(exc)
         sys.exit(EXIT_REFUSED)
-    except KeyboardInterrupt:
-        sys.exit(130)
+    except Exception as exc:  # a fault of this tool: one line, the details on request
+        if os.environ.get("INVOICING_CLI_DEBUG"):
+            raise
+        show.say(f"Unexpected error ({type(exc).__name__}: {exc}). This is a bug of invoicing-cli; "
+                 "INVOICING_CLI_DEBUG=1 shows the details.")
+        sys.exit(EXIT_REFUSED)
     sys.exit(code if isinstance(code, int) else 0)
 
 
 def _report(exc: InvoicingError) -> None:
     label = f"Error ({exc.code})" if exc.code else "Error"
-    show.err.print(f"[red]{label}:[/red] {exc}", highlight=False, soft_wrap=True)
+    show.err.print(f"[red]{escape(label)}:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
     remediation = getattr(exc, "remediation_url", None)
     if remediation:
-        show.err.print(f"The person can raise the limit or do it themselves at {remediation}", highlight=False)
+        show.say(f"The person can raise the limit or do it themselves at {remediation}")
     elif exc.code == "forbidden":
-        show.err.print("Use an API key with that scope (Settings → API keys)." if OPTIONS.api_key else
-                       "Sign in again with `invoicing-cli login` and tick that permission on the consent page.",
-                       highlight=False)
+        show.say("Use an API key with that scope (Settings → API keys)." if OPTIONS.api_key else
+                 "Sign in again with `invoicing-cli login` and tick that permission on the consent page.")
 
 
 if __name__ == "__main__":

@@ -19,22 +19,22 @@ import time
 import webbrowser
 from collections.abc import Callable
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, HTTPServer
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx
 
 from invoicing_client.cli import credentials
-from invoicing_client.errors import AuthenticationError, InvoicingError
+from invoicing_client.cli.credentials import LoginFailed
+from invoicing_client.errors import APIConnectionError, AuthenticationError
 
 CLIENT_NAME = "Invoicing CLI"
 REDIRECT_PATH = "/callback"
 EARLY_REFRESH = 60  # seconds before expiry a token is renewed
+ENDED = ("invalid_grant", "invalid_client", "unauthorized_client")  # a refresh answer that ends the sign-in
 
-
-class LoginFailed(InvoicingError):
-    """The sign-in did not complete; the message says why and what to do."""
+__all__ = ["LoginFailed", "login", "logout", "access_token"]
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,25 @@ class Server:
     token_endpoint: str
     registration_endpoint: str | None
     revocation_endpoint: str | None
-    requires_iss: bool
+
+
+class _Http:
+    """httpx for the sign-in, its failures as this tool's errors (never a traceback)."""
+
+    def __init__(self) -> None:
+        self.client = httpx.Client(timeout=30.0)
+
+    def __enter__(self) -> _Http:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.client.close()
+
+    def send(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
+        try:
+            return self.client.request(method, url, **kwargs)
+        except httpx.HTTPError as exc:
+            raise APIConnectionError(f"{url} could not be reached ({type(exc).__name__}: {exc}).") from None
 
 
 def origin_of(url: str) -> str:
@@ -54,20 +72,29 @@ def origin_of(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
-def discover(http: httpx.Client, api: str) -> Server:
+def discover(http: _Http, api: str) -> Server:
     parts = urlsplit(api)
-    resource_metadata = f"{parts.scheme}://{parts.netloc}/.well-known/oauth-protected-resource{parts.path}"
-    resource = _json(http.get(resource_metadata), "the API's protected resource metadata")
-    issuer = (resource.get("authorization_servers") or [origin_of(api)])[0]
+    resource = _json(http.send("GET", f"{origin_of(api)}/.well-known/oauth-protected-resource{parts.path}"),
+                     "the API's protected resource metadata")
+    if resource.get("resource") != api:  # RFC 9728 §3.3: the document must be about this very API
+        raise LoginFailed(f"The server's metadata describes {resource.get('resource')!r}, not {api!r}: "
+                          "check the base URL.")
+    servers = resource.get("authorization_servers")
+    issuer = servers[0] if isinstance(servers, list) and servers and isinstance(servers[0], str) else origin_of(api)
     issuer_parts = urlsplit(issuer)
-    metadata = _json(http.get(f"{issuer_parts.scheme}://{issuer_parts.netloc}/.well-known/oauth-authorization-server"
-                              f"{issuer_parts.path.rstrip('/')}"), "the authorization server's metadata")
+    metadata = _json(http.send("GET", f"{origin_of(issuer)}/.well-known/oauth-authorization-server"
+                                      f"{issuer_parts.path.rstrip('/')}"), "the authorization server's metadata")
     if metadata.get("issuer") != issuer:
         raise LoginFailed(f"The authorization server's metadata names {metadata.get('issuer')!r}, not {issuer!r}.")
-    return Server(issuer=issuer, authorization_endpoint=metadata["authorization_endpoint"],
-                  token_endpoint=metadata["token_endpoint"], registration_endpoint=metadata.get("registration_endpoint"),
-                  revocation_endpoint=metadata.get("revocation_endpoint"),
-                  requires_iss=bool(metadata.get("authorization_response_iss_parameter_supported")))
+    if "S256" not in (metadata.get("code_challenge_methods_supported") or []):
+        raise LoginFailed("The authorization server does not offer PKCE with S256; this tool signs in only with it.")
+    try:
+        return Server(issuer=issuer, authorization_endpoint=str(metadata["authorization_endpoint"]),
+                      token_endpoint=str(metadata["token_endpoint"]),
+                      registration_endpoint=metadata.get("registration_endpoint"),
+                      revocation_endpoint=metadata.get("revocation_endpoint"))
+    except KeyError as missing:
+        raise LoginFailed(f"The authorization server's metadata has no {missing.args[0]}.") from None
 
 
 def _json(response: httpx.Response, what: str) -> dict[str, Any]:
@@ -79,30 +106,40 @@ def _json(response: httpx.Response, what: str) -> dict[str, Any]:
     except ValueError:
         body = None
     if not isinstance(body, dict):
-        raise LoginFailed(f"{what.capitalize()} at {response.request.url} is not JSON.")
+        raise LoginFailed(f"{what[0].upper()}{what[1:]} at {response.request.url} is not a JSON object.")
     return body
 
 
-def register(http: httpx.Client, server: Server) -> str:
+def register(http: _Http, server: Server) -> str:
     if not server.registration_endpoint:
         raise LoginFailed("This server does not let tools register themselves; use an API key (--api-key).")
-    response = http.post(server.registration_endpoint, json={
+    response = http.send("POST", server.registration_endpoint, json={
         "client_name": CLIENT_NAME, "redirect_uris": [f"http://127.0.0.1{REDIRECT_PATH}"],
         "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"],
         "token_endpoint_auth_method": "none", "software_id": "invoicing-client-python"})
     if response.status_code not in (200, 201):
         raise LoginFailed(f"The server refused to register this tool: {_oauth_error(response)}")
-    return response.json()["client_id"]
+    return _field(response, "client_id", "registration")
+
+
+def _field(response: httpx.Response, name: str, what: str) -> str:
+    try:
+        value = response.json()[name]
+    except (ValueError, KeyError, TypeError):
+        value = None
+    if not isinstance(value, str) or not value:
+        raise LoginFailed(f"The server's {what} answer has no {name}.")
+    return value
 
 
 def _oauth_error(response: httpx.Response) -> str:
     try:
         body = response.json()
     except ValueError:
-        return f"HTTP {response.status_code}"
+        body = None
     if not isinstance(body, dict):
         return f"HTTP {response.status_code}"
-    return body.get("error_description") or body.get("error") or body.get("detail") or f"HTTP {response.status_code}"
+    return str(body.get("error_description") or body.get("error") or body.get("detail") or f"HTTP {response.status_code}")
 
 
 def _pkce() -> tuple[str, str]:
@@ -112,37 +149,39 @@ def _pkce() -> tuple[str, str]:
 
 
 class _Callback:
-    """A one-shot HTTP server on 127.0.0.1 (a port the system picks) for the authorization response."""
+    """An HTTP server on 127.0.0.1 (a port the system picks) waiting for the authorization response
+    that carries this sign-in's `state`; anything else arriving there is answered and ignored."""
 
-    def __init__(self) -> None:
+    def __init__(self, state: str) -> None:
         self.params: dict[str, str] | None = None
         self.arrived = threading.Event()
         callback = self
 
         class Handler(BaseHTTPRequestHandler):
+            timeout = 10  # an idle connection (a preconnect, a scanner) cannot hold the server
+
             def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
                 parts = urlsplit(self.path)
-                if parts.path != REDIRECT_PATH:
-                    self.send_error(404)
-                    return
                 params = {name: values[0] for name, values in parse_qs(parts.query).items()}
-                ok = "code" in params
-                page = ("<h1>Signed in</h1><p>You can close this tab and return to the terminal.</p>" if ok else
-                        "<h1>Not signed in</h1><p>The terminal says why.</p>")
-                body = f"<!doctype html><meta charset=utf-8><title>Invoicing CLI</title>{page}".encode()
-                self.send_response(200)
+                ours = parts.path == REDIRECT_PATH and secrets.compare_digest(
+                    params.get("state", "").encode(), state.encode())
+                text = ("The answer reached invoicing-cli: return to the terminal, which says how it went."
+                        if ours else "This is not the answer invoicing-cli is waiting for.")
+                body = f"<!doctype html><meta charset=utf-8><title>Invoicing CLI</title><p>{text}</p>".encode()
+                self.send_response(200 if ours else 400)
                 self.send_header("Content-Type", "text/html; charset=utf-8")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
-                if callback.params is None:
+                if ours and not callback.arrived.is_set():
                     callback.params = params
                     callback.arrived.set()
 
             def log_message(self, *args: object) -> None:
                 pass
 
-        self.server = HTTPServer(("127.0.0.1", 0), Handler)
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
         self.redirect_uri = f"http://127.0.0.1:{self.server.server_port}{REDIRECT_PATH}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
@@ -159,7 +198,7 @@ class _Callback:
 def login(api: str, *, scope: str | None, open_browser: bool, timeout: float,
           say: Callable[[str], None]) -> dict[str, Any]:
     """Sign in to `api` and keep the tokens; the token response."""
-    with httpx.Client(timeout=30.0) as http:
+    with _Http() as http:
         server = discover(http, api)
         kept = credentials.server(api)
         client_id = kept.get("client_id") if kept.get("issuer") == server.issuer else None
@@ -167,11 +206,11 @@ def login(api: str, *, scope: str | None, open_browser: bool, timeout: float,
             client_id = None  # the server forgot it (a new database): register again
         if not client_id:
             client_id = register(http, server)
-            credentials.update_server(api, issuer=server.issuer, client_id=client_id)
-        callback = _Callback()
+            credentials.update_server(api, make_default=False, issuer=server.issuer, client_id=client_id)
+        verifier, challenge = _pkce()
+        state = secrets.token_urlsafe(24)
+        callback = _Callback(state)
         try:
-            verifier, challenge = _pkce()
-            state = secrets.token_urlsafe(24)
             query = {"response_type": "code", "client_id": client_id, "redirect_uri": callback.redirect_uri,
                      "code_challenge": challenge, "code_challenge_method": "S256", "state": state, "resource": api}
             if scope:
@@ -187,37 +226,56 @@ def login(api: str, *, scope: str | None, open_browser: bool, timeout: float,
             callback.close()
         if params is None:
             raise LoginFailed(f"No answer from the browser within {int(timeout)} s. Run `invoicing-cli login` again.")
-        _check_answer(params, state, server)
-        response = http.post(server.token_endpoint, data={
+        _check_answer(params, server)
+        response = http.send("POST", server.token_endpoint, data={
             "grant_type": "authorization_code", "code": params["code"], "redirect_uri": callback.redirect_uri,
             "client_id": client_id, "code_verifier": verifier, "resource": api})
         if response.status_code != 200:
             raise LoginFailed(f"The server did not issue a token: {_oauth_error(response)}")
-        token = response.json()
+        token = _token(response)
+        _forget_earlier(http, kept)
         _keep(api, server, client_id, token)
         return token
 
 
-def _client_known(http: httpx.Client, server: Server, client_id: str) -> bool:
+def _client_known(http: _Http, server: Server, client_id: str) -> bool:
     """Whether the server still knows this client: an unknown one gets an error page, never a redirect."""
     _, challenge = _pkce()
-    probe = http.get(server.authorization_endpoint, params={
+    probe = http.send("GET", server.authorization_endpoint, params={
         "response_type": "code", "client_id": client_id, "redirect_uri": f"http://127.0.0.1{REDIRECT_PATH}",
         "code_challenge": challenge, "code_challenge_method": "S256"}, follow_redirects=False)
     return probe.is_redirect
 
 
-def _check_answer(params: dict[str, str], state: str, server: Server) -> None:
-    if not secrets.compare_digest(params.get("state", ""), state):
-        raise LoginFailed("The answer did not belong to this sign-in (its state differs). Run `invoicing-cli login` again.")
-    if server.requires_iss and params.get("iss") != server.issuer:  # RFC 9207: not another server's answer
-        raise LoginFailed(f"The answer came from {params.get('iss')!r}, not {server.issuer!r}; nothing was kept.")
+def _check_answer(params: dict[str, str], server: Server) -> None:
+    if "iss" in params and params["iss"] != server.issuer:  # RFC 9207: an answer from another server
+        raise LoginFailed(f"The answer came from {params['iss']!r}, not {server.issuer!r}; nothing was kept.")
     if "error" in params:
         if params["error"] == "access_denied":
             raise LoginFailed("Access was denied on the consent page; nothing was kept.")
         raise LoginFailed(f"The server refused the sign-in: {params.get('error_description') or params['error']}")
-    if "code" not in params:
+    if not params.get("code"):
         raise LoginFailed("The answer carried no authorization code.")
+
+
+def _token(response: httpx.Response) -> dict[str, Any]:
+    try:
+        token = response.json()
+    except ValueError:
+        token = None
+    if not isinstance(token, dict) or not isinstance(token.get("access_token"), str):
+        raise LoginFailed("The server's token answer has no access_token.")
+    return token
+
+
+def _forget_earlier(http: _Http, kept: dict[str, Any]) -> None:
+    """Revoke the sign-in a new one replaces (best effort: it expires anyway)."""
+    if kept.get("refresh_token") and kept.get("revocation_endpoint") and kept.get("client_id"):
+        try:
+            http.send("POST", kept["revocation_endpoint"], data={
+                "token": kept["refresh_token"], "token_type_hint": "refresh_token", "client_id": kept["client_id"]})
+        except APIConnectionError:
+            pass
 
 
 def _keep(api: str, server: Server, client_id: str, token: dict[str, Any]) -> None:
@@ -225,7 +283,14 @@ def _keep(api: str, server: Server, client_id: str, token: dict[str, Any]) -> No
         api, issuer=server.issuer, client_id=client_id, token_endpoint=server.token_endpoint,
         revocation_endpoint=server.revocation_endpoint, access_token=token["access_token"],
         refresh_token=token.get("refresh_token"), scope=token.get("scope", ""),
-        expires_at=int(time.time()) + int(token.get("expires_in", 3600)))
+        expires_at=int(time.time()) + _lifetime(token))
+
+
+def _lifetime(token: dict[str, Any]) -> int:
+    try:
+        return int(token.get("expires_in", 3600))
+    except (TypeError, ValueError):
+        return 3600
 
 
 def access_token(api: str) -> str | None:
@@ -244,39 +309,55 @@ def access_token(api: str) -> str | None:
 
 
 def _refresh(api: str, kept: dict[str, Any]) -> str:
-    if not kept.get("refresh_token"):
+    if not kept.get("refresh_token") or not kept.get("token_endpoint"):
         raise AuthenticationError("Your sign-in has expired. Run `invoicing-cli login`.")
-    with httpx.Client(timeout=30.0) as http:
-        response = http.post(kept["token_endpoint"], data={
-            "grant_type": "refresh_token", "refresh_token": kept["refresh_token"], "client_id": kept["client_id"],
+    with _Http() as http:
+        response = http.send("POST", kept["token_endpoint"], data={
+            "grant_type": "refresh_token", "refresh_token": kept["refresh_token"], "client_id": kept.get("client_id"),
             "resource": api})
     if response.status_code != 200:
-        credentials.update_server(api, access_token=None, refresh_token=None, expires_at=None, scope=None)
-        raise AuthenticationError(f"Your sign-in has ended ({_oauth_error(response)}): the app may have been "
-                                  "disconnected in the dashboard. Run `invoicing-cli login`.")
-    token = response.json()
-    credentials.update_server(api, access_token=token["access_token"],
+        if _error_code(response) in ENDED:  # the sign-in is over: disconnected, expired or revoked
+            credentials.update_server(api, make_default=False, access_token=None, refresh_token=None,
+                                      expires_at=None, scope=None)
+            raise AuthenticationError(f"Your sign-in has ended ({_oauth_error(response)}): the app may have been "
+                                      "disconnected in the dashboard. Run `invoicing-cli login`.")
+        raise APIConnectionError(f"The server could not renew your sign-in just now (HTTP {response.status_code}: "
+                                 f"{_oauth_error(response)}); it is kept: try again in a moment.")
+    token = _token(response)
+    credentials.update_server(api, make_default=False, access_token=token["access_token"],
                               refresh_token=token.get("refresh_token", kept["refresh_token"]),
                               scope=token.get("scope", kept.get("scope", "")),
-                              expires_at=int(time.time()) + int(token.get("expires_in", 3600)))
+                              expires_at=int(time.time()) + _lifetime(token))
     return token["access_token"]
+
+
+def _error_code(response: httpx.Response) -> str | None:
+    try:
+        body = response.json()
+    except ValueError:
+        return None
+    return body.get("error") if isinstance(body, dict) else None
 
 
 def logout(api: str) -> bool:
     """Revoke the sign-in to `api` (its refresh token ends the whole grant) and forget the tokens.
     False when nobody was signed in."""
-    kept = credentials.server(api)
-    if not kept.get("refresh_token") and not kept.get("access_token"):
-        return False
-    if kept.get("revocation_endpoint"):
+    with credentials.locked():
+        kept = credentials.server(api)
+        if not kept.get("refresh_token") and not kept.get("access_token"):
+            return False
+        if not kept.get("revocation_endpoint"):
+            raise LoginFailed("This server offers no way to revoke a sign-in; disconnect the app in its dashboard "
+                              "(Settings → Connected apps). The tokens are kept until then.")
         token, hint = ((kept["refresh_token"], "refresh_token") if kept.get("refresh_token")
                        else (kept["access_token"], "access_token"))
-        try:
-            with httpx.Client(timeout=30.0) as http:
-                http.post(kept["revocation_endpoint"], data={"token": token, "token_type_hint": hint,
-                                                             "client_id": kept["client_id"]})
-        except httpx.TransportError as exc:
-            raise LoginFailed(f"Could not reach the server to revoke the sign-in ({exc}); the tokens are kept. "
-                              "Try again, or disconnect the app in the dashboard.") from exc
-    credentials.update_server(api, access_token=None, refresh_token=None, expires_at=None, scope=None)
+        with _Http() as http:
+            response = http.send("POST", kept["revocation_endpoint"], data={
+                "token": token, "token_type_hint": hint, "client_id": kept.get("client_id")})
+        if response.status_code != 200:  # RFC 7009: 200 whenever the token is no longer valid
+            raise LoginFailed(f"The server did not revoke the sign-in (HTTP {response.status_code}: "
+                              f"{_oauth_error(response)}); the tokens are kept. Try again, or disconnect the app in "
+                              "the dashboard.")
+        credentials.update_server(api, make_default=False, access_token=None, refresh_token=None, expires_at=None,
+                                  scope=None)
     return True

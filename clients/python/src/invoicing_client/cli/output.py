@@ -10,7 +10,9 @@ from decimal import Decimal
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from invoicing_client.models import InvoicingObject
 
@@ -64,12 +66,12 @@ def table(rows: Iterable[InvoicingObject], columns: list[Column], *, empty: str)
             longest = max((len(line[index]) for line in [[title] * len(columns), *cells]), default=2)
             grid.add_column(title, no_wrap=True, min_width=longest, justify="right" if title in MONEY_COLUMNS else "left")
     for line in cells:
-        grid.add_row(*line)
+        grid.add_row(*(Text(cell) for cell in line))  # data, never markup
     count = len(cells)
     if count:
         out.print(grid)
     else:
-        out.print(f"[dim]{empty}[/dim]")
+        out.print(Text(empty, style="dim"))
     return count
 
 
@@ -81,7 +83,7 @@ def fields(obj: InvoicingObject, pairs: list[Column], *, title: str | None = Non
     for name, cell in pairs:
         value = _text(cell(obj))
         if value:
-            grid.add_row(name, value)
+            grid.add_row(name, Text(value))
     if title:
         out.print(f"[bold]{title}[/bold]")
     out.print(grid)
@@ -98,5 +100,10 @@ def _text(value: Any) -> str:
 
 
 def done(message: str) -> None:
-    """A confirmation for people (on stderr, so stdout stays the data)."""
-    err.print(f"[green]✓[/green] {message}", highlight=False)
+    """A confirmation for people (on stderr, so stdout stays the data); `message` is plain text."""
+    err.print(f"[green]✓[/green] {escape(message)}", highlight=False)
+
+
+def say(message: str) -> None:
+    """Plain text for people on stderr (no markup is read in it)."""
+    err.print(message, markup=False, highlight=False, soft_wrap=True)

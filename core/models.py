@@ -98,6 +98,7 @@ class BusinessProfile(SQLModel, table=True):
     phone: str | None = Field(default=None, max_length=50)
     bank: dict | None = Field(default=None, sa_type=JSON)
     invoice_prefix: str = Field(default="INV", max_length=20)
+    peppol_id: str | None = Field(default=None, max_length=100)  # e-invoicing address, `scheme:identifier`
     created_at: datetime = _ts()
     updated_at: datetime = _ts()
 
@@ -129,6 +130,7 @@ class Customer(SQLModel, table=True):
     phone: str | None = Field(default=None, max_length=50)
     tax_id: str | None = Field(default=None, max_length=64)
     address: dict | None = Field(default=None, sa_type=JSON)
+    peppol_id: str | None = Field(default=None, max_length=100)  # e-invoicing address, `scheme:identifier`
     archived_at: datetime | None = _ts_null()
     created: datetime = _ts()
     updated: datetime = _ts()
@@ -204,6 +206,8 @@ class Invoice(SQLModel, table=True):
     due_date: date | None = None
     description: str | None = Field(default=None, max_length=5000)
     footer: str | None = Field(default=None, max_length=5000)
+    buyer_reference: str | None = Field(default=None, max_length=200)  # the customer's reference (EN 16931 BT-10)
+    order_reference: str | None = Field(default=None, max_length=200)  # their purchase order (BT-13)
     subtotal: int = _money()
     discount: int = _money()
     taxable: int = _money()
@@ -244,6 +248,9 @@ class InvoiceLine(SQLModel, table=True):
     unit_amount: int = _money()
     discount_percent: Decimal = Field(default=Decimal(0), sa_type=DecimalText)
     tax_rate: Decimal = Field(default=Decimal(0), sa_type=DecimalText)
+    # The VAT category (EN 16931 BT-151) when the caller chose one, and why a 0 % line is exempt.
+    tax_category: str | None = Field(default=None, max_length=2)
+    tax_exemption_reason: str | None = Field(default=None, max_length=1000)
     amount: int = _money()
     tax_amount: int = _money()
     created: datetime = _ts()

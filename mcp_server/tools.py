@@ -143,6 +143,11 @@ TOOLS: tuple[Tool, ...] = (
          invoices.list_invoices, read_only=True, idempotent=True),
     Tool("get_invoice", "Get an invoice", "One invoice with its lines and totals. " + MINOR_UNITS,
          invoices.get_invoice, "invoice", INVOICE, read_only=True, idempotent=True),
+    Tool("get_e_invoice", "Get an e-invoice",
+         "A finalized invoice as a structured e-invoice under EN 16931, for the customer's accounting system or "
+         "Peppol: `format` peppol (UBL, Peppol BIS Billing 3.0), cii (UN/CEFACT CII) or facturx (the PDF with the "
+         "CII inside, in base64). Drafts have none. A validation error names the field to fill in first.",
+         invoices.get_e_invoice, "invoice", INVOICE, read_only=True, idempotent=True),
     Tool("list_invoice_events", "Invoice history",
          "What happened to an invoice, newest first: created, updated, finalized, emailed, viewed, paid, voided…",
          invoices.list_invoice_events, "invoice", INVOICE, read_only=True, idempotent=True),

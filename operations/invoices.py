@@ -24,6 +24,7 @@ from core.billing.invoice_render import (
     line_to_api,
 )
 from core.billing.sending import SendInput, SendOut
+from core.documents.export import EDocument, EInvoiceOut, EInvoiceQuery, e_invoice
 from operations.pipeline import Call, Operation
 from operations.rendering import page
 
@@ -52,6 +53,14 @@ def _list_events(call: Call) -> dict:
     result = events.list_events(call.session, call.principal.account_id, call.params["id"],
                                 call.query.cursor, call.query.limit)
     return page(result, events.event_to_api)
+
+
+def e_invoice_document(call: Call) -> EDocument:
+    """The invoice as an e-invoice in the format the caller asked for (REST serves the bytes, MCP the
+    document as text or base64)."""
+    view = invoices.view_invoice(*call.account(), call.params["id"])
+    call.session.commit()  # no transaction stays open while the document is made
+    return e_invoice(view, call.query.format)
 
 
 def _send(call: Call) -> dict:
@@ -93,6 +102,9 @@ void_invoice = Operation(
     scope="invoices:finalize", idempotency="required", body=VoidInput, response=InvoiceOut)
 send_invoice = Operation("send_invoice", _send, scope="invoices:send", idempotency="required", body=SendInput,
                          own_limit=sending.send_limit_usage, response=SendOut, shape="raw")
+get_e_invoice = Operation(
+    "get_e_invoice", lambda call: e_invoice_document(call).to_api(call.params["id"]), scope=READ, query=EInvoiceQuery,
+    response=EInvoiceOut)
 list_invoice_events = Operation("list_invoice_events", _list_events, scope=READ, query=PageQuery, response=EventOut,
                                 shape="list")
 

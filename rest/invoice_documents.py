@@ -4,6 +4,7 @@ from starlette.responses import Response
 
 from core.billing import documents, invoices
 from core.billing.pdf import filename_for
+from core.documents.export import EInvoiceQuery
 from operations import invoices as invoice_operations
 from rest.framework import Api, Call
 
@@ -31,3 +32,19 @@ def invoice_pdf(call: Call) -> Response:
         {"Cache-Control": "private, no-store"}  # a draft changes: never stored
     return Response(document.content, media_type="application/pdf",
                     headers={"Content-Disposition": f'attachment; filename="{filename_for(view)}"', **caching})
+
+
+@api.operation("GET", "/invoices/{id}/e-invoice", scope="invoices:read", query=EInvoiceQuery,
+               media_type="application/xml,application/pdf", extra_responses=(409,),
+               summary="Download an invoice as an e-invoice",
+               description="The finalized invoice as a structured e-invoice under EN 16931, in `format` `peppol` "
+                           "(UBL 2.1, Peppol BIS Billing 3.0: `application/xml`), `cii` (UN/CEFACT CII D16B: "
+                           "`application/xml`) or `facturx` (the PDF as PDF/A-3 with the CII embedded: "
+                           "`application/pdf`). A draft is `409 invalid_state`. What the invoice lacks for the format "
+                           "is `422 validation`, at the field to fill in, naming the business term (such as "
+                           "`customer.address.country`: BT-55).")
+def invoice_e_invoice(call: Call) -> Response:
+    document = invoice_operations.e_invoice_document(call)
+    return Response(document.content, media_type=document.media_type,
+                    headers={"Content-Disposition": f'attachment; filename="{document.filename}"',
+                             "Cache-Control": "private, no-cache"})

@@ -244,9 +244,9 @@ def _operation(op: Endpoint, refs: dict, schemas: dict) -> dict:
                        "description": "Any unique string (a UUID); a retry with the same key and body returns the "
                                       "first response instead of running again. Kept 24 hours",
                        "schema": {"type": "string", "minLength": 1, "maxLength": 255}})
-    if op.media_type != "application/json":
-        success_content = {op.media_type: {"schema": {"type": "string", "format": "binary",
-                                                      "contentMediaType": op.media_type}}}
+    if op.media_type != "application/json":  # a document; several media types are separated by commas
+        success_content = {kind: {"schema": {"type": "string", "format": "binary", "contentMediaType": kind}}
+                           for kind in op.media_type.split(",")}
     elif op.response is None:
         success_content = {"application/json": {"schema": {"type": "object"}}}
     else:
@@ -304,7 +304,11 @@ def _webhooks(schemas: dict) -> dict:
             "created_at": {"type": "string", "format": "date-time", "description": "When it happened"},
             "data": {"type": "object", "required": ["object"], "description": "What the event is about",
                      "properties": {"object": {"$ref": REF.format(model="Invoice"),
-                                               "description": "The invoice as at the event, without lines"}}},
+                                               "description": "The invoice as at the event, without lines"},
+                                    "e_invoices": {"type": "object", "description": "Only on invoice.finalized: the "
+                                                   "API addresses of its e-invoices by format (peppol, cii, facturx), "
+                                                   "fetched with a credential that reads invoices",
+                                                   "additionalProperties": {"type": "string", "format": "uri"}}}},
         },
     }
     headers = [

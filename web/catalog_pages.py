@@ -21,7 +21,7 @@ from pages.routing import Visit, errors_of, page, redirect
 from web.acting import act, new_form_key
 from web.rendering import not_found, notice_of, render
 
-CUSTOMER_FIELDS = ("name", "email", "phone", "tax_id") + tuple(f"address.{key}" for key in ADDRESS_KEYS)
+CUSTOMER_FIELDS = ("name", "email", "phone", "tax_id", "peppol_id") + tuple(f"address.{key}" for key in ADDRESS_KEYS)
 PRODUCT_FIELDS = ("name", "description")
 PRICE_FIELDS = ("nickname", "unit_amount", "currency", "type", "interval", "interval_count", "tax_rate")
 INTERVALS = (("day", "Day"), ("week", "Week"), ("month", "Month"), ("year", "Year"))
@@ -65,7 +65,7 @@ def _customer_values(customer: dict | None) -> dict[str, str]:
     if customer is None:
         return dict.fromkeys(CUSTOMER_FIELDS, "")
     address = customer.get("address") or {}
-    return ({name: customer.get(name) or "" for name in ("name", "email", "phone", "tax_id")}
+    return ({name: customer.get(name) or "" for name in ("name", "email", "phone", "tax_id", "peppol_id")}
             | {f"address.{key}": address.get(key) or "" for key in ADDRESS_KEYS})
 
 

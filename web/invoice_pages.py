@@ -5,6 +5,7 @@ PDF, and what the invoice modules share. Lines are in `invoice_lines`, the lifec
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable
 from urllib.parse import urlencode
 
@@ -250,6 +251,23 @@ def invoice_pdf(visit: Visit) -> Response:
                          "X-Content-Type-Options": "nosniff"})
 
 
+def invoice_e_invoice(visit: Visit) -> Response:
+    """The finalized invoice as an e-invoice file; what the invoice lacks is shown on its page."""
+    fmt = visit.request.query_params.get("format", "")[:20]
+    try:
+        document = act(visit, invoice_operations.get_e_invoice, params={"id": invoice_id_of(visit)},
+                       query={"format": fmt})
+    except NotFound:
+        return not_found(visit, "invoice", "/invoices")
+    except DomainError as exc:
+        return _detail_page(visit, errors=errors_of(exc) or {"format": exc.detail}, failed="e_invoice",
+                            status_code=exc.status)
+    content = (document["content"].encode() if document["encoding"] == "utf-8"
+               else base64.b64decode(document["content"]))
+    return Response(content, media_type=document["media_type"], headers={
+        "Content-Disposition": f'attachment; filename="{document["filename"]}"', "X-Content-Type-Options": "nosniff"})
+
+
 def refused(visit: Visit, exc: DomainError, failed: str, values: dict, errors: dict | None = None) -> Response:
     """A form refused by the operation: the invoice's page again, the errors beside the form."""
     return _detail_page(visit, errors=errors or errors_of(exc), failed=failed, values=values,
@@ -276,4 +294,5 @@ def routes() -> list[Route]:
         page("/invoices/new", get=new_draft, post=create_draft),
         page("/invoices/{invoice_id}", get=invoice_detail, post=save_draft),
         page("/invoices/{invoice_id}/pdf", get=invoice_pdf),
+        page("/invoices/{invoice_id}/e-invoice", get=invoice_e_invoice),
     ]

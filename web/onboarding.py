@@ -22,7 +22,7 @@ from web.invoice_pages import drafts_for_review
 from web.rendering import notice_of, render
 
 TOP_LEVEL_FIELDS = ("legal_name", "trade_name", "country_code", "currency", "tax_id", "email", "phone",
-                    "invoice_prefix")
+                    "invoice_prefix", "peppol_id")
 FORM_FIELDS = (TOP_LEVEL_FIELDS + tuple(f"address.{k}" for k in ADDRESS_KEYS)
                + tuple(f"bank.{k}" for k in BANK_KEYS))
 

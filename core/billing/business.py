@@ -10,6 +10,7 @@ from sqlmodel import Session, select
 from core.base import money
 from core.base.api_types import EmailText, Timestamp
 from core.base.clock import iso, now
+from core.base.electronic_addresses import PEPPOL_ID_MAX, normalized_peppol_id
 from core.base.errors import NotFound
 from core.base.validation import EMAIL_MAX, NAME_MAX, PHONE_MAX, TAX_ID_MAX, Input, email_or_error
 from core.models import BusinessProfile
@@ -46,6 +47,9 @@ class BusinessInput(Input):
     phone: str | None = Field(default=None, max_length=PHONE_MAX)
     bank: BankDetails = Field(default_factory=BankDetails)
     invoice_prefix: str = Field(default="INV", min_length=1, max_length=20, pattern="^[A-Za-z0-9][A-Za-z0-9_-]*$")
+    peppol_id: str | None = Field(default=None, max_length=PEPPOL_ID_MAX)
+
+    _peppol_id = field_validator("peppol_id")(normalized_peppol_id)
 
     @field_validator("currency")
     @classmethod
@@ -80,7 +84,7 @@ def set_profile(session: Session, account_id: uuid.UUID, data: BusinessInput) ->
         account_id=account_id, legal_name="", country_code="", currency="")
     values = data.model_dump()
     for key in ("legal_name", "trade_name", "country_code", "currency", "tax_id", "email", "phone",
-                "invoice_prefix"):
+                "invoice_prefix", "peppol_id"):
         setattr(profile, key, values[key])
     profile.address = values["address"]
     profile.bank = values["bank"]
@@ -125,6 +129,9 @@ class BusinessOutModel(BaseModel):
     phone: str | None = Field(description="Phone number, free text")
     bank: BankDetailsOut = Field(description="Bank details printed on invoices")
     invoice_prefix: str = Field(description="Prefix of invoice numbers: `INV` gives INV-0001, INV-0002, …")
+    peppol_id: str | None = Field(default=None, description="Electronic address for e-invoices (Peppol participant id), "
+                                                           "`scheme:identifier` such as `0208:0123456789`; null: "
+                                                           "derived from an EU VAT number when one is given")
     created_at: Timestamp = Field(description="When the profile was created")
 
 
@@ -137,5 +144,5 @@ def business_to_api(profile: BusinessProfile) -> dict:
         address=BusinessAddressOut(**{key: address.get(key) for key in ADDRESS_KEYS}),
         email=profile.email, phone=profile.phone,
         bank=BankDetailsOut(**{key: bank.get(key) for key in BANK_KEYS}),
-        invoice_prefix=profile.invoice_prefix, created_at=iso(profile.created_at),
+        invoice_prefix=profile.invoice_prefix, peppol_id=profile.peppol_id, created_at=iso(profile.created_at),
     ).model_dump()

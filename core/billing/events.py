@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy import func
 from sqlmodel import Session, select
 
+from core.access.resources import rest_api
 from core.base import ids
 from core.base.api_types import Timestamp
 from core.base.clock import iso, now
@@ -53,10 +54,10 @@ def record(session: Session, invoice: Invoice, type: str, meta: dict | None) -> 
     session.flush()
     event_id = uuid.uuid4()
     created_at = _next_timestamp(session, invoice)
-    payload = {
-        "id": str(event_id), "type": type, "created_at": iso(created_at),
-        "data": {"object": jsonable(invoice_to_api(session, invoice, with_lines=False))},
-    }
+    data = {"object": jsonable(invoice_to_api(session, invoice, with_lines=False))}
+    if type == "invoice.finalized":  # where its e-invoices are fetched (with a key that reads invoices)
+        data["e_invoices"] = e_invoice_links(ids.public_id("invoice", invoice.id))
+    payload = {"id": str(event_id), "type": type, "created_at": iso(created_at), "data": data}
     event = InvoiceEvent(id=event_id, account_id=invoice.account_id, invoice_id=invoice.id, type=type,
                          meta=jsonable(meta) if meta is not None else None, payload=payload,
                          created_at=created_at)
@@ -64,6 +65,14 @@ def record(session: Session, invoice: Invoice, type: str, meta: dict | None) -> 
     session.flush()
     outbox.enqueue(session, event)
     return event
+
+
+E_INVOICE_FORMATS = ("peppol", "cii", "facturx")
+
+
+def e_invoice_links(invoice_id: str) -> dict[str, str]:
+    """The API addresses of an invoice's e-invoices, by format."""
+    return {fmt: f"{rest_api()}/invoices/{invoice_id}/e-invoice?format={fmt}" for fmt in E_INVOICE_FORMATS}
 
 
 def event_to_api(row: InvoiceEvent) -> dict:

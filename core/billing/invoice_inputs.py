@@ -50,10 +50,15 @@ class InvoiceFields(Input):
         default=None, description="0 to 365; sets due_date from issue_date; ignored when due_date is sent")
     description: Annotated[str | None, MULTI_LINE] = Field(default=None, max_length=TEXT_MAX, description="Notes; null clears")
     footer: Annotated[str | None, MULTI_LINE] = Field(default=None, max_length=TEXT_MAX, description="Payment terms; null clears")
+    buyer_reference: str | None = Field(default=None, max_length=REFERENCE_MAX, examples=["DEPT-42"],
+                                        description="The customer's reference for this purchase (a cost centre, a "
+                                                    "contact's code), printed and carried by e-invoices; null clears")
+    order_reference: str | None = Field(default=None, max_length=REFERENCE_MAX, examples=["PO-2026-0117"],
+                                        description="The customer's purchase order number; null clears")
 
     _required = field_validator("currency", "collection_method", "issue_date", "days_until_due")(not_null)
     _normalized_currency = field_validator("currency")(known_currency)
-    _texts = field_validator("description", "footer")(empty_is_null)
+    _texts = field_validator("description", "footer", "buyer_reference", "order_reference")(empty_is_null)
 
 
 class InvoiceCreate(InvoiceFields):

@@ -20,6 +20,27 @@ from core.base.validation import LINES_MAX, MAX_SAFE_INTEGER, MULTI_LINE, TEXT_M
 from core.catalog import products
 from core.models import Invoice, InvoiceLine, Price, Product
 
+TaxCategory = Literal["S", "Z", "E", "AE", "K", "G", "O"]
+EXEMPT_CATEGORIES = ("E", "AE", "K", "G", "O")  # a line of these bears no VAT for a stated reason
+EXEMPTION_REASON_MAX = 1000
+# Each exempt category's standard wording (and its VATEX code), printed and sent when no reason is given.
+EXEMPTION_DEFAULTS = {
+    "E": ("VATEX-EU-132", "Exempt from VAT"),
+    "AE": ("VATEX-EU-AE", "Reverse charge: VAT to be paid by the customer"),
+    "K": ("VATEX-EU-IC", "Intra-community supply exempt from VAT"),
+    "G": ("VATEX-EU-G", "Export outside the EU exempt from VAT"),
+    "O": ("VATEX-EU-O", "Not subject to VAT"),
+}
+
+
+def exemption_notes(lines: list[dict]) -> list[str]:
+    """Why lines bear no VAT, once per category, as an invoice must state it: "Reverse charge: …"."""
+    notes: dict[str, str] = {}
+    for line in lines:
+        category = line.get("tax_category")
+        if category in EXEMPTION_DEFAULTS and category not in notes:
+            notes[category] = line.get("tax_exemption_reason") or EXEMPTION_DEFAULTS[category][1]
+    return list(notes.values())
 Unit = Literal["NOS", "PCS", "KGS", "GMS", "LTR", "MTR", "SQF", "SQM", "HRS", "DAY", "MON", "BOX", "SET", "OTH"]
 UNIT_CODES: tuple[str, ...] = Unit.__args__
 Quantity = Annotated[Decimal, Field(gt=0, max_digits=15, decimal_places=6),
@@ -44,6 +65,15 @@ class ItemFields(Input):
     discount_percent: Percent = Field(default=Decimal(0), description="0 to 100")
     tax_rate: Percent | None = Field(default=None, description="0 to 100; default 0 for ad-hoc lines, "
                                                                "inherited from the price for priced lines")
+    tax_category: TaxCategory | None = Field(
+        default=None, description="VAT category for e-invoices (EN 16931 UNCL5305): S standard rate (tax_rate above "
+                                  "0); for 0 %: Z zero-rated, E exempt, AE reverse charge, K intra-EU supply, G export, "
+                                  "O not subject to VAT. Default: S above 0 %, else Z (O when the business has no "
+                                  "VAT number)")
+    tax_exemption_reason: Annotated[str | None, MULTI_LINE] = Field(
+        default=None, max_length=EXEMPTION_REASON_MAX,
+        description="Why the line bears no VAT, for categories E, AE, K, G and O (such as \"Exempt under Article 132 "
+                    "of Directive 2006/112/EC\"); default a standard wording of the category")
 
 
 def _active_price(session: Session, invoice: Invoice, price_text: str, path: str) -> Price:
@@ -62,7 +92,8 @@ def _active_price(session: Session, invoice: Invoice, price_text: str, path: str
 def build_line(session: Session, invoice: Invoice, item: ItemFields, *, prefix: str = "") -> InvoiceLine:
     """A new (unsaved) line of `invoice`; field errors name paths under `prefix` (`items.0.`)."""
     line = InvoiceLine(account_id=invoice.account_id, invoice_id=invoice.id, quantity=item.quantity,
-                       unit=item.unit, discount_percent=item.discount_percent)
+                       unit=item.unit, discount_percent=item.discount_percent, tax_category=item.tax_category,
+                       tax_exemption_reason=item.tax_exemption_reason or None)
     description = item.description or None
     if item.price is not None:
         price = _active_price(session, invoice, item.price, f"{prefix}price")
@@ -105,6 +136,7 @@ def compute(invoice: Invoice, lines: list[InvoiceLine], *, path: str = "lines") 
     """Line amounts and invoice totals by decisions.md's arithmetic, within the safe-integer range."""
     if len(lines) > LINES_MAX:
         raise ValidationFailed.at(path, f"an invoice holds at most {LINES_MAX} lines")
+    check_tax_categories(lines, path)
     inputs = [money.LineInput(unit_amount=line.unit_amount, quantity=line.quantity,
                               discount_percent=line.discount_percent, tax_rate=line.tax_rate) for line in lines]
     amounts, totals = money.compute_totals(inputs)
@@ -117,6 +149,35 @@ def compute(invoice: Invoice, lines: list[InvoiceLine], *, path: str = "lines") 
     invoice.subtotal, invoice.discount, invoice.taxable = totals.subtotal, totals.discount, totals.taxable
     invoice.tax, invoice.total = totals.tax, totals.total
     invoice.amount_in_words = money.amount_in_words(totals.total, invoice.currency)
+
+
+def check_tax_categories(lines: list[InvoiceLine], path: str = "lines") -> None:
+    """A chosen VAT category agrees with the line's rate, an exemption reason goes with an exempt
+    category, one reason per category, and "not subject to VAT" stands alone (EN 16931 BR-S, BR-O)."""
+    errors: list[FieldError] = []
+    reasons: dict[str, tuple[int, str]] = {}
+    for index, line in enumerate(lines):
+        category, rate, reason = line.tax_category, Decimal(line.tax_rate), line.tax_exemption_reason
+        if category == "S" and rate == 0:
+            errors.append(FieldError(f"{path}.{index}.tax_category", "S (standard rate) needs a tax_rate above 0"))
+        elif category not in (None, "S") and rate != 0:
+            errors.append(FieldError(f"{path}.{index}.tax_category",
+                                     f"{category} is for lines without VAT: its tax_rate must be 0"))
+        if reason and category not in EXEMPT_CATEGORIES:
+            errors.append(FieldError(f"{path}.{index}.tax_exemption_reason",
+                                     "is for lines of tax_category E, AE, K, G or O"))
+        elif reason and category in reasons and reasons[category][1] != reason:
+            errors.append(FieldError(f"{path}.{index}.tax_exemption_reason",
+                                     f"differs from line {reasons[category][0]}'s: one reason per tax_category"))
+        elif category in EXEMPT_CATEGORIES and reason:
+            reasons.setdefault(category, (index, reason))
+    if any(line.tax_category == "O" for line in lines) and any(
+            line.tax_category not in (None, "O") or line.tax_rate for line in lines):
+        index = next(i for i, line in enumerate(lines) if line.tax_category == "O")
+        errors.append(FieldError(f"{path}.{index}.tax_category",
+                                 "O (not subject to VAT) cannot share an invoice with lines of other categories"))
+    if errors:
+        raise failed(errors)
 
 
 def renumber(lines: list[InvoiceLine]) -> None:

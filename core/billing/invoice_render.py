@@ -61,6 +61,11 @@ class InvoiceItemOut(BaseModel):
     discount_percent: PercentOut = Field(description="Discount percent, 0 to 100")
     tax_rate: PercentOut = Field(description="Tax percent, 0 to 100")
     tax_amount: int = Field(description="round(amount × tax_rate / 100), in minor units")
+    tax_category: str | None = Field(default=None, description="VAT category for e-invoices (EN 16931): S, Z, E, AE, K, "
+                                                               "G or O as chosen; null: S above 0 %, else Z (or O "
+                                                               "when the business has no VAT number)")
+    tax_exemption_reason: str | None = Field(default=None, description="Why a line of category E, AE, K, G or O bears "
+                                                                       "no VAT, as chosen")
 
 
 class CustomerDetailsOut(BaseModel):
@@ -70,6 +75,7 @@ class CustomerDetailsOut(BaseModel):
     email: EmailText | None = Field(description="Billing e-mail")
     address: AddressOut = Field(description="Billing address")
     tax_id: str | None = Field(description="Tax or VAT id")
+    peppol_id: str | None = Field(default=None, description="Electronic address for e-invoices, `scheme:identifier`")
 
 
 class LinesOut(BaseModel):
@@ -91,6 +97,8 @@ class _InvoiceFields(BaseModel):
     due_date: date | None = Field(description="Date payment is due; null when none")
     description: str | None = Field(description="Notes printed in the invoice body")
     footer: str | None = Field(description="Text at the bottom, typically payment terms")
+    buyer_reference: str | None = Field(default=None, description="The customer's reference for this purchase")
+    order_reference: str | None = Field(default=None, description="The customer's purchase order number")
     subtotal: int = Field(description="Sum of round(unit_amount × quantity) over the lines, before discounts and tax")
     discount: int = Field(description="Total discount of the lines: subtotal − taxable")
     taxable: int = Field(description="Sum of the line amounts (after discount): subtotal − discount")
@@ -140,7 +148,7 @@ def line_to_api(line: InvoiceLine) -> dict:
         product=ids.public_id("product", line.product_id) if line.product_id else None,
         description=line.description, quantity=line.quantity, unit=line.unit, unit_amount=line.unit_amount,
         amount=line.amount, discount_percent=line.discount_percent, tax_rate=line.tax_rate,
-        tax_amount=line.tax_amount,
+        tax_amount=line.tax_amount, tax_category=line.tax_category, tax_exemption_reason=line.tax_exemption_reason,
     ).model_dump()
 
 
@@ -148,7 +156,7 @@ def customer_details(customer: Customer) -> dict:
     """The customer as printed on an invoice (and frozen into it at finalize)."""
     address = customer.address or {}
     return {"name": customer.name, "email": customer.email, "tax_id": customer.tax_id,
-            "address": {key: address.get(key) for key in ADDRESS_KEYS}}
+            "address": {key: address.get(key) for key in ADDRESS_KEYS}, "peppol_id": customer.peppol_id}
 
 
 def issuer_details(session: Session, invoice: Invoice) -> dict | None:
@@ -213,7 +221,8 @@ def invoice_to_api(session: Session, invoice: Invoice, *, with_lines: bool, issu
         customer=ids.public_id("customer", invoice.customer_id),
         currency=invoice.currency, collection_method=invoice.collection_method,
         issue_date=invoice.issue_date, due_date=invoice.due_date, description=invoice.description,
-        footer=invoice.footer, subtotal=invoice.subtotal, discount=invoice.discount, taxable=invoice.taxable,
+        footer=invoice.footer, buyer_reference=invoice.buyer_reference, order_reference=invoice.order_reference,
+        subtotal=invoice.subtotal, discount=invoice.discount, taxable=invoice.taxable,
         tax=invoice.tax, total=invoice.total,
         amount_due=invoice.total if status in ("open", "overdue") else 0,
         amount_in_words=invoice.amount_in_words, public_url_token=invoice.public_url_token,

@@ -189,7 +189,8 @@ def _new_draft(session: Session, principal: Principal, data: InvoiceCreate) -> t
         due_date = _due_after(issue_date, data.days_until_due)
     invoice = Invoice(account_id=principal.account_id, customer_id=customer.id, currency=currency,
                       collection_method=data.collection_method or "send_invoice", issue_date=issue_date,
-                      due_date=due_date, description=data.description, footer=data.footer)
+                      due_date=due_date, description=data.description, footer=data.footer,
+                      buyer_reference=data.buyer_reference, order_reference=data.order_reference)
     _check_dates(invoice)
     lines = _build_lines(session, invoice, data.items)
     renumber(lines)
@@ -246,7 +247,7 @@ def update_invoice(session: Session, principal: Principal, id_text: str, data: I
     if "currency" in sent and data.currency != invoice.currency:
         lines = _clear_lines_priced_in(session, lines, invoice.currency)
         invoice.currency = data.currency
-    for key in ("collection_method", "issue_date", "description", "footer"):
+    for key in ("collection_method", "issue_date", "description", "footer", "buyer_reference", "order_reference"):
         if key in sent:
             setattr(invoice, key, getattr(data, key))
     if "due_date" in sent:

@@ -20,6 +20,7 @@ from fpdf import FPDF, FontFace
 from fpdf.enums import Align, MethodReturnValue, TableBordersLayout, WrapMode, XPos, YPos
 
 from core.base.money import format_money
+from core.billing.invoice_lines import exemption_notes
 from core.billing.presentation import (
     STATUS_LABELS,
     UNIT_NAMES,
@@ -57,10 +58,11 @@ def filename_for(view: dict) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in stem) + ".pdf"
 
 
-def render_invoice(view: dict, *, origin: str | None = None) -> bytes:
+def render_invoice(view: dict, *, origin: str | None = None, compliance: str | None = None) -> bytes:
     """The PDF of an invoice given as its API dict with `lines`; the public link printed on it is on
-    `origin` (default: the configured one)."""
-    document = _InvoiceDocument(view)
+    `origin` (default: the configured one). `compliance` "PDF/A-3B" makes the archival base of a
+    Factur-X document (fonts embedded, an sRGB output intent, XMP metadata)."""
+    document = _InvoiceDocument(view, compliance)
     document.add_page()
     document.title_block()
     document.parties()
@@ -146,8 +148,8 @@ def _few_marks(text: str) -> str:
 
 
 class _InvoiceDocument(FPDF):
-    def __init__(self, view: dict):
-        super().__init__(orientation="portrait", unit="mm", format="A4")
+    def __init__(self, view: dict, compliance: str | None = None):
+        super().__init__(orientation="portrait", unit="mm", format="A4", enforce_compliance=compliance)
         self.view = view
         self.currency = view["currency"]
         self.is_draft = view.get("status") == "draft" or not view.get("number")
@@ -320,5 +322,8 @@ class _InvoiceDocument(FPDF):
         footer = printable(view.get("footer"), multiline=True)
         if footer:
             self._section("Terms", footer)
+        exemptions = exemption_notes((view.get("lines") or {}).get("data") or [])
+        if exemptions:
+            self._section("VAT", "\n".join(printable(note) for note in exemptions))
         if view.get("public_url_token") and not self.is_draft:
             self._section("View this invoice online", printable(public_url(view["public_url_token"], origin)))

@@ -12,6 +12,7 @@ from sqlmodel import Session, select
 from core.base import ids
 from core.base.api_types import EmailText, Timestamp
 from core.base.clock import iso, now
+from core.base.electronic_addresses import PEPPOL_ID_MAX, normalized_peppol_id
 from core.base.lookup import owned
 from core.base.validation import (
     EMAIL_MAX,
@@ -51,6 +52,12 @@ class CustomerFields(Input):
     phone: str | None = Field(default=None, max_length=PHONE_MAX, description="Phone number, free text")
     tax_id: str | None = Field(default=None, max_length=TAX_ID_MAX, description="Tax or VAT id, free text")
     address: CustomerAddress | None = Field(default=None, description="Billing address; every member optional")
+    peppol_id: str | None = Field(default=None, max_length=PEPPOL_ID_MAX, examples=["0208:0123456789"],
+                                  description="Electronic address for e-invoices (Peppol participant id), "
+                                              "`scheme:identifier`; null or the empty string clears it. Without one, "
+                                              "e-invoices derive it from an EU VAT number in `tax_id`")
+
+    _peppol_id = field_validator("peppol_id")(normalized_peppol_id)
 
     @field_validator("email")
     @classmethod
@@ -99,6 +106,7 @@ class CustomerOut(BaseModel):
     phone: str | None = Field(description="Phone number, free text")
     tax_id: str | None = Field(description="Tax or VAT id, free text")
     address: AddressOut = Field(description="Billing address")
+    peppol_id: str | None = Field(default=None, description="Electronic address for e-invoices, `scheme:identifier`")
     deleted: bool = Field(description="True when archived")
     created: Timestamp = Field(description="When the customer was created")
 
@@ -107,7 +115,7 @@ def customer_to_api(row: Customer) -> dict:
     address = row.address or {}
     return CustomerOut(
         id=ids.public_id("customer", row.id), name=row.name, email=row.email, phone=row.phone,
-        tax_id=row.tax_id, address=AddressOut(**{k: address.get(k) for k in ADDRESS_KEYS}),
+        tax_id=row.tax_id, address=AddressOut(**{k: address.get(k) for k in ADDRESS_KEYS}), peppol_id=row.peppol_id,
         deleted=row.archived_at is not None, created=iso(row.created),
     ).model_dump()
 
@@ -137,7 +145,7 @@ def list_customers(session: Session, account_id: uuid.UUID, q: CustomerListQuery
 
 def _apply(row: Customer, data: CustomerFields) -> None:
     sent = data.sent()
-    for key in ("name", "email", "phone", "tax_id"):
+    for key in ("name", "email", "phone", "tax_id", "peppol_id"):
         if key in sent:
             setattr(row, key, getattr(data, key))
     if "address" in sent:

@@ -15,9 +15,11 @@ INVOICE_FIELDS = {
     "amount_due", "amount_in_words", "public_url_token", "public_url", "public_pdf_url",
     "finalized_at", "paid_at", "voided_at", "void_reason",
     "created", "updated",
+    "buyer_reference", "order_reference",  # beyond the specification: for e-invoices (issue 25)
 }
 LINE_FIELDS = {"id", "object", "invoice", "price", "product", "description", "quantity", "unit", "unit_amount",
-               "amount", "discount_percent", "tax_rate", "tax_amount"}
+               "amount", "discount_percent", "tax_rate", "tax_amount",
+               "tax_category", "tax_exemption_reason"}  # beyond the specification: for e-invoices (issue 25)
 
 
 # --- create --------------------------------------------------------------------------------
@@ -268,7 +270,7 @@ def test_draft_shows_live_customer_details_and_issuer(tenant):
     assert invoice["customer_details"] == {
         "name": "Old Name", "email": "jane@example.com", "tax_id": "T1",
         "address": {"line1": None, "line2": None, "city": "Paris", "state": None, "postal_code": None,
-                    "country": None}}
+                    "country": None}, "peppol_id": None}
     assert invoice["issuer"] == tenant.get("/business").json()["data"]
     tenant.patch(f"/customers/{cus['id']}", json={"name": "New Name"})
     assert tenant.get(f"/invoices/{invoice['id']}").json()["data"]["customer_details"]["name"] == "New Name"

@@ -44,6 +44,23 @@ def _customer(tenant) -> dict:
     return {"customer": customer(tenant, name="Parity Co", email="ap@parity.example")["id"]}
 
 
+def _open_to_a_british_customer(tenant) -> dict:
+    buyer = customer(tenant, name="Parity Co", tax_id="GB987654321", address={"city": "Leeds", "country": "GB"})
+    return {"invoice": open_invoice(tenant, customer_id=buyer["id"], items=[adhoc("Design", 250000, tax_rate=20)])["id"]}
+
+
+class _AsTool:
+    """The REST e-invoice download as the tool shapes it: the same document, as text."""
+
+    def __init__(self, response) -> None:
+        self.response, self.status_code, self.text = response, response.status_code, response.text
+
+    def json(self) -> dict:
+        return {"data": {"format": "cii", "media_type": "application/xml", "encoding": "utf-8",
+                         "filename": self.response.headers["content-disposition"].split('"')[1],
+                         "content": self.response.text}}
+
+
 CASES = [
     Case("get_business", lambda t: {}, lambda t, c: t.get("/business"), lambda c: {}),
     Case("list_customers", _customer, lambda t, c: t.get("/customers", params={"query": "parity"}),
@@ -60,6 +77,9 @@ CASES = [
     Case("list_invoices", _invoice_draft, lambda t, c: t.get("/invoices", params={"status": "draft"}),
          lambda c: {"status": "draft"}, unwrap=False),
     Case("get_invoice", _invoice_draft, lambda t, c: t.get(f"/invoices/{c['invoice']}"), lambda c: c),
+    Case("get_e_invoice", _open_to_a_british_customer,
+         lambda t, c: _AsTool(t.get(f"/invoices/{c['invoice']}/e-invoice", params={"format": "cii"})),
+         lambda c: {**c, "format": "cii"}),
     Case("list_invoice_events", _open, lambda t, c: t.get(f"/invoices/{c['invoice']}/events"), lambda c: c,
          unwrap=False),
     Case("create_invoice", _customer,

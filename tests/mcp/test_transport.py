@@ -18,7 +18,7 @@ DECIDED_TOOLS = {
     "get_business", "list_customers", "get_customer", "create_customer", "update_customer", "list_products",
     "list_prices", "list_invoices", "get_invoice", "list_invoice_events", "create_invoice", "update_invoice",
     "add_invoice_item", "remove_invoice_item", "delete_draft_invoice", "finalize_invoice", "void_invoice",
-    "send_invoice", "mark_invoice_paid", "preview_invoice", "confirm_invoice_action",
+    "send_invoice", "mark_invoice_paid", "preview_invoice", "confirm_invoice_action", "get_e_invoice",
 }
 
 

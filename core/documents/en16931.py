@@ -1,0 +1,359 @@
+"""An invoice as the business terms of EN 16931 (BT-…), computed once for every format.
+
+`build(view)` takes the invoice as the API shows it (`view_invoice`: the snapshots of a finalized
+invoice, its lines) and returns an `EInvoice`, or raises `ValidationFailed` naming the field to fill
+in and the business term that needs it. `for_peppol` adds what Peppol BIS Billing 3.0 requires on top.
+
+Amounts are `Decimal` in major units with the currency's own decimals (EN 16931 allows at most two).
+VAT per category is computed from the category's taxable amount, as BR-CO-17 states it; the service
+rounds tax per line, so where the two differ by a currency unit or more the difference is the
+rounding amount BT-114, and the amount due (BT-115) is always the invoice's own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import date
+from decimal import ROUND_HALF_UP, Decimal
+
+from core.base.electronic_addresses import EAS_OF_VAT_PREFIX, derived_from_vat, parse_peppol_id, vat_number
+from core.base.errors import FieldError
+from core.base.money import currency_exponent
+from core.base.validation import failed
+from core.billing.presentation import country_code
+from core.documents import codes
+
+CENT = Decimal("0.01")
+# Schemes of company registers: an electronic address of one names the legal entity too (BT-30, BT-47).
+LEGAL_SCHEMES = frozenset({"0002", "0007", "0009", "0037", "0060", "0096", "0106", "0130", "0135", "0142", "0151",
+                           "0183", "0184", "0190", "0192", "0193", "0195", "0196", "0199", "0200", "0208", "0211",
+                           "0213", "0218", "0221", "0230", "0235"})
+
+
+@dataclass(frozen=True)
+class Address:
+    line1: str | None
+    line2: str | None
+    city: str | None
+    postal_code: str | None
+    region: str | None
+    country: str  # ISO 3166-1 alpha-2
+
+
+@dataclass(frozen=True)
+class Party:
+    name: str  # BT-27 / BT-44
+    trade_name: str | None  # BT-28 / BT-45
+    address: Address  # BG-5 / BG-8
+    vat_id: str | None  # BT-31 / BT-48
+    tax_registration: str | None  # BT-32 (the seller's tax number where there is no VAT number)
+    legal_id: tuple[str | None, str] | None  # BT-30 / BT-47 (scheme, identifier)
+    identifier: tuple[str, str] | None  # BT-29 / BT-46 (scheme, identifier)
+    endpoint: tuple[str, str] | None  # BT-34 / BT-49 (scheme, identifier)
+    email: str | None = None
+    phone: str | None = None
+
+
+@dataclass(frozen=True)
+class Line:
+    id: str  # BT-126
+    name: str  # BT-153
+    quantity: Decimal  # BT-129
+    unit_code: str  # BT-130
+    net_price: Decimal  # BT-146
+    net_amount: Decimal  # BT-131
+    allowance: Decimal  # BT-136 (a discount, or rounding); 0 for none
+    allowance_reason: str | None
+    charge: Decimal  # BT-141 (rounding only); 0 for none
+    category: str  # BT-151
+    rate: Decimal | None  # BT-152; None for O
+
+
+@dataclass(frozen=True)
+class VatGroup:
+    category: str  # BT-118
+    rate: Decimal | None  # BT-119; None for O
+    taxable: Decimal  # BT-116
+    tax: Decimal  # BT-117
+    exemption_code: str | None  # BT-121
+    exemption_reason: str | None  # BT-120
+
+
+@dataclass(frozen=True)
+class Payment:
+    means_code: str  # BT-81
+    account: str  # BT-84
+    account_name: str | None  # BT-85
+    provider: str | None  # BT-86
+    remittance: str  # BT-83
+
+
+@dataclass(frozen=True)
+class EInvoice:
+    number: str  # BT-1
+    issue_date: date  # BT-2
+    due_date: date | None  # BT-9
+    currency: str  # BT-5
+    decimals: int  # of the currency's amounts
+    notes: list[str]  # BT-22
+    buyer_reference: str | None  # BT-10
+    order_reference: str | None  # BT-13
+    seller: Party
+    buyer: Party
+    delivery_date: date | None  # BT-72
+    delivery_country: str | None  # BT-80
+    payment: Payment | None  # BG-16
+    payment_terms: str | None  # BT-20
+    lines: list[Line]
+    vat: list[VatGroup]
+    line_total: Decimal  # BT-106
+    tax_exclusive: Decimal  # BT-109
+    tax_total: Decimal  # BT-110
+    tax_inclusive: Decimal  # BT-112
+    prepaid: Decimal  # BT-113
+    rounding: Decimal  # BT-114
+    payable: Decimal  # BT-115
+    invoice_id: str = ""  # ours (in_…), for file names
+    type_code: str = codes.COMMERCIAL_INVOICE  # BT-3
+    warnings: list[str] = field(default_factory=list)
+
+    def amount(self, value: Decimal) -> str:
+        """An amount as the documents write it: the currency's decimals (at most two)."""
+        return f"{value:.{self.decimals}f}"
+
+
+def _major(minor: int, decimals: int) -> Decimal:
+    return Decimal(minor).scaleb(-decimals)
+
+
+def _round(value: Decimal, decimals: int) -> Decimal:
+    return value.quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP)
+
+
+def build(view: dict) -> EInvoice:
+    """The business terms of a finalized invoice (`view_invoice`), or ValidationFailed naming what
+    must be filled in first."""
+    errors: list[FieldError] = []
+    currency = view["currency"]
+    decimals = currency_exponent(currency)
+    if decimals > 2:
+        errors.append(FieldError("currency", f"BT-5: an e-invoice writes amounts with at most two decimals, and "
+                                             f"{currency} has {decimals}; invoice in another currency"))
+    issuer, customer = view.get("issuer") or {}, view.get("customer_details") or {}
+    seller = _seller(issuer, errors)
+    lines_data = (view.get("lines") or {}).get("data") or []
+    categories = [_category(line, seller) for line in lines_data]
+    buyer = _buyer(customer, errors, uses_o="O" in categories)
+    if not lines_data:
+        errors.append(FieldError("lines", "BG-25: an e-invoice has at least one line"))
+    if errors:
+        raise failed(errors)
+    lines = [_line(index, line, category, decimals)
+             for index, (line, category) in enumerate(zip(lines_data, categories, strict=True))]
+    _check_parties(categories, seller, buyer, errors)
+    if errors:
+        raise failed(errors)
+    vat = _vat_groups(lines_data, lines, decimals)
+    line_total = sum((line.net_amount for line in lines), Decimal(0))
+    tax_total = sum((group.tax for group in vat), Decimal(0))
+    total = _major(view["total"], decimals)
+    prepaid = total if view.get("status") == "paid" else Decimal(0)
+    inclusive = line_total + tax_total
+    intra_community = "K" in categories
+    return EInvoice(
+        number=view["number"], issue_date=_date(view["issue_date"]), due_date=_date(view.get("due_date")),
+        currency=currency, decimals=decimals, notes=[text for text in (view.get("description"), view.get("footer")) if text],
+        buyer_reference=view.get("buyer_reference"), order_reference=view.get("order_reference"),
+        seller=seller, buyer=buyer,
+        delivery_date=_date(view["issue_date"]) if intra_community else None,  # BR-IC-11: the supply's date
+        delivery_country=buyer.address.country if intra_community else None,  # BR-IC-12
+        payment=_payment(issuer.get("bank") or {}, view["number"]),
+        payment_terms=f"Payment due by {view['due_date']}" if view.get("due_date") else "Payment due on receipt",
+        lines=lines, vat=vat, line_total=line_total, tax_exclusive=line_total, tax_total=tax_total,
+        tax_inclusive=inclusive, prepaid=prepaid, rounding=total - inclusive, payable=total - prepaid,
+        invoice_id=view.get("id") or "",
+    )
+
+
+def _date(value: object) -> date | None:
+    if value is None or isinstance(value, date):
+        return value
+    return date.fromisoformat(str(value)[:10])
+
+
+def _text(value: object) -> str | None:
+    return str(value).strip() or None if value is not None else None
+
+
+def _address(data: dict, country: str | None) -> Address:
+    return Address(line1=_text(data.get("line1")), line2=_text(data.get("line2")), city=_text(data.get("city")),
+                   postal_code=_text(data.get("postal_code")), region=_text(data.get("region") or data.get("state")),
+                   country=country or "")
+
+
+def _endpoint(peppol_id: str | None) -> tuple[str, str] | None:
+    if not peppol_id:
+        return None
+    try:
+        return parse_peppol_id(peppol_id)
+    except ValueError:  # stored before it was checked: treated as none
+        return None
+
+
+def _vat(tax_id: object, country: str | None) -> str | None:
+    """A tax id as a VAT number with its country prefix: as written (`DE123456789`), or, in a country
+    of VAT numbers, with the prefix added (`123456789` in Germany is DE123456789; Greece writes EL)."""
+    if not tax_id:
+        return None
+    number = vat_number(str(tax_id))
+    if number:
+        return number
+    prefix = "EL" if country == "GR" else country
+    return vat_number(f"{prefix}{tax_id}") if prefix in EAS_OF_VAT_PREFIX else None
+
+
+def _seller(issuer: dict, errors: list[FieldError]) -> Party:
+    address = issuer.get("address") or {}
+    country = country_code(address.get("country_code")) or country_code(issuer.get("country_code"))
+    if not country:
+        errors.append(FieldError("business.country_code", "BT-40: the seller's country is required"))
+    endpoint = _endpoint(issuer.get("peppol_id"))
+    tax_id = _text(issuer.get("tax_id"))
+    vat = _vat(tax_id, country)
+    registration = tax_id if tax_id and not vat else None  # a tax number of a country without VAT numbers
+    legal = (endpoint[0], endpoint[1]) if endpoint and endpoint[0] in LEGAL_SCHEMES else None
+    identifier = endpoint if endpoint and not endpoint[0].startswith("99") else None
+    if registration and not legal:
+        legal = (None, registration)  # BR-CO-26: the seller is named by BT-29, BT-30 or BT-31
+    if not vat and not legal and not identifier:
+        errors.append(FieldError("business.tax_id", "BT-31: an e-invoice names its seller by VAT number (or BT-30 "
+                                                    "legal registration, BT-29 identifier): set the business's tax id "
+                                                    "or Peppol id"))
+    return Party(name=issuer.get("legal_name") or "", trade_name=issuer.get("trade_name"),
+                 address=_address(address, country), vat_id=vat, tax_registration=registration, legal_id=legal,
+                 identifier=identifier, endpoint=endpoint or derived_from_vat(vat), email=issuer.get("email"),
+                 phone=issuer.get("phone"))
+
+
+def _buyer(customer: dict, errors: list[FieldError], *, uses_o: bool) -> Party:
+    address = customer.get("address") or {}
+    country = country_code(address.get("country"))
+    if not country:
+        errors.append(FieldError("customer.address.country", "BT-55: the buyer's country is required (a country name "
+                                                             "or its two-letter code)"))
+    tax_id = _text(customer.get("tax_id"))
+    vat = _vat(tax_id, country)
+    endpoint = _endpoint(customer.get("peppol_id")) or derived_from_vat(vat)
+    legal = (endpoint[0], endpoint[1]) if endpoint and endpoint[0] in LEGAL_SCHEMES else None
+    if tax_id and (not vat or uses_o):  # BR-O-02: no buyer VAT number on an invoice not subject to VAT
+        legal, vat = legal or (None, tax_id), None
+    return Party(name=customer.get("name") or "", trade_name=None, address=_address(address, country), vat_id=vat,
+                 tax_registration=None, legal_id=legal, identifier=None, endpoint=endpoint,
+                 email=customer.get("email"))
+
+
+def _category(line: dict, seller: Party) -> str:
+    """The line's VAT category: as chosen; else S above 0 %, and for 0 % zero-rated when the seller is
+    registered for tax, not subject to VAT when not."""
+    chosen = line.get("tax_category")
+    if chosen:
+        return chosen
+    if Decimal(str(line["tax_rate"])) > 0:
+        return "S"
+    return "Z" if seller.vat_id or seller.tax_registration else "O"
+
+
+def _check_parties(categories: list[str], seller: Party, buyer: Party, errors: list[FieldError]) -> None:
+    used = set(categories)
+    if "O" in used and len(used) > 1:
+        index = categories.index("O")
+        errors.append(FieldError(f"lines.{index}.tax_category", "BR-O-11: not subject to VAT (O) cannot share an "
+                                                                "e-invoice with other VAT categories"))
+    needs_seller = sorted(used & codes.NEEDS_SELLER_VAT)
+    if needs_seller and not seller.vat_id and not seller.tax_registration:
+        names = ", ".join(f"{c} ({codes.CATEGORY_NAMES[c]})" for c in needs_seller)
+        errors.append(FieldError("business.tax_id", f"BT-31: lines of VAT category {names} need the seller's VAT "
+                                                    "number (such as DE123456789)"))
+    for category in sorted(used & codes.NEEDS_BUYER_VAT):
+        if not buyer.vat_id:
+            errors.append(FieldError("customer.tax_id", f"BT-48: lines of VAT category {category} "
+                                                        f"({codes.CATEGORY_NAMES[category]}) need the customer's VAT "
+                                                        "number"))
+
+
+def _line(index: int, line: dict, category: str, decimals: int) -> Line:
+    quantity = Decimal(str(line["quantity"]))
+    price = _major(line["unit_amount"], decimals)
+    net = _major(line["amount"], decimals)
+    # Quantity × price less the line's allowance is its net amount (PEPPOL-EN16931-R120, within 0.02):
+    # the allowance is the discount, to the cent; a line whose product has more decimals than the
+    # currency (1.5 × 333 JPY) is squared by a rounding allowance or charge.
+    difference = (quantity * price - net).quantize(CENT, rounding=ROUND_HALF_UP)
+    discounted = Decimal(str(line.get("discount_percent") or 0)) > 0
+    rate = None if category == "O" else Decimal(str(line["tax_rate"]))
+    return Line(id=str(index + 1), name=(line.get("description") or "").strip() or "Item", quantity=quantity,
+                unit_code=codes.UNIT_CODES.get(line.get("unit") or "NOS", "C62"), net_price=price, net_amount=net,
+                allowance=max(difference, Decimal(0)),
+                allowance_reason=("Discount" if discounted else "Rounding") if difference > 0 else None,
+                charge=max(-difference, Decimal(0)), category=category, rate=rate)
+
+
+def _vat_groups(lines_data: list[dict], lines: list[Line], decimals: int) -> list[VatGroup]:
+    groups: dict[tuple[str, Decimal | None], list[int]] = {}
+    for index, line in enumerate(lines):
+        groups.setdefault((line.category, line.rate), []).append(index)
+    result = []
+    for (category, rate), members in groups.items():
+        taxable = sum((lines[i].net_amount for i in members), Decimal(0))
+        tax = Decimal(0)
+        if category == "S":
+            exact = (taxable * rate / 100).quantize(CENT, rounding=ROUND_HALF_UP)
+            ours = _major(sum(lines_data[i]["tax_amount"] for i in members), decimals)
+            # BR-CO-17 accepts the category's tax within one currency unit of taxable × rate.
+            tax = ours if abs(ours - exact) < 1 else _round(taxable * rate / 100, decimals)
+        code, reason = None, None
+        if category in codes.EXEMPTIONS:
+            given = next((lines_data[i].get("tax_exemption_reason") for i in members
+                          if lines_data[i].get("tax_exemption_reason")), None)
+            default_code, default_reason = codes.EXEMPTIONS[category]
+            code = default_code if not given or category != "E" else None
+            reason = given or default_reason
+        result.append(VatGroup(category=category, rate=rate, taxable=taxable, tax=tax, exemption_code=code,
+                               exemption_reason=reason))
+    return result
+
+
+def _payment(bank: dict, number: str) -> Payment | None:
+    account = _text(bank.get("account_number"))
+    if not account:
+        return None
+    compact = account.replace(" ", "").upper()
+    iban = _is_iban(compact)
+    return Payment(means_code=codes.SEPA_CREDIT_TRANSFER if iban else codes.CREDIT_TRANSFER,
+                   account=compact if iban else account, account_name=_text(bank.get("account_name")),
+                   provider=_text(bank.get("routing_number")), remittance=number)
+
+
+def _is_iban(text: str) -> bool:
+    if not (15 <= len(text) <= 34 and text[:2].isalpha() and text[2:4].isdigit() and text.isalnum()):
+        return False
+    rearranged = text[4:] + text[:4]
+    return int("".join(str(int(ch, 36)) for ch in rearranged)) % 97 == 1
+
+
+def for_peppol(invoice: EInvoice) -> EInvoice:
+    """The invoice as Peppol BIS Billing 3.0 takes it: both electronic addresses (R010, R020) and a
+    buyer reference or order reference (R003), whose default is the invoice number."""
+    errors = []
+    if invoice.seller.endpoint is None:
+        errors.append(FieldError("business.peppol_id", "BT-34: Peppol needs the seller's electronic address: set the "
+                                                       "business's Peppol id (such as 0208:0123456789) or an EU VAT "
+                                                       "number as its tax id"))
+    if invoice.buyer.endpoint is None:
+        errors.append(FieldError("customer.peppol_id", "BT-49: Peppol needs the buyer's electronic address: set the "
+                                                       "customer's Peppol id or an EU VAT number as their tax id"))
+    if errors:
+        raise failed(errors)
+    if invoice.buyer_reference or invoice.order_reference:
+        return invoice
+    return replace(invoice, buyer_reference=invoice.number)

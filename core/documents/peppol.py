@@ -1,0 +1,171 @@
+"""Peppol BIS Billing 3.0: the invoice as a UBL 2.1 Invoice in Peppol's profile of EN 16931."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from lxml import etree
+from lxml.builder import ElementMaker
+
+from core.documents.en16931 import EInvoice, Line, Party, VatGroup
+
+UBL = "urn:oasis:names:specification:ubl:schema:xsd:Invoice-2"
+CAC = "urn:oasis:names:specification:ubl:schema:xsd:CommonAggregateComponents-2"
+CBC = "urn:oasis:names:specification:ubl:schema:xsd:CommonBasicComponents-2"
+CUSTOMIZATION = "urn:cen.eu:en16931:2017#compliant#urn:fdc:peppol.eu:2017:poacc:billing:3.0"
+PROFILE = "urn:fdc:peppol.eu:2017:poacc:billing:01:1.0"
+MEDIA_TYPE = "application/xml"
+
+_nsmap = {None: UBL, "cac": CAC, "cbc": CBC}
+root = ElementMaker(namespace=UBL, nsmap=_nsmap)
+cac = ElementMaker(namespace=CAC, nsmap=_nsmap)
+cbc = ElementMaker(namespace=CBC, nsmap=_nsmap)
+
+
+def _present(*children):
+    """The children that are there (a builder argument of None is left out, never written empty)."""
+    return [child for child in children if child is not None]
+
+
+def _percent(rate: Decimal) -> str:
+    return f"{rate.normalize():f}"
+
+
+def render(invoice: EInvoice) -> bytes:
+    money = _Money(invoice)
+    document = root.Invoice(*_present(
+        cbc.CustomizationID(CUSTOMIZATION),
+        cbc.ProfileID(PROFILE),
+        cbc.ID(invoice.number),
+        cbc.IssueDate(invoice.issue_date.isoformat()),
+        cbc.DueDate(invoice.due_date.isoformat()) if invoice.due_date else None,
+        cbc.InvoiceTypeCode(invoice.type_code),
+        # PEPPOL-EN16931-R002: one note (two only between German parties).
+        cbc.Note("\n\n".join(invoice.notes)) if invoice.notes else None,
+        cbc.DocumentCurrencyCode(invoice.currency),
+        cbc.BuyerReference(invoice.buyer_reference) if invoice.buyer_reference else None,
+        cac.OrderReference(cbc.ID(invoice.order_reference)) if invoice.order_reference else None,
+        cac.AccountingSupplierParty(_party(invoice.seller, seller=True)),
+        cac.AccountingCustomerParty(_party(invoice.buyer, seller=False)),
+        _delivery(invoice),
+        _payment_means(invoice),
+        cac.PaymentTerms(cbc.Note(invoice.payment_terms)) if invoice.payment_terms else None,
+        cac.TaxTotal(money.tag(cbc.TaxAmount, invoice.tax_total), *(_subtotal(group, money) for group in invoice.vat)),
+        cac.LegalMonetaryTotal(*_present(
+            money.tag(cbc.LineExtensionAmount, invoice.line_total),
+            money.tag(cbc.TaxExclusiveAmount, invoice.tax_exclusive),
+            money.tag(cbc.TaxInclusiveAmount, invoice.tax_inclusive),
+            money.tag(cbc.PrepaidAmount, invoice.prepaid) if invoice.prepaid else None,
+            money.tag(cbc.PayableRoundingAmount, invoice.rounding) if invoice.rounding else None,
+            money.tag(cbc.PayableAmount, invoice.payable),
+        )),
+        *(_line(line, money) for line in invoice.lines),
+    ))
+    return etree.tostring(document, xml_declaration=True, encoding="UTF-8", pretty_print=True)
+
+
+class _Money:
+    def __init__(self, invoice: EInvoice) -> None:
+        self.invoice = invoice
+
+    def tag(self, maker, value: Decimal):
+        return maker(self.invoice.amount(value), currencyID=self.invoice.currency)
+
+    def cents(self, maker, value: Decimal):
+        """An amount that may carry cents even in a currency without them (a line's rounding)."""
+        return maker(f"{value:.2f}" if value != value.to_integral_value() else self.invoice.amount(value),
+                     currencyID=self.invoice.currency)
+
+
+def _party(party: Party, *, seller: bool):
+    address = party.address
+    return cac.Party(*_present(
+        cbc.EndpointID(party.endpoint[1], schemeID=party.endpoint[0]) if party.endpoint else None,
+        cac.PartyIdentification(cbc.ID(party.identifier[1], schemeID=party.identifier[0])) if party.identifier else None,
+        cac.PartyName(cbc.Name(party.trade_name)) if party.trade_name else None,
+        cac.PostalAddress(*_present(
+            cbc.StreetName(address.line1) if address.line1 else None,
+            cbc.AdditionalStreetName(address.line2) if address.line2 else None,
+            cbc.CityName(address.city) if address.city else None,
+            cbc.PostalZone(address.postal_code) if address.postal_code else None,
+            cbc.CountrySubentity(address.region) if address.region else None,
+            cac.Country(cbc.IdentificationCode(address.country)),
+        )),
+        cac.PartyTaxScheme(cbc.CompanyID(party.vat_id), cac.TaxScheme(cbc.ID("VAT"))) if party.vat_id else None,
+        cac.PartyTaxScheme(cbc.CompanyID(party.tax_registration), cac.TaxScheme(cbc.ID("TAX")))
+        if seller and party.tax_registration else None,
+        cac.PartyLegalEntity(*_present(
+            cbc.RegistrationName(party.name),
+            _company_id(party.legal_id),
+        )),
+        cac.Contact(*_present(cbc.Telephone(party.phone) if party.phone else None,
+                              cbc.ElectronicMail(party.email) if party.email else None))
+        if party.phone or party.email else None,
+    ))
+
+
+def _company_id(legal_id):
+    if legal_id is None:
+        return None
+    scheme, identifier = legal_id
+    return cbc.CompanyID(identifier, schemeID=scheme) if scheme else cbc.CompanyID(identifier)
+
+
+def _delivery(invoice: EInvoice):
+    if invoice.delivery_date is None and invoice.delivery_country is None:
+        return None
+    return cac.Delivery(*_present(
+        cbc.ActualDeliveryDate(invoice.delivery_date.isoformat()) if invoice.delivery_date else None,
+        cac.DeliveryLocation(cac.Address(cac.Country(cbc.IdentificationCode(invoice.delivery_country))))
+        if invoice.delivery_country else None,
+    ))
+
+
+def _payment_means(invoice: EInvoice):
+    payment = invoice.payment
+    if payment is None:
+        return None
+    return cac.PaymentMeans(
+        cbc.PaymentMeansCode(payment.means_code),
+        cbc.PaymentID(payment.remittance),
+        cac.PayeeFinancialAccount(*_present(
+            cbc.ID(payment.account),
+            cbc.Name(payment.account_name) if payment.account_name else None,
+            cac.FinancialInstitutionBranch(cbc.ID(payment.provider)) if payment.provider else None,
+        )),
+    )
+
+
+def _tax_category(maker, category: str, rate: Decimal | None, *, code: str | None = None, reason: str | None = None):
+    return maker(*_present(
+        cbc.ID(category),
+        cbc.Percent(_percent(rate)) if rate is not None else None,
+        cbc.TaxExemptionReasonCode(code) if code else None,
+        cbc.TaxExemptionReason(reason) if reason else None,
+        cac.TaxScheme(cbc.ID("VAT")),
+    ))
+
+
+def _subtotal(group: VatGroup, money: _Money):
+    return cac.TaxSubtotal(
+        money.tag(cbc.TaxableAmount, group.taxable),
+        money.tag(cbc.TaxAmount, group.tax),
+        _tax_category(cac.TaxCategory, group.category, group.rate, code=group.exemption_code,
+                      reason=group.exemption_reason),
+    )
+
+
+def _line(line: Line, money: _Money):
+    return cac.InvoiceLine(*_present(
+        cbc.ID(line.id),
+        cbc.InvoicedQuantity(f"{line.quantity.normalize():f}", unitCode=line.unit_code),
+        money.tag(cbc.LineExtensionAmount, line.net_amount),
+        cac.AllowanceCharge(cbc.ChargeIndicator("false"),
+                            *_present(cbc.AllowanceChargeReasonCode("95") if line.allowance_reason == "Discount" else None),
+                            cbc.AllowanceChargeReason(line.allowance_reason),
+                            money.cents(cbc.Amount, line.allowance)) if line.allowance else None,
+        cac.AllowanceCharge(cbc.ChargeIndicator("true"), cbc.AllowanceChargeReason("Rounding"),
+                            money.cents(cbc.Amount, line.charge)) if line.charge else None,
+        cac.Item(cbc.Name(line.name), _tax_category(cac.ClassifiedTaxCategory, line.category, line.rate)),
+        cac.Price(cbc.PriceAmount(f"{line.net_price.normalize():f}", currencyID=money.invoice.currency)),
+    ))

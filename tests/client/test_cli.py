@@ -197,7 +197,7 @@ COMMANDS = [["login"], ["logout"], ["whoami"], *[[group, command] for group, com
     "customers": ["list", "get", "create", "update", "archive", "restore"],
     "products": ["list", "get", "create", "update", "archive", "restore"],
     "prices": ["list", "get", "create", "update", "archive", "restore"],
-    "invoices": ["list", "get", "create", "finalize", "send", "pay", "void", "delete", "pdf", "events"],
+    "invoices": ["list", "get", "create", "finalize", "send", "pay", "void", "delete", "pdf", "e-invoice", "events"],
     "webhooks": ["list", "create", "delete"]}.items() for command in commands]]
 
 
@@ -367,3 +367,17 @@ def test_an_unwritable_output_is_a_message_not_a_traceback(cli, home):
     draft = data(cli("invoices", "create", "--customer", customer(cli), "--item", "Design:100", "--json"))
     assert "does not exist" in refused(cli("invoices", "pdf", draft["id"], "-o", str(home / "missing" / "x.pdf")), 2)
     assert "is a folder" in refused(cli("invoices", "pdf", draft["id"], "-o", str(home), "--force"), 2)
+
+
+def test_an_e_invoice_is_saved_and_a_refusal_names_the_field(cli, home):
+    buyer = data(cli("customers", "create", "--name", "Northwind Ltd", "--country", "GB", "--json"))["id"]
+    invoice = data(cli("invoices", "create", "--customer", buyer, "--item", "Design:80000", "--json"))["id"]
+    assert "draft" in refused(cli("invoices", "e-invoice", invoice, "--format", "cii"))
+    number = data(cli("invoices", "finalize", invoice, "--json"))["number"]
+    saved = cli("invoices", "e-invoice", invoice, "--format", "cii")
+    assert saved.returncode == 0 and (home / f"{number}-cii.xml").read_bytes().startswith(b"<?xml")
+    nowhere = data(cli("customers", "create", "--name", "Nowhere Ltd", "--json"))["id"]
+    other = data(cli("invoices", "create", "--customer", nowhere, "--item", "Design:80000", "--json"))["id"]
+    cli("invoices", "finalize", other)
+    message = refused(cli("invoices", "e-invoice", other, "--format", "peppol", "-o", "x.xml"))
+    assert "Error (validation)" in message and "customer.address.country" in message

@@ -110,6 +110,16 @@ def test_an_invoice_from_draft_to_paid_with_its_lines_pdf_and_events(api, mailbo
     assert [i.id for i in api.invoices.list(status="paid")] == [draft.id]
 
 
+def test_an_e_invoice_in_each_format(api):
+    buyer = api.customers.create(name="Northwind Ltd", tax_id="GB987654321", address={"city": "Leeds", "country": "GB"})
+    invoice = api.invoices.finalize(api.invoices.create(customer=buyer.id, items=LINES[:1]).id)
+    assert api.invoices.e_invoice(invoice.id, format="peppol").startswith(b"<?xml")
+    assert api.invoices.e_invoice(invoice.id, format="facturx").startswith(b"%PDF-")
+    with pytest.raises(ValidationError) as raised:
+        api.invoices.e_invoice(invoice.id, format="xrechnung")
+    assert raised.value.errors[0]["path"] == "format"
+
+
 def test_void_and_delete(api):
     customer = customer_of(api)
     opened = api.invoices.finalize(api.invoices.create(customer=customer.id, items=LINES[:1]).id)

@@ -93,7 +93,7 @@ def headers(api_key: str, call: Call) -> dict[str, str]:
     if call.idempotency_key:
         sent["Idempotency-Key"] = call.idempotency_key
     if call.binary:
-        sent["Accept"] = "application/pdf"
+        sent["Accept"] = "application/pdf, application/xml"
     return sent
 
 

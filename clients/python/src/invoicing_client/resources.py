@@ -267,6 +267,10 @@ class Invoices(_Resource):
     def pdf(self, id: str) -> bytes:
         return self._client.request(Call.get(path("/invoices/{}/pdf", id), binary=True))
 
+    def e_invoice(self, id: str, *, format: str = "peppol") -> bytes:
+        """A finalized invoice as an EN 16931 e-invoice: `peppol` (UBL XML), `cii` (XML) or `facturx` (PDF)."""
+        return self._client.request(Call.get(path("/invoices/{}/e-invoice", id), {"format": format}, binary=True))
+
     def events(self, id: str, *, limit: int | None = None) -> Pager[InvoiceEvent]:
         """What happened to it, newest first."""
         return self._pager(path("/invoices/{}/events", id), InvoiceEvent, {"limit": limit})
@@ -318,6 +322,10 @@ class AsyncInvoices(_AsyncResource):
 
     async def pdf(self, id: str) -> bytes:
         return await self._client.request(Call.get(path("/invoices/{}/pdf", id), binary=True))
+
+    async def e_invoice(self, id: str, *, format: str = "peppol") -> bytes:
+        return await self._client.request(Call.get(path("/invoices/{}/e-invoice", id), {"format": format},
+                                                   binary=True))
 
     def events(self, id: str, *, limit: int | None = None) -> AsyncPager[InvoiceEvent]:
         return self._pager(path("/invoices/{}/events", id), InvoiceEvent, {"limit": limit})

@@ -565,6 +565,30 @@ def _writable(target: Path, force: bool) -> None:
         raise typer.BadParameter(f"The folder {target.resolve().parent} does not exist.")
 
 
+@invoices_app.command("e-invoice", epilog=examples("invoicing-cli invoices e-invoice in_… --format peppol",
+                                                   "invoicing-cli invoices e-invoice in_… --format facturx -o INV-0001.pdf"))
+def invoices_e_invoice(id: Annotated[str, typer.Argument(help="The finalized invoice's id.")],
+                       format: Annotated[str, typer.Option(help="peppol (UBL XML), cii (XML) or facturx (PDF/A-3).")]
+                       = "peppol",
+                       output: Annotated[Path | None, typer.Option("--output", "-o", help="Default: NUMBER-FORMAT.xml "
+                                                                   "(.pdf for facturx) here.")] = None,
+                       force: Force = False, as_json: Json = False) -> None:
+    """Download a finalized invoice as an EN 16931 e-invoice (Peppol BIS 3.0, CII or Factur-X)."""
+    with client() as api:
+        if output is None:
+            number = api.invoices.retrieve(id).number or id
+            output = Path(f"{number}-{format}.{'pdf' if format == 'facturx' else 'xml'}")
+        _writable(output, force)
+        document = api.invoices.e_invoice(id, format=format)
+    try:
+        output.write_bytes(document)
+    except OSError as exc:
+        raise typer.BadParameter(f"Cannot write {output}: {exc.strerror}.") from None
+    if as_json or OPTIONS.json:
+        show.print_json({"invoice": id, "format": format, "path": str(output.resolve()), "bytes": len(document)})
+    show.done(f"Saved the {format} e-invoice to {output}.")
+
+
 @invoices_app.command("events", epilog=examples("invoicing-cli invoices events in_…"))
 def invoices_events(id: Annotated[str, typer.Argument(help="The invoice's id.")], limit: Limit = 25,
                     every: All = False, as_json: Json = False) -> None:

@@ -11,6 +11,7 @@ from starlette.routing import Route
 from rest import (
     business,
     customers,
+    fast_reads,
     invoice_documents,
     invoice_items,
     invoices,
@@ -41,4 +42,11 @@ def create_rest_app() -> Starlette:
     routes = [Route("/openapi.json", openapi_json, methods=["GET"]), *reference.routes()]
     for module in MODULES:
         routes += module.api.routes()
-    return Starlette(routes=routes, exception_handlers={404: unrouted, 405: unrouted})
+    return Starlette(routes=[_fast(route) for route in routes], exception_handlers={404: unrouted, 405: unrouted})
+
+
+def _fast(route: Route) -> Route:
+    """The route, with the fast read path in front where there is one."""
+    if route.path != "/invoices/{id}":
+        return route
+    return Route(route.path, fast_reads.invoice_reads(route.endpoint), methods=sorted(route.methods - {"HEAD"}))

@@ -87,7 +87,7 @@ def rate_limit_headers(usage: Usage | None) -> dict[str, str]:
             "RateLimit-Reset": str(usage.reset)}
 
 
-def _request_id(request: Request) -> tuple[str, DomainError | None]:
+def request_id_of(request: Request) -> tuple[str, DomainError | None]:
     """The request's id (the client's X-Request-Id when acceptable: service.observability gave it),
     and the refusal of a malformed one (reported after the credential and scope checks)."""
     supplied = request.headers.get("x-request-id")
@@ -105,13 +105,13 @@ async def _dispatch(endpoints: dict[str, Endpoint], request: Request) -> Respons
 
 def too_large(request: Request, limit: str) -> Response:
     """A body over the API's limit (refused before it is read)."""
-    request_id, _ = _request_id(request)
+    request_id, _ = request_id_of(request)
     return problem_response(PayloadTooLarge(f"The request body is larger than {limit}, the most any request "
                                             f"of this API needs."), request_id)
 
 
 def _process(endpoint: Endpoint, request: Request, raw: bytes) -> Response:
-    request_id, header_error = _request_id(request)
+    request_id, header_error = request_id_of(request)
     invocation = Invocation(
         credential=request.headers.get("authorization"), resource=resources.rest_api(), request_id=request_id,
         params=dict(request.path_params), query=dict(request.query_params),
@@ -166,5 +166,5 @@ class _Presenter:
 
 def unrouted(request: Request, _exc: Exception) -> Response:
     """No operation at this path and method: a 404 problem like any other (Stripe does the same)."""
-    request_id, _ = _request_id(request)
+    request_id, _ = request_id_of(request)
     return problem_response(NotFound(f"No endpoint {request.method} {request.url.path}."), request_id)

@@ -55,8 +55,7 @@ class RequestObservation:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        supplied = _header(scope, b"x-request-id")
-        request = context.begin(supplied if context.acceptable_request_id(supplied) else context.new_request_id())
+        request = begin(scope)
         started = time.perf_counter()
         status, route = 500, ""  # if the application fails before answering
 
@@ -75,13 +74,23 @@ class RequestObservation:
         try:
             await self.app(scope, receive, send_with_id)
         finally:
-            seconds = time.perf_counter() - started
-            route = route or route_template(scope)
-            metrics.http_request(route, scope["method"], status, seconds)
-            if scope["path"] not in UNLOGGED_PATHS:
-                access_log.info("%s %s %d %.1f ms", scope["method"], route, status, seconds * 1000,
-                                extra={"route": route, "method": scope["method"], "status": status,
-                                       "duration_ms": round(seconds * 1000, 1)})
+            finish(scope, route or route_template(scope), status, started)
+
+
+def begin(scope: Scope) -> context.RequestContext:
+    """Open the request's context with its id: the client's X-Request-Id when acceptable, else a new one."""
+    supplied = _header(scope, b"x-request-id")
+    return context.begin(supplied if context.acceptable_request_id(supplied) else context.new_request_id())
+
+
+def finish(scope: Scope, route: str, status: int, started: float) -> None:
+    """The request's metrics and its access line (by route template, never the path)."""
+    seconds = time.perf_counter() - started
+    metrics.http_request(route, scope["method"], status, seconds)
+    if scope["path"] not in UNLOGGED_PATHS:
+        access_log.info("%s %s %d %.1f ms", scope["method"], route, status, seconds * 1000,
+                        extra={"route": route, "method": scope["method"], "status": status,
+                               "duration_ms": round(seconds * 1000, 1)})
 
 
 def _name_span(name: str, route: str) -> None:

@@ -87,24 +87,40 @@ def looks_like_api_key(token: str) -> bool:
 
 
 def authenticate(session: Session, token: str) -> Principal:
+    lookup_id, secret = split(token)
+    row = session.exec(select(ApiKey).where(ApiKey.lookup_id == lookup_id)).first()
+    principal = verified(row, secret, now())
+    if stale_use(row, now()):
+        row.last_used_at = now()
+        session.add(row)
+    return principal
+
+
+def split(token: str) -> tuple[str, str]:
+    """The lookup id and the secret of an API key; Unauthorized when it is not shaped like one."""
     match = KEY_PATTERN.match(token)
     if not match:
         raise Unauthorized("The API key is malformed.")
-    lookup_id, secret = match.groups()
-    row = session.exec(select(ApiKey).where(ApiKey.lookup_id == lookup_id)).first()
+    return match.group(1), match.group(2)
+
+
+def verified(row, secret: str, moment) -> Principal:
+    """The caller of a key `row` (an `api_keys` row, ORM object or Core row; None when no key has the
+    lookup id) presented with `secret`, or Unauthorized saying why."""
     # Compare even when the row is missing so timing does not reveal which lookup ids exist.
-    expected = row.secret_hash if row else crypto.sha256_hex("")
+    expected = row.secret_hash if row is not None else crypto.sha256_hex("")
     if not crypto.same(crypto.sha256_hex(secret), expected) or row is None:
         raise Unauthorized("The API key is unknown.")
-    current = now()
     if row.revoked_at is not None:
         raise Unauthorized("The API key has been revoked.")
-    if row.expires_at is not None and row.expires_at <= current:
+    if row.expires_at is not None and row.expires_at <= moment:
         raise Unauthorized("The API key has expired.")
-    if row.last_used_at is None or current - row.last_used_at >= LAST_USED_PRECISION:
-        row.last_used_at = current
-        session.add(row)
     return Principal(
         account_id=row.account_id, granted_scopes=frozenset(row.scopes), actor="api_key",
         api_key_id=row.id, credential_id=f"key:{row.id}",
     )
+
+
+def stale_use(row, moment) -> bool:
+    """Whether the key's `last_used_at` should be written now (at most once a minute)."""
+    return row.last_used_at is None or moment - row.last_used_at >= LAST_USED_PRECISION

@@ -18,4 +18,4 @@ def iso(value: datetime | None) -> str | None:
     """ISO 8601 UTC with milliseconds, as every timestamp of the API."""
     if value is None:
         return None
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+    return value.astimezone(UTC).isoformat(timespec="milliseconds")[:23] + "Z"

@@ -250,7 +250,7 @@ def _derived(engine: Engine, options: frozenset) -> Engine:
     return engine.execution_options(**dict(options))
 
 
-def _engine_for_reads() -> Engine:
+def engine_for_reads() -> Engine:
     """The engine for sessions that never write. On PostgreSQL its statements run in autocommit:
     under READ COMMITTED every statement takes its own snapshot inside a transaction too, so a
     BEGIN and COMMIT would add two round trips and no consistency. On SQLite a deferred BEGIN
@@ -267,7 +267,7 @@ def new_session(*, read_only: bool = False) -> Session:
     promises not to write (on SQLite its transactions then take no write lock; a flush raises)."""
     if not read_only:
         return Session(get_engine(), expire_on_commit=False)
-    return Session(_engine_for_reads(), expire_on_commit=False)
+    return Session(engine_for_reads(), expire_on_commit=False)
 
 
 @event.listens_for(Session, "before_flush")

@@ -136,13 +136,14 @@ class BusinessOutModel(BaseModel):
 
 
 def business_to_api(profile: BusinessProfile) -> dict:
+    """The profile as `BusinessOutModel` renders it (a plain dict: reads build no models; a test checks
+    the two agree). `profile` is a row of `business_profiles`, ORM object or Core row."""
     address = profile.address or {}
     bank = profile.bank or {}
-    return BusinessOutModel(
-        id=str(profile.id), legal_name=profile.legal_name, trade_name=profile.trade_name,
-        country_code=profile.country_code, currency=profile.currency, tax_id=profile.tax_id,
-        address=BusinessAddressOut(**{key: address.get(key) for key in ADDRESS_KEYS}),
-        email=profile.email, phone=profile.phone,
-        bank=BankDetailsOut(**{key: bank.get(key) for key in BANK_KEYS}),
-        invoice_prefix=profile.invoice_prefix, peppol_id=profile.peppol_id, created_at=iso(profile.created_at),
-    ).model_dump()
+    return {
+        "id": str(profile.id), "legal_name": profile.legal_name, "trade_name": profile.trade_name,
+        "country_code": profile.country_code, "currency": profile.currency, "tax_id": profile.tax_id,
+        "address": {key: address.get(key) for key in ADDRESS_KEYS}, "email": profile.email, "phone": profile.phone,
+        "bank": {key: bank.get(key) for key in BANK_KEYS}, "invoice_prefix": profile.invoice_prefix,
+        "peppol_id": profile.peppol_id, "created_at": iso(profile.created_at),
+    }

@@ -142,14 +142,18 @@ class DeletedInvoiceOut(BaseModel):
 
 
 def line_to_api(line: InvoiceLine) -> dict:
-    return InvoiceItemOut(
-        id=ids.public_id("invoiceitem", line.id), invoice=ids.public_id("invoice", line.invoice_id),
-        price=ids.public_id("price", line.price_id) if line.price_id else None,
-        product=ids.public_id("product", line.product_id) if line.product_id else None,
-        description=line.description, quantity=line.quantity, unit=line.unit, unit_amount=line.unit_amount,
-        amount=line.amount, discount_percent=line.discount_percent, tax_rate=line.tax_rate,
-        tax_amount=line.tax_amount, tax_category=line.tax_category, tax_exemption_reason=line.tax_exemption_reason,
-    ).model_dump()
+    """A line as `InvoiceItemOut` renders it (a plain dict: the hot read path builds no models; a
+    test checks the two agree). `line` is a row of `invoice_lines`, ORM object or Core row."""
+    return {
+        "id": ids.public_id("invoiceitem", line.id), "object": "invoiceitem",
+        "invoice": ids.public_id("invoice", line.invoice_id),
+        "price": ids.public_id("price", line.price_id) if line.price_id else None,
+        "product": ids.public_id("product", line.product_id) if line.product_id else None,
+        "description": line.description, "quantity": line.quantity, "unit": line.unit,
+        "unit_amount": line.unit_amount, "amount": line.amount, "discount_percent": line.discount_percent,
+        "tax_rate": line.tax_rate, "tax_amount": line.tax_amount, "tax_category": line.tax_category,
+        "tax_exemption_reason": line.tax_exemption_reason,
+    }
 
 
 def customer_details(customer: Customer) -> dict:
@@ -169,20 +173,20 @@ _NOT_READ = object()
 
 
 def _live_or_frozen(session: Session, invoice: Invoice, issuer: object = _NOT_READ) -> tuple[dict, dict | None]:
-    if _is_frozen(invoice):
+    if is_frozen(invoice):
         return invoice.customer_snapshot, invoice.issuer_snapshot
     customer = session.get(Customer, invoice.customer_id)
     return customer_details(customer), issuer_details(session, invoice) if issuer is _NOT_READ else issuer
 
 
-def _is_frozen(invoice: Invoice) -> bool:
+def is_frozen(invoice: Invoice) -> bool:
     return invoice.status != "draft" and invoice.customer_snapshot is not None
 
 
 def invoices_to_api(session: Session, rows: list[Invoice]) -> list[dict]:
     """Invoices of one account without their lines, as a list shows them: the live customers and
     the issuer that drafts show are read once for the page, not once per row."""
-    live = [invoice for invoice in rows if not _is_frozen(invoice)]
+    live = [invoice for invoice in rows if not is_frozen(invoice)]
     issuer = issuer_details(session, live[0]) if live else None
     # Into the session's identity map, where each row's session.get finds them (it holds objects
     # only while referenced: this list keeps them until the page is rendered).
@@ -210,35 +214,45 @@ def view_invoice(session: Session, account_id: uuid.UUID, id_text: str) -> dict:
     return invoice_to_api(session, invoice, with_lines=True, issuer=issuer)
 
 
+def invoice_fields(invoice: Invoice, today: date | None = None) -> dict:
+    """The invoice's own fields as `_InvoiceFields` renders them, in its order (a plain dict, as
+    `line_to_api`). `invoice` is a row of `invoices`, ORM object or Core row."""
+    status = status_of(invoice, today)
+    token = invoice.public_url_token
+    return {
+        "id": ids.public_id("invoice", invoice.id), "object": "invoice", "number": invoice.number, "status": status,
+        "customer": ids.public_id("customer", invoice.customer_id), "currency": invoice.currency,
+        "collection_method": invoice.collection_method, "issue_date": invoice.issue_date,
+        "due_date": invoice.due_date, "description": invoice.description, "footer": invoice.footer,
+        "buyer_reference": invoice.buyer_reference, "order_reference": invoice.order_reference,
+        "subtotal": invoice.subtotal, "discount": invoice.discount, "taxable": invoice.taxable, "tax": invoice.tax,
+        "total": invoice.total, "amount_due": invoice.total if status in ("open", "overdue") else 0,
+        "amount_in_words": invoice.amount_in_words, "public_url_token": token,
+        "public_url": public_url(token) if token else None, "public_pdf_url": public_pdf_url(token) if token else None,
+        "finalized_at": iso(invoice.finalized_at), "paid_at": iso(invoice.paid_at), "voided_at": iso(invoice.voided_at),
+        "void_reason": invoice.void_reason, "created": iso(invoice.created), "updated": iso(invoice.updated),
+    }
+
+
 def invoice_to_api(session: Session, invoice: Invoice, *, with_lines: bool, issuer: object = _NOT_READ,
                    lines: list[InvoiceLine] | None = None) -> dict:
     """`issuer`: the account's issuer details when the caller read them already (a list); `lines`:
     the lines when they are not (yet) stored, as in a preview."""
-    status = status_of(invoice)
     customer, issuer = _live_or_frozen(session, invoice, issuer)
-    fields = _InvoiceFields(
-        id=ids.public_id("invoice", invoice.id), number=invoice.number, status=status,
-        customer=ids.public_id("customer", invoice.customer_id),
-        currency=invoice.currency, collection_method=invoice.collection_method,
-        issue_date=invoice.issue_date, due_date=invoice.due_date, description=invoice.description,
-        footer=invoice.footer, buyer_reference=invoice.buyer_reference, order_reference=invoice.order_reference,
-        subtotal=invoice.subtotal, discount=invoice.discount, taxable=invoice.taxable,
-        tax=invoice.tax, total=invoice.total,
-        amount_due=invoice.total if status in ("open", "overdue") else 0,
-        amount_in_words=invoice.amount_in_words, public_url_token=invoice.public_url_token,
-        public_url=public_url(invoice.public_url_token) if invoice.public_url_token else None,
-        public_pdf_url=public_pdf_url(invoice.public_url_token) if invoice.public_url_token else None,
-        finalized_at=iso(invoice.finalized_at), paid_at=iso(invoice.paid_at), voided_at=iso(invoice.voided_at),
-        void_reason=invoice.void_reason, created=iso(invoice.created), updated=iso(invoice.updated),
-    ).model_dump()
-    # Snapshots are shown exactly as they were frozen (not re-validated against today's models).
+    rows = (lines if lines is not None else lines_of(session, invoice)) if with_lines else None
+    return assembled(invoice_fields(invoice), customer, issuer, rows)
+
+
+def assembled(fields: dict, customer: dict, issuer: dict | None, lines: list | None) -> dict:
+    """An invoice's API object from its fields, the customer and issuer as printed (snapshots shown
+    exactly as they were frozen, not re-validated against today's models) and, when given, its lines."""
     data: dict = {}
     for key, value in fields.items():
         data[key] = value
         if key == "customer":
             data["customer_details"], data["issuer"] = customer, issuer
-    if with_lines:
-        data["lines"] = {"data": [line_to_api(line) for line in (lines if lines is not None else lines_of(session, invoice))]}
+    if lines is not None:
+        data["lines"] = {"data": [line_to_api(line) for line in lines]}
     return data
 
 

@@ -19,8 +19,10 @@ they name the moment the next request will be allowed if the caller sends nothin
 
 from __future__ import annotations
 
+import functools
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlalchemy import BigInteger, Text, and_, bindparam, case, cast, delete, func, literal, or_, select, update
@@ -115,8 +117,37 @@ def _usage(limit: Limit, now_ms: int, *, remaining: int, next_allowed_ms: int, e
 
 def hit(session: Session, limit: Limit, subject: str, *, now: float | None = None) -> Usage:
     """Count one request for `subject` unless the limit refuses it; report the usage (the caller commits)."""
-    counter = _log_hit if limit.exact else _counter_hit
-    return counter(session, limit, _bucket(limit, subject), _now_ms(now))
+    count = counting(_dialect(session), limit, subject, now=now)
+    return count.usage(tuple(session.execute(count.statement, count.parameters).one()))
+
+
+@dataclass(frozen=True)
+class Counting:
+    """One request's count as a statement, its parameters and the reading of the row it returns,
+    so that any driver can run it (the ORM session, or the fast read path's own connection)."""
+
+    statement: object  # a Core statement, made once per dialect
+    parameters: dict
+    usage: Callable[[tuple], Usage]
+
+
+def counting(dialect: str, limit: Limit, subject: str, *, now: float | None = None) -> Counting:
+    """The count of one request for `subject` on a database of `dialect` (`postgresql`, `sqlite`)."""
+    bucket, now_ms = _bucket(limit, subject), _now_ms(now)
+    if limit.exact:
+        stamp = _stamp(now_ms)
+        parameters = {"bucket": bucket, "size": limit.requests, "ring_length": limit.requests * WIDTH, "stamp": stamp,
+                      "cutoff": _stamp(now_ms - limit.window_ms), "fresh_ring": stamp + _stamp(0) * (limit.requests - 1),
+                      "expires_at": now_ms + limit.window_ms}
+        return Counting(_log_statement(dialect), parameters,
+                        lambda row: _log_usage(limit, now_ms, _stamps(row[0]), exceeded=not row[1]))
+    window = _Window.at(limit, now_ms)
+    return Counting(_counter_statement(dialect), _counter_parameters(limit, bucket, window),
+                    lambda row: _counter_usage(limit, now_ms, window, row[2], row[0], exceeded=not row[1]))
+
+
+def _dialect(session: Session) -> str:
+    return session.get_bind().dialect.name
 
 
 def peek(session: Session, limit: Limit, subject: str, *, now: float | None = None) -> Usage:
@@ -129,7 +160,7 @@ def take_back(session: Session, limit: Limit, subject: str, *, now: float | None
     """Uncount the latest request counted for `subject` (one counted ahead and then not needed)."""
     bucket, now_ms = _bucket(limit, subject), _now_ms(now)
     if limit.exact:
-        session.execute(_log_take_back(session, limit), {"target": bucket, "ring_length": limit.requests * WIDTH})
+        session.execute(_log_take_back(limit), {"target": bucket, "ring_length": limit.requests * WIDTH})
         return
     window_start = _Window.at(limit, now_ms).start_ms // 1000
     session.execute(update(WINDOWS).where(WINDOWS.c.bucket == bucket, WINDOWS.c.window_start == window_start,
@@ -159,8 +190,7 @@ def purge_old(session: Session, *, now: float | None = None) -> None:
 WINDOWS = RateLimitWindow.__table__  # Core statements: the ORM's paths cost more than the round trip
 
 
-def _insert(session: Session, table):
-    dialect = session.get_bind().dialect.name
+def _insert(dialect: str, table):
     return (postgresql if dialect == "postgresql" else sqlite).insert(table)
 
 
@@ -180,9 +210,10 @@ def _allows(current) -> object:
             <= _wide(bindparam("capacity")))
 
 
-def _counter_statement(session: Session):
+@functools.cache
+def _counter_statement(dialect: str):
     first = _allows(literal(0))
-    insert = _insert(session, WINDOWS).values(
+    insert = _insert(dialect, WINDOWS).values(
         bucket=bindparam("bucket"), window_start=bindparam("window_start"),
         count=case((first, 1), else_=0), allowed=first)
     again = _allows(WINDOWS.c.count)
@@ -208,13 +239,6 @@ def _counter_parameters(limit: Limit, bucket: str, window: _Window) -> dict:
             "previous_start": (window.start_ms - limit.window_ms) // 1000,
             "overlap": limit.window_ms - window.elapsed_ms, "window": limit.window_ms,
             "capacity": limit.requests * limit.window_ms}
-
-
-def _counter_hit(session: Session, limit: Limit, bucket: str, now_ms: int) -> Usage:
-    window = _Window.at(limit, now_ms)
-    count, allowed, previous = session.execute(_counter_statement(session),
-                                               _counter_parameters(limit, bucket, window)).one()
-    return _counter_usage(limit, now_ms, window, previous, count, exceeded=not allowed)
 
 
 def _counter_peek(session: Session, limit: Limit, bucket: str, now_ms: int) -> Usage:
@@ -273,20 +297,21 @@ def _substr(*arguments):
     return func.substr(*arguments, type_=Text)  # typed as text, so that `+` joins (`||`)
 
 
-def _at(session: Session, text):
+def _at(dialect: str, text):
     """Text compared byte by byte: PostgreSQL would otherwise use the database's collation."""
-    return text.collate("C") if session.get_bind().dialect.name == "postgresql" else text
+    return text.collate("C") if dialect == "postgresql" else text
 
 
-def _log_statement(session: Session):
+@functools.cache
+def _log_statement(dialect: str):
     size, ring, head = bindparam("size"), LOGS.c.stamps, LOGS.c.head
     offset = head * WIDTH
-    oldest = _at(session, _substr(ring, offset + 1, WIDTH))
+    oldest = _at(dialect, _substr(ring, offset + 1, WIDTH))
     fits = func.length(ring) == bindparam("ring_length")  # else the limit was changed: start afresh
-    allowed = and_(fits, oldest <= _at(session, bindparam("cutoff")))
+    allowed = and_(fits, oldest <= _at(dialect, bindparam("cutoff")))
     fresh = or_(~fits, allowed)
     written = _substr(ring, 1, offset) + bindparam("stamp", type_=Text) + _substr(ring, offset + WIDTH + 1)
-    insert = _insert(session, LOGS).values(bucket=bindparam("bucket"), stamps=bindparam("fresh_ring"),
+    insert = _insert(dialect, LOGS).values(bucket=bindparam("bucket"), stamps=bindparam("fresh_ring"),
                                            head=1 % size, allowed=True, expires_at=bindparam("expires_at"))
     return insert.on_conflict_do_update(index_elements=["bucket"], set_={
         "stamps": case((~fits, bindparam("fresh_ring")), (allowed, written), else_=ring),
@@ -296,21 +321,11 @@ def _log_statement(session: Session):
     }).returning(LOGS.c.stamps, LOGS.c.allowed)
 
 
-def _log_take_back(session: Session, limit: Limit):
+def _log_take_back(limit: Limit):
     ring, latest = LOGS.c.stamps, (LOGS.c.head + limit.requests - 1) % limit.requests
     cleared = _substr(ring, 1, latest * WIDTH) + _stamp(0) + _substr(ring, latest * WIDTH + WIDTH + 1)
     return update(LOGS).where(LOGS.c.bucket == bindparam("target"), func.length(ring) == bindparam("ring_length")
                               ).values(stamps=cleared, head=latest)
-
-
-def _log_hit(session: Session, limit: Limit, bucket: str, now_ms: int) -> Usage:
-    stamp = _stamp(now_ms)
-    ring, allowed = session.execute(_log_statement(session), {
-        "bucket": bucket, "size": limit.requests, "ring_length": limit.requests * WIDTH, "stamp": stamp,
-        "cutoff": _stamp(now_ms - limit.window_ms), "fresh_ring": stamp + _stamp(0) * (limit.requests - 1),
-        "expires_at": now_ms + limit.window_ms,
-    }).one()
-    return _log_usage(limit, now_ms, _stamps(ring), exceeded=not allowed)
 
 
 def _log_peek(session: Session, limit: Limit, bucket: str, now_ms: int) -> Usage:

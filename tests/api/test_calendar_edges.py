@@ -85,6 +85,12 @@ def test_a_payment_moment_whose_utc_falls_outside_the_calendar_is_422_at_paid_on
     assert "calendar" in response.json()["errors"][0]["message"]
 
 
+def test_a_moment_in_the_first_years_is_written_with_four_digits(tenant):
+    invoice = open_invoice(tenant)
+    response = pay(tenant, invoice["id"], {"paid_on": "0001-01-01T00:00:00Z"})
+    assert response.json()["data"]["paid_at"] == "0001-01-01T00:00:00.000Z"  # RFC 3339: a four-digit year
+
+
 def test_a_payment_moment_is_stored_in_utc(tenant):
     invoice = open_invoice(tenant)
     response = pay(tenant, invoice["id"], {"paid_on": "9998-12-31T23:00:00-05:00"})

@@ -1,0 +1,174 @@
+"""The fast read path: `get_invoice` for an API key, as the pipeline runs it, in a fraction of its time.
+
+The pipeline (`operations.pipeline`) serves every operation through the ORM in a worker thread. The
+most frequent read is served here instead: on PostgreSQL on the event loop with asyncpg, three
+statements (the key; the request's count; the invoice with its parties and lines), no ORM, no
+response models; on SQLite with Core statements in one thread. It keeps the pipeline's order and
+answers: a credential it would refuse (401), a missing scope (403) or an id it would not read is
+left to the pipeline before anything is counted (`None`), so those answers stay the pipeline's
+own; a limit reached is the same 429, an invoice not found the same 404, and the object is rendered
+by the same functions (`core.billing.invoice_render`). `tests/api/test_fast_reads.py` checks the
+bytes against the pipeline's, on both databases.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+import anyio
+
+from core.access import apikeys
+from core.access.credentials import bearer_token
+from core.access.principal import Principal
+from core.base import context, ids, raw
+from core.base.clock import now
+from core.base.db import engine_for_reads, get_engine
+from core.base.errors import DomainError, Forbidden, NotFound, Unauthorized, UpstreamFailed
+from core.billing import invoice_reads
+from core.mechanisms import ratelimit
+from core.mechanisms.ratelimit import Usage
+from core.models import ApiKey
+
+READ_SCOPE = "invoices:read"
+KEYS = ApiKey.__table__
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What the fast path answers: the invoice's API object, or the error the pipeline would give."""
+
+    result: dict | None
+    error: DomainError | None
+    usage: Usage | None
+
+
+def _key_statement():
+    from sqlalchemy import bindparam, select
+    return select(KEYS.c.id, KEYS.c.account_id, KEYS.c.secret_hash, KEYS.c.scopes, KEYS.c.revoked_at,
+                  KEYS.c.expires_at, KEYS.c.last_used_at).where(KEYS.c.lookup_id == bindparam("lookup_id"))
+
+
+def _touch_statement():
+    from sqlalchemy import bindparam, update
+    return update(KEYS).where(KEYS.c.id == bindparam("key_id")).values(last_used_at=bindparam("moment"))
+
+
+KEY_STATEMENT, TOUCH_STATEMENT = _key_statement(), _touch_statement()
+INVOICE_STATEMENT = invoice_reads.invoice_statement(lines_in_row=True)
+INVOICE_STATEMENT_SQLITE = invoice_reads.invoice_statement(lines_in_row=False)
+LINES_STATEMENT = invoice_reads.lines_statement()
+
+
+def _caller(authorization: str | None, invoice_ref: str) -> tuple[str, str, object] | None:
+    """The key's lookup id and secret and the invoice's id, or None for what the pipeline handles."""
+    try:
+        token = bearer_token(authorization)
+        if not apikeys.looks_like_api_key(token):
+            return None  # an OAuth access token: its verifier is the authorization server's
+        lookup_id, secret = apikeys.split(token)
+    except Unauthorized:
+        return None
+    invoice_id = ids.try_parse("invoice", invoice_ref)
+    return (lookup_id, secret, invoice_id) if invoice_id is not None else None
+
+
+def _principal(key_row, secret: str, moment) -> Principal | None:
+    """The caller when the pipeline would let it read invoices; None when it would refuse it."""
+    try:
+        principal = apikeys.verified(key_row, secret, moment)
+        principal.require(READ_SCOPE)
+    except (Unauthorized, Forbidden):
+        return None
+    context.note_caller(principal.account_id, principal.credential_label)
+    return principal
+
+
+def _counting(principal: Principal, dialect: str) -> ratelimit.Counting:
+    return ratelimit.counting(dialect, ratelimit.api_requests(), principal.rate_limit_subject)
+
+
+def _not_found(invoice_ref: str) -> NotFound:
+    return NotFound(f"No such invoice: {invoice_ref}")
+
+
+async def get_invoice(authorization: str | None, invoice_ref: str) -> Answer | None:
+    """GET /invoices/{id} for an API key; None: let the pipeline answer (nothing was counted)."""
+    caller = _caller(authorization, invoice_ref)
+    if caller is None:
+        return None
+    if get_engine().dialect.name != "postgresql":
+        return await anyio.to_thread.run_sync(_get_invoice_sqlite, *caller, invoice_ref)
+    try:
+        return await _get_invoice_postgresql(*caller, invoice_ref)
+    except _DROPPED:  # a connection the database dropped (a restart): once more, on a new one
+        try:
+            return await _get_invoice_postgresql(*caller, invoice_ref)
+        except _DROPPED:
+            return Answer(None, UpstreamFailed("The database is unavailable; retry the request."), None)
+
+
+def _dropped() -> tuple[type[BaseException], ...]:
+    import asyncpg
+    return (asyncpg.PostgresConnectionError, asyncpg.InterfaceError, ConnectionError, asyncio.TimeoutError)
+
+
+_DROPPED = _dropped()
+
+
+async def _get_invoice_postgresql(lookup_id: str, secret: str, invoice_id, invoice_ref: str) -> Answer | None:
+    pool = await raw.postgres_pool()
+    async with pool.acquire() as connection:
+        found = await _fetch(connection, KEY_STATEMENT, {"lookup_id": lookup_id})
+        key = invoice_reads.key_view(found, parse_json=True) if found is not None else None
+        moment = now()
+        principal = _principal(key, secret, moment)
+        if principal is None:
+            return None
+        count = _counting(principal, "postgresql")
+        # The request's count and the read in one statement: the invoice comes only when it is allowed.
+        joined = raw.postgres_joined(count.statement, INVOICE_STATEMENT, "allowed")
+        row = await _query(connection, joined.sql, joined.arguments(
+            count.parameters, {"invoice_id": invoice_id, "account_id": principal.account_id}))
+        usage = count.usage(tuple(row)[:joined.width])
+        if usage.exceeded:
+            return Answer(None, usage.error("requests"), usage)
+        if apikeys.stale_use(key, moment):
+            text = raw.postgres_text(TOUCH_STATEMENT)
+            await connection.execute(text.sql, *text.arguments({"key_id": principal.api_key_id, "moment": moment}))
+    if row["id"] is None:
+        return Answer(None, _not_found(invoice_ref), usage)
+    return Answer(invoice_reads.render(row, parse_json=True), None, usage)
+
+
+async def _fetch(connection, statement, parameters: dict):
+    text = raw.postgres_text(statement)
+    return await _query(connection, text.sql, text.arguments(parameters))
+
+
+async def _query(connection, sql: str, arguments: list):
+    return await connection.fetchrow(sql, *arguments)
+
+
+def _get_invoice_sqlite(lookup_id: str, secret: str, invoice_id, invoice_ref: str) -> Answer | None:
+    reads = engine_for_reads()
+    with reads.connect() as connection:  # a deferred BEGIN: no write turn taken for reading
+        key = connection.execute(KEY_STATEMENT, {"lookup_id": lookup_id}).first()
+    moment = now()
+    principal = _principal(key, secret, moment)
+    if principal is None:
+        return None
+    count = _counting(principal, "sqlite")
+    with get_engine().begin() as connection:  # the write turn and BEGIN IMMEDIATE of core.base.db
+        usage = count.usage(tuple(connection.execute(count.statement, count.parameters).one()))
+        if not usage.exceeded and apikeys.stale_use(key, moment):
+            connection.execute(TOUCH_STATEMENT, {"key_id": principal.api_key_id, "moment": moment})
+    if usage.exceeded:
+        return Answer(None, usage.error("requests"), usage)
+    with reads.connect() as connection:
+        row = connection.execute(INVOICE_STATEMENT_SQLITE, {"invoice_id": invoice_id,
+                                                            "account_id": principal.account_id}).first()
+        lines = connection.execute(LINES_STATEMENT, {"invoice_id": invoice_id}).all() if row is not None else []
+    if row is None:
+        return Answer(None, _not_found(invoice_ref), usage)
+    return Answer(invoice_reads.render(row._mapping, lines), None, usage)

@@ -1,0 +1,92 @@
+"""`GET /invoices/{id}` on the fast read path (`operations.fast_reads`).
+
+Two ways in: `FastLane` (mounted by `service.app` in front of the whole application, so the hot read
+skips the routing and middleware stacks; its request id, access line and metrics are written as
+`service.observability` writes them) and `invoice_reads`, in front of the endpoint the framework binds
+(when the lane is off, with traces on). What the fast path leaves (another credential, an odd header,
+every other method) goes on to the full stack."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+from core.access import resources
+from core.base import context
+from core.base.errors import InternalError
+from core.base.jsonout import dumps_read
+from operations import fast_reads
+from rest.framework import rate_limit_headers, request_id_of
+from rest.problems import problem_response
+
+Endpoint = Callable[[Request], Awaitable[Response]]
+PREFIX = "/api/v1/invoices/"
+ROUTE = "/api/v1/invoices/{id}"
+log = logging.getLogger("invoicing.operations")
+
+
+async def answer(authorization: str | None, invoice_ref: str, request_id: str) -> Response | None:
+    """The response to GET /invoices/{invoice_ref}, or None: the full stack answers."""
+    try:
+        found = await fast_reads.get_invoice(authorization, invoice_ref)
+    except Exception:  # a fault of ours: as the pipeline, never leaked, always logged
+        log.error("unexpected error (request %s)", request_id, exc_info=True)
+        return problem_response(InternalError("An unexpected error occurred; retry the request. Request id: "
+                                              + request_id), request_id)
+    if found is None:
+        return None
+    headers = {**rate_limit_headers(found.usage), "X-Request-Id": request_id}
+    if found.error is not None:
+        return problem_response(found.error, request_id, headers=headers,
+                                resource_metadata=resources.metadata_url(resources.rest_api()))
+    return Response(dumps_read({"data": found.result}), headers=headers, media_type="application/json")
+
+
+def invoice_reads(pipeline: Endpoint) -> Endpoint:
+    """The endpoint of `/invoices/{id}` in the REST app: GET by the fast path, the rest by `pipeline`."""
+
+    async def endpoint(request: Request) -> Response:
+        if request.method != "GET":
+            return await pipeline(request)
+        request_id, header_error = request_id_of(request)
+        response = None if header_error else await answer(request.headers.get("authorization"),
+                                                          request.path_params["id"], request_id)
+        return response if response is not None else await pipeline(request)
+
+    return endpoint
+
+
+def lane_target(scope: Scope) -> str | None:
+    """The invoice id of a request the lane takes: GET /api/v1/invoices/{id} without a body."""
+    if scope["type"] != "http" or scope["method"] != "GET" or not scope["path"].startswith(PREFIX):
+        return None
+    invoice_ref = scope["path"][len(PREFIX):]
+    if not invoice_ref or "/" in invoice_ref or scope.get("root_path"):
+        return None
+    for name, value in scope["headers"]:
+        if (name == b"content-length" and value != b"0") or name == b"transfer-encoding":
+            return None
+    return invoice_ref
+
+
+async def serve_in_lane(scope: Scope, receive: Receive, send: Send, invoice_ref: str) -> int | None:
+    """Answer the request (its status) or None, having sent nothing: the full stack answers."""
+    authorization, supplied = None, None
+    for name, value in scope["headers"]:
+        if name == b"authorization":
+            authorization = value.decode("latin-1")
+        elif name == b"x-request-id":
+            supplied = value.decode("latin-1")
+    if supplied is not None and not context.acceptable_request_id(supplied):
+        return None  # the pipeline refuses it after authenticating and counting
+    response = await answer(authorization, invoice_ref, context.request_id())
+    if response is None:
+        return None
+    # Sent as Starlette would, without building its objects: the headers are ours, the body is ready.
+    await send({"type": "http.response.start", "status": response.status_code, "headers": response.raw_headers})
+    await send({"type": "http.response.body", "body": response.body})
+    return response.status_code

@@ -1,0 +1,155 @@
+"""The fast read path of GET /invoices/{id} (`operations.fast_reads`) answers exactly as the pipeline:
+the same bytes for any invoice (hypothesis), the same order of checks (401 before counting, 404
+after), the same refusals; what it does not serve (OAuth tokens, a missing scope, odd headers) goes
+to the pipeline, counted once."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from core.base import db, ids
+from core.base.clock import today
+from core.base.jsonout import dumps
+from core.billing.invoice_render import view_invoice
+from core.models import Invoice
+from tests import hostile
+from tests.api.invoicing import adhoc, customer, draft, open_invoice, pay, void
+from tests.conftest import make_tenant
+
+texts = st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=40).filter(str.strip)
+lines = st.fixed_dictionaries({
+    "description": texts,
+    "unit_amount": st.integers(min_value=0, max_value=10**9),
+    "quantity": st.decimals(min_value=Decimal("0.000001"), max_value=Decimal(10**6), places=6).map(str),
+    "discount_percent": st.decimals(min_value=0, max_value=100, places=2).map(str),
+    "tax_rate": st.sampled_from(["0", "7", "19", "20", "5.5", "0.000001"]),
+    "unit": st.sampled_from(["NOS", "HRS", "DAY", "KGS", "OTH"]),
+})
+
+
+def pipeline_bytes(tenant, invoice_id: str) -> bytes:
+    """What the pipeline renders for the invoice (its success body is `dumps({"data": …})`)."""
+    with db.transaction() as session:
+        return dumps({"data": view_invoice(session, tenant.account_id, invoice_id)}).encode()
+
+
+def fast(tenant, invoice_id: str, **headers):
+    return tenant.get(f"/invoices/{invoice_id}", headers=headers)
+
+
+@settings(max_examples=hostile.EXAMPLES, deadline=None, database=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(items=st.lists(lines, min_size=0, max_size=6), status=st.sampled_from(["draft", "open", "paid", "void",
+                                                                              "overdue"]),
+       name=texts, with_address=st.booleans())
+def test_any_invoice_reads_byte_for_byte_as_the_pipeline_renders_it(tenant, monkeypatch, items, status, name,
+                                                                   with_address):
+    from config.settings import get_settings
+    monkeypatch.setattr(get_settings(), "rate_limit_requests", 10**6)  # many examples, one key
+    buyer = customer(tenant, name=name, **({"address": {"city": name, "country": "DE"}, "peppol_id": "0088:1"}
+                                           if with_address else {}))
+    fields = {"items": items or [adhoc()], "customer_id": buyer["id"]}
+    if status == "overdue":
+        fields["issue_date"] = (today() - timedelta(days=40)).isoformat()
+        fields["due_date"] = (today() - timedelta(days=10)).isoformat()
+    invoice = draft(tenant, **fields) if status == "draft" else open_invoice(tenant, **fields)
+    if status == "paid":
+        assert pay(tenant, invoice["id"]).status_code == 200
+    if status == "void":
+        assert void(tenant, invoice["id"]).status_code == 200
+    response = fast(tenant, invoice["id"])
+    assert response.status_code == 200
+    assert response.json()["data"]["status"] == status
+    assert response.content == pipeline_bytes(tenant, invoice["id"])
+
+
+def test_the_headers_are_the_pipelines(tenant):
+    invoice = draft(tenant)
+    response = fast(tenant, invoice["id"], **{"X-Request-Id": "my-request-7"})
+    assert response.headers["content-type"] == "application/json"
+    assert response.headers["x-request-id"] == "my-request-7"
+    assert int(response.headers["ratelimit-remaining"]) < int(response.headers["ratelimit-limit"])
+
+
+def remaining(tenant) -> int:
+    return int(tenant.get("/business").headers["ratelimit-remaining"])
+
+
+def test_an_unknown_key_is_refused_before_anything_is_counted(tenant):
+    invoice = draft(tenant)
+    before = remaining(tenant)
+    wrong = tenant.key[:-4] + "zzzz"
+    response = tenant.client.get(f"/api/v1/invoices/{invoice['id']}", headers={"Authorization": f"Bearer {wrong}"})
+    assert response.status_code == 401 and response.json()["code"] == "unauthorized"
+    assert remaining(tenant) == before - 1  # only the /business read itself
+
+
+def test_an_unknown_invoice_is_counted_then_not_found(tenant):
+    before = remaining(tenant)
+    response = fast(tenant, "in_" + "0" * 32)
+    assert response.status_code == 404 and response.json()["detail"] == "No such invoice: in_" + "0" * 32
+    assert remaining(tenant) == before - 2  # the 404 and the /business read
+
+
+def test_another_accounts_invoice_is_not_found(tenant, other_tenant):
+    assert fast(other_tenant, draft(tenant)["id"]).status_code == 404
+
+
+def test_a_missing_scope_is_the_pipelines_403_counted_once(client):
+    reader = make_tenant(client, scopes=["business:read"])
+    before = remaining(reader)
+    response = fast(reader, "in_" + "0" * 32)
+    assert response.status_code == 403 and response.json()["code"] == "forbidden"
+    assert remaining(reader) == before - 2
+
+
+def test_a_malformed_request_id_is_the_pipelines_422(tenant):
+    response = fast(tenant, draft(tenant)["id"], **{"X-Request-Id": "x" * 300})
+    assert response.status_code == 422 and response.json()["errors"][0]["path"] == "X-Request-Id"
+
+
+def test_a_malformed_id_is_the_pipelines_404(tenant):
+    assert fast(tenant, "in_not-an-id").status_code == 404
+
+
+def test_the_limit_refuses_with_retry_after(client, monkeypatch):
+    from config.settings import get_settings
+    monkeypatch.setattr(get_settings(), "rate_limit_requests", 3)
+    tenant = make_tenant(client)
+    invoice = draft(tenant)
+    statuses = [fast(tenant, invoice["id"]).status_code for _ in range(4)]
+    assert 429 in statuses
+    refused = fast(tenant, invoice["id"])
+    assert refused.status_code == 429 and int(refused.headers["retry-after"]) >= 1
+    assert refused.json()["code"] == "rate_limited"
+
+
+def test_the_key_notes_its_last_use(tenant):
+    from core.models import ApiKey
+    invoice = draft(tenant)
+    with db.transaction() as session:
+        session.get(ApiKey, tenant.key_id).last_used_at = None
+    assert fast(tenant, invoice["id"]).status_code == 200
+    with db.transaction() as session:
+        assert session.get(ApiKey, tenant.key_id).last_used_at is not None
+
+
+def test_a_finalized_invoice_reads_as_it_was_frozen(tenant):
+    invoice = open_invoice(tenant)
+    tenant.patch(f"/customers/{invoice['customer']}", json={"name": "Renamed"})
+    response = fast(tenant, invoice["id"])
+    assert response.json()["data"]["customer_details"]["name"] != "Renamed"
+    assert response.content == pipeline_bytes(tenant, invoice["id"])
+
+
+@pytest.mark.parametrize("field", ["due_date", "description"])
+def test_draft_fields_that_are_null(tenant, field):
+    invoice = draft(tenant, **{field: None})
+    with db.transaction() as session:
+        assert getattr(session.get(Invoice, ids.parse("invoice", invoice["id"])), field) is None
+    assert fast(tenant, invoice["id"]).content == pipeline_bytes(tenant, invoice["id"])

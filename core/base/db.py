@@ -172,6 +172,17 @@ def _configure_postgresql(engine: Engine) -> None:
             cursor.execute("SET plan_cache_mode = force_custom_plan")
         dbapi_connection.commit()
 
+    @event.listens_for(engine, "handle_error")
+    def _server_ended_the_connection(context):
+        # psycopg marks a connection broken only once it has read the end of the socket; the server's
+        # last word before it closes (a restart, pg_terminate_backend) may arrive first, as an error
+        # of class 57P. SQLAlchemy would then hand the dead connection out again: a disconnect it is.
+        if getattr(context.original_exception, "sqlstate", None) in SERVER_ENDED_CONNECTION:
+            context.is_disconnect = True
+
+
+# admin_shutdown, crash_shutdown, cannot_connect_now: the server ends or refuses the session.
+SERVER_ENDED_CONNECTION = frozenset({"57P01", "57P02", "57P03"})
 
 _engine: Engine | None = None
 _engine_lock = threading.Lock()

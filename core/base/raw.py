@@ -12,6 +12,7 @@ import asyncio
 import functools
 import os
 import re
+import secrets
 from dataclasses import dataclass
 from typing import Any
 
@@ -128,5 +129,11 @@ async def close_postgres_pool() -> None:
 
 
 def application_name() -> str:
-    """How the pool's connections name themselves to PostgreSQL (pg_stat_activity), per process."""
-    return f"invoicing-fast-{os.getpid()}"
+    """How the pool's connections name themselves to PostgreSQL (pg_stat_activity), per process: the
+    pid and a random part, as processes of other hosts or containers on one server may share a pid."""
+    return f"invoicing-fast-{os.getpid()}-{_process_mark(os.getpid())}"
+
+
+@functools.cache
+def _process_mark(_pid: int) -> str:
+    return secrets.token_hex(4)

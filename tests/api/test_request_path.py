@@ -100,13 +100,35 @@ def test_a_read_survives_the_database_dropping_every_connection(tenant):
     outsider = create_engine(db.get_engine().url, poolclass=NullPool)
     with outsider.connect() as connection:
         dropped = connection.execute(text(
-            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE pid = ANY(CAST(:pids AS int[])) "
+            # Waiting (up to 5 s) until each has ended: the requests below meet dead connections.
+            "SELECT count(pg_terminate_backend(pid, 5000)) FROM pg_stat_activity WHERE pid = ANY(CAST(:pids AS int[])) "
             "OR application_name = :fast"), {"pids": ours, "fast": raw.application_name()}).scalar()
     outsider.dispose()
     assert dropped >= 2  # the ORM's pool and the fast read path's
     for _ in range(3):  # however the pools hand the dead connections out
         assert tenant.get("/business").status_code == 200
         assert tenant.get(f"/invoices/{invoice['id']}").status_code == 200
+
+
+def test_the_servers_last_word_before_it_closes_a_connection_is_a_disconnect(tenant, monkeypatch):
+    """psycopg may read the server's error (57P01) before it sees the socket close; the connection
+    must be replaced all the same, not handed out again."""
+    if _dialect() != "postgresql":
+        pytest.skip("an embedded SQLite database has no connection to drop")
+    engine = db.get_engine()
+    monkeypatch.setattr(type(engine.dialect), "is_disconnect", lambda *_: False)  # EOF not seen yet
+    with engine.connect() as connection:
+        pid = connection.execute(text("SELECT pg_backend_pid()")).scalar()
+    outsider = create_engine(engine.url, poolclass=NullPool)
+    with outsider.connect() as connection:
+        connection.execute(text("SELECT pg_terminate_backend(:pid, 5000)"), {"pid": pid})
+    outsider.dispose()
+    with pytest.raises(DBAPIError) as raised:
+        with engine.connect() as connection:
+            connection.execute(text("SELECT 1"))
+    assert raised.value.connection_invalidated
+    with engine.connect() as connection:  # the pool's connections were replaced
+        assert connection.execute(text("SELECT 1")).scalar() == 1
 
 
 def _dropping_the_first_connection(monkeypatch) -> list:

@@ -1,9 +1,9 @@
 """The fast read path: `get_invoice` for an API key, as the pipeline runs it, in a fraction of its time.
 
 The pipeline (`operations.pipeline`) serves every operation through the ORM in a worker thread. The
-most frequent read is served here instead: on PostgreSQL on the event loop with asyncpg, three
-statements (the key; the request's count; the invoice with its parties and lines), no ORM, no
-response models; on SQLite with Core statements in one thread. It keeps the pipeline's order and
+most frequent read is served here instead: on PostgreSQL on the event loop with asyncpg, one
+statement (the key's check, the request's count, the key's last use, the invoice with its parties
+and lines), no ORM, no response models; on SQLite with Core statements in one thread. It keeps the pipeline's order and
 answers: a credential it would refuse (401), a missing scope (403) or an id it would not read is
 left to the pipeline before anything is counted (`None`), so those answers stay the pipeline's
 own; a limit reached is the same 429, an invoice not found the same 404, and the object is rendered
@@ -14,6 +14,7 @@ bytes against the pipeline's, on both databases.
 from __future__ import annotations
 
 import asyncio
+import functools
 from dataclasses import dataclass
 
 import anyio
@@ -21,7 +22,7 @@ import anyio
 from core.access import apikeys
 from core.access.credentials import bearer_token
 from core.access.principal import Principal
-from core.base import context, ids, raw
+from core.base import context, crypto, ids, raw
 from core.base.clock import now
 from core.base.db import engine_for_reads, get_engine
 from core.base.errors import DomainError, Forbidden, NotFound, Unauthorized, UpstreamFailed
@@ -55,9 +56,42 @@ def _touch_statement():
 
 
 KEY_STATEMENT, TOUCH_STATEMENT = _key_statement(), _touch_statement()
-INVOICE_STATEMENT = invoice_reads.invoice_statement(lines_in_row=True)
 INVOICE_STATEMENT_SQLITE = invoice_reads.invoice_statement(lines_in_row=False)
 LINES_STATEMENT = invoice_reads.lines_statement()
+KEY_COLUMNS = ("id", "account_id", "secret_hash", "scopes", "revoked_at", "expires_at", "last_used_at")
+
+
+def _gate():
+    """The key of `:lookup_id` when it lets its caller read invoices at `:moment` (its secret's hash,
+    not revoked, not expired, the scope), with the bucket of its request count; no row otherwise."""
+    from sqlalchemy import Text, and_, bindparam, cast, literal, or_, select
+    from sqlalchemy.dialects.postgresql import JSONB
+    bucket = literal(ratelimit.bucket_prefix(ratelimit.api_requests()) + apikeys.CREDENTIAL_PREFIX) + cast(KEYS.c.id, Text)
+    return select(*(KEYS.c[name] for name in KEY_COLUMNS), bucket.label("bucket")).where(and_(
+        KEYS.c.lookup_id == bindparam("lookup_id"), KEYS.c.secret_hash == bindparam("secret_hash"),
+        KEYS.c.revoked_at.is_(None), or_(KEYS.c.expires_at.is_(None), KEYS.c.expires_at > bindparam("moment")),
+        cast(KEYS.c.scopes, JSONB).has_key(READ_SCOPE))).cte("gate")
+
+
+GATE = _gate()
+
+
+@functools.cache
+def _read_statement(counting_statement) -> tuple[raw.Text, int]:
+    """PostgreSQL, one statement: the gate; the request counted only when it passed; the key's last
+    use written when it is a minute old; the invoice only when the count allowed the request. Its row:
+    the count's columns (how many: the second value), the key's (`k_…`), the invoice's; no row when the
+    gate refused the key."""
+    from sqlalchemy import bindparam, or_, select, true, update
+    counted = counting_statement.cte("counted")
+    touched = (update(KEYS).where(KEYS.c.id == GATE.c.id, counted.c.allowed,
+                                  or_(GATE.c.last_used_at.is_(None), GATE.c.last_used_at <= bindparam("stale_before")))
+               .values(last_used_at=bindparam("moment")).returning(KEYS.c.id).cte("touched"))
+    found = invoice_reads.invoice_statement(lines_in_row=True, account=GATE.c.account_id).lateral("found")
+    statement = (select(*counted.c, *(GATE.c[name].label(f"k_{name}") for name in KEY_COLUMNS), *found.c)
+                 .select_from(GATE.join(counted, true()).outerjoin(found, counted.c.allowed))
+                 .add_cte(touched))
+    return raw.postgres_text(statement), len(counted.c)
 
 
 def _caller(authorization: str | None, invoice_ref: str) -> tuple[str, str, object] | None:
@@ -117,33 +151,25 @@ _DROPPED = _dropped()
 
 
 async def _get_invoice_postgresql(lookup_id: str, secret: str, invoice_id, invoice_ref: str) -> Answer | None:
+    moment = now()
+    count = ratelimit.counting("postgresql", ratelimit.api_requests(), "", source=GATE)  # the gate names the bucket
+    text, width = _read_statement(count.statement)
     pool = await raw.postgres_pool()
     async with pool.acquire() as connection:
-        found = await _fetch(connection, KEY_STATEMENT, {"lookup_id": lookup_id})
-        key = invoice_reads.key_view(found, parse_json=True) if found is not None else None
-        moment = now()
-        principal = _principal(key, secret, moment)
-        if principal is None:
-            return None
-        count = _counting(principal, "postgresql")
-        # The request's count and the read in one statement: the invoice comes only when it is allowed.
-        joined = raw.postgres_joined(count.statement, INVOICE_STATEMENT, "allowed")
-        row = await _query(connection, joined.sql, joined.arguments(
-            count.parameters, {"invoice_id": invoice_id, "account_id": principal.account_id}))
-        usage = count.usage(tuple(row)[:joined.width])
-        if usage.exceeded:
-            return Answer(None, usage.error("requests"), usage)
-        if apikeys.stale_use(key, moment):
-            text = raw.postgres_text(TOUCH_STATEMENT)
-            await connection.execute(text.sql, *text.arguments({"key_id": principal.api_key_id, "moment": moment}))
+        row = await _query(connection, text.sql, text.arguments({
+            **count.parameters, "lookup_id": lookup_id, "secret_hash": crypto.sha256_hex(secret), "moment": moment,
+            "stale_before": moment - apikeys.LAST_USED_PRECISION, "invoice_id": invoice_id}))
+    if row is None:
+        return None  # refused by the gate, and not counted: the pipeline says why
+    principal = _principal(invoice_reads.key_view(row, "k_", parse_json=True), secret, moment)
+    if principal is None:
+        return None
+    usage = count.usage(tuple(row)[:width])
+    if usage.exceeded:
+        return Answer(None, usage.error("requests"), usage)
     if row["id"] is None:
         return Answer(None, _not_found(invoice_ref), usage)
     return Answer(invoice_reads.render(row, parse_json=True), None, usage)
-
-
-async def _fetch(connection, statement, parameters: dict):
-    text = raw.postgres_text(statement)
-    return await _query(connection, text.sql, text.arguments(parameters))
 
 
 async def _query(connection, sql: str, arguments: list):

@@ -82,6 +82,9 @@ def revoke_key(session: Session, account_id: uuid.UUID, key_id: str) -> ApiKey:
     return row
 
 
+CREDENTIAL_PREFIX = "key:"  # a key's credential id (and per-key limit subject): the prefix, then its id
+
+
 def looks_like_api_key(token: str) -> bool:
     return token.startswith("inv_live_")
 
@@ -117,7 +120,7 @@ def verified(row, secret: str, moment) -> Principal:
         raise Unauthorized("The API key has expired.")
     return Principal(
         account_id=row.account_id, granted_scopes=frozenset(row.scopes), actor="api_key",
-        api_key_id=row.id, credential_id=f"key:{row.id}",
+        api_key_id=row.id, credential_id=f"{CREDENTIAL_PREFIX}{row.id}",
     )
 
 

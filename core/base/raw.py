@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
-import re
 import secrets
 from dataclasses import dataclass
 from typing import Any
@@ -39,30 +38,6 @@ class Text:
 def postgres_text(statement: Any) -> Text:
     compiled = statement.compile(dialect=asyncpg_dialect.dialect(), compile_kwargs={"render_postcompile": True})
     return Text(str(compiled), tuple(compiled.positiontup or ()), dict(compiled.params))
-
-
-@dataclass(frozen=True)
-class Joined:
-    """A data-modifying statement with RETURNING and a read, as one statement (one round trip): the
-    first's row, then the read's columns (null where `condition`, a column of the first, is false).
-    Parameters are given per statement: `arguments(first's, read's)`."""
-
-    sql: str
-    first: Text
-    read: Text
-    width: int  # how many columns the first returns
-
-    def arguments(self, first: dict, read: dict) -> list:
-        return [*self.first.arguments(first), *self.read.arguments(read)]
-
-
-@functools.cache
-def postgres_joined(first: Any, read: Any, condition: str) -> Joined:
-    one, two = postgres_text(first), postgres_text(read)
-    shifted = re.sub(r"\$(\d+)", lambda match: f"${int(match.group(1)) + len(one.names)}", two.sql)
-    sql = (f"WITH counted AS ({one.sql}) SELECT counted.*, found.* FROM counted "
-           f"LEFT JOIN LATERAL ({shifted}) AS found ON counted.{condition}")
-    return Joined(sql, one, two, len(first._returning))
 
 
 class _Pool:

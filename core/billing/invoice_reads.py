@@ -29,12 +29,13 @@ BUSINESS_COLUMNS = ("id", "legal_name", "trade_name", "country_code", "currency"
 LINE_COLUMNS = ("id", "invoice_id", "price_id", "product_id", "description", "quantity", "unit", "unit_amount", "amount",
                 "discount_percent", "tax_rate", "tax_amount", "tax_category", "tax_exemption_reason")
 LINE_ORDER = (LINES.c.position, LINES.c.created, LINES.c.id)
-JSON_FIELDS = frozenset({"c_address", "b_address", "b_bank", "customer_snapshot", "issuer_snapshot", "scopes"})
+JSON_FIELDS = frozenset({"c_address", "b_address", "b_bank", "customer_snapshot", "issuer_snapshot"})
 
 
-def invoice_statement(*, lines_in_row: bool):
-    """The invoice of `:invoice_id` in `:account_id` with the customer and business profile a draft shows
-    (`c_…`, `b_…`), and on PostgreSQL its lines as one array of records (`lines`, null for none)."""
+def invoice_statement(*, lines_in_row: bool, account=None):
+    """The invoice of `:invoice_id` in `:account_id` (or the column `account`) with the customer and
+    business profile a draft shows (`c_…`, `b_…`), and on PostgreSQL its lines as one array of
+    records (`lines`, null for none)."""
     columns = [*INVOICES.c, *(CUSTOMERS.c[name].label(f"c_{name}") for name in CUSTOMER_COLUMNS),
                *(BUSINESSES.c[name].label(f"b_{name}") for name in BUSINESS_COLUMNS)]
     if lines_in_row:  # an array of records, which asyncpg reads as tuples of typed values
@@ -45,7 +46,8 @@ def invoice_statement(*, lines_in_row: bool):
     return (select(*columns)
             .select_from(INVOICES.outerjoin(CUSTOMERS, CUSTOMERS.c.id == INVOICES.c.customer_id)
                          .outerjoin(BUSINESSES, BUSINESSES.c.account_id == INVOICES.c.account_id))
-            .where(INVOICES.c.id == bindparam("invoice_id"), INVOICES.c.account_id == bindparam("account_id")))
+            .where(INVOICES.c.id == bindparam("invoice_id"),
+                   INVOICES.c.account_id == (bindparam("account_id") if account is None else account)))
 
 
 def lines_statement():
@@ -103,7 +105,10 @@ def render(row, lines: list | None = None, *, parse_json: bool = False, today: d
     return assembled(invoice_fields(invoice, today), customer_shown, issuer, lines)
 
 
-def key_view(row, *, parse_json: bool = False) -> SimpleNamespace:
-    """An `api_keys` row with attribute access, its scopes parsed when they are JSON text."""
-    key, _, _ = _split(row, parse_json=parse_json)
-    return key
+def key_view(row, prefix: str, *, parse_json: bool = False) -> SimpleNamespace:
+    """The `api_keys` columns of a row, named `prefix` + column, with attribute access, its scopes
+    parsed when they are JSON text."""
+    key = {name[len(prefix):]: value for name, value in row.items() if name.startswith(prefix)}
+    if parse_json and isinstance(key.get("scopes"), str):
+        key["scopes"] = orjson.loads(key["scopes"])
+    return SimpleNamespace(**key)

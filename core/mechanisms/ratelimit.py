@@ -25,7 +25,21 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sqlalchemy import BigInteger, Text, and_, bindparam, case, cast, delete, func, literal, or_, select, update
+from sqlalchemy import (
+    BigInteger,
+    Text,
+    and_,
+    bindparam,
+    case,
+    cast,
+    delete,
+    func,
+    literal,
+    literal_column,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session
 
@@ -105,6 +119,11 @@ def _bucket(limit: Limit, subject: str) -> str:
     return f"{limit.name}:{subject}"
 
 
+def bucket_prefix(limit: Limit) -> str:
+    """What precedes the subject in the buckets of `limit` (for a statement that names the subject itself)."""
+    return _bucket(limit, "")
+
+
 def _now_ms(now: float | None) -> int:
     return math.floor((time.time() if now is None else now) * 1000)
 
@@ -131,18 +150,20 @@ class Counting:
     usage: Callable[[tuple], Usage]
 
 
-def counting(dialect: str, limit: Limit, subject: str, *, now: float | None = None) -> Counting:
-    """The count of one request for `subject` on a database of `dialect` (`postgresql`, `sqlite`)."""
+def counting(dialect: str, limit: Limit, subject: str, *, now: float | None = None, source=None) -> Counting:
+    """The count of one request for `subject` on a database of `dialect` (`postgresql`, `sqlite`).
+    On PostgreSQL, `source` (a selectable made once, with a `bucket` column holding `bucket_of(limit,
+    subject)`) makes the statement count a request per row of it: none when a check in it failed."""
     bucket, now_ms = _bucket(limit, subject), _now_ms(now)
     if limit.exact:
         stamp = _stamp(now_ms)
         parameters = {"bucket": bucket, "size": limit.requests, "ring_length": limit.requests * WIDTH, "stamp": stamp,
                       "cutoff": _stamp(now_ms - limit.window_ms), "fresh_ring": stamp + _stamp(0) * (limit.requests - 1),
                       "expires_at": now_ms + limit.window_ms}
-        return Counting(_log_statement(dialect), parameters,
+        return Counting(_log_statement(dialect, source), parameters,
                         lambda row: _log_usage(limit, now_ms, _stamps(row[0]), exceeded=not row[1]))
     window = _Window.at(limit, now_ms)
-    return Counting(_counter_statement(dialect), _counter_parameters(limit, bucket, window),
+    return Counting(_counter_statement(dialect, source), _counter_parameters(limit, bucket, window),
                     lambda row: _counter_usage(limit, now_ms, window, row[2], row[0], exceeded=not row[1]))
 
 
@@ -194,10 +215,11 @@ def _insert(dialect: str, table):
     return (postgresql if dialect == "postgresql" else sqlite).insert(table)
 
 
-def _previous_count():
+def _previous_count(bucket=None):
     previous = WINDOWS.alias("previous")
     return func.coalesce(select(previous.c.count).where(
-        previous.c.bucket == bindparam("bucket"), previous.c.window_start == bindparam("previous_start"),
+        previous.c.bucket == (bindparam("bucket") if bucket is None else bucket),
+        previous.c.window_start == bindparam("previous_start"),
     ).scalar_subquery(), 0)
 
 
@@ -205,22 +227,33 @@ def _wide(value):
     return cast(value, BigInteger)  # PostgreSQL's integer products overflow at 2³¹
 
 
-def _allows(current) -> object:
-    return (_wide(_previous_count()) * _wide(bindparam("overlap")) + _wide(current + 1) * _wide(bindparam("window"))
+def _allows(current, bucket=None) -> object:
+    return (_wide(_previous_count(bucket)) * _wide(bindparam("overlap")) + _wide(current + 1) * _wide(bindparam("window"))
             <= _wide(bindparam("capacity")))
 
 
+def _inserted(dialect: str, table, values: dict, source):
+    """The INSERT of one row of `values`; from `source` (PostgreSQL: a selectable with a `bucket`
+    column), one row per row of it with its bucket, so none when it holds none."""
+    if source is None:
+        return _insert(dialect, table).values(bucket=bindparam("bucket"), **values)
+    chosen = [source.c.bucket, *(cast(value, table.c[name].type) for name, value in values.items())]
+    return _insert(dialect, table).from_select(["bucket", *values], select(*chosen).select_from(source))
+
+
 @functools.cache
-def _counter_statement(dialect: str):
-    first = _allows(literal(0))
-    insert = _insert(dialect, WINDOWS).values(
-        bucket=bindparam("bucket"), window_start=bindparam("window_start"),
-        count=case((first, 1), else_=0), allowed=first)
-    again = _allows(WINDOWS.c.count)
+def _counter_statement(dialect: str, source=None):
+    # From a source, the bucket is the inserted row's (`excluded`) or the stored one, by name: no
+    # parameter holds it.
+    first = _allows(literal(0), None if source is None else source.c.bucket)
+    insert = _inserted(dialect, WINDOWS, {"window_start": bindparam("window_start"),
+                                          "count": case((first, 1), else_=0), "allowed": first}, source)
+    again = _allows(WINDOWS.c.count, None if source is None else literal_column("excluded.bucket"))
+    kept = None if source is None else literal_column("rate_limit_windows.bucket")
     return insert.on_conflict_do_update(
         index_elements=["bucket", "window_start"],
         set_={"count": WINDOWS.c.count + case((again, 1), else_=0), "allowed": again},
-    ).returning(WINDOWS.c.count, WINDOWS.c.allowed, _previous_count())
+    ).returning(WINDOWS.c.count, WINDOWS.c.allowed, _previous_count(kept))
 
 
 @dataclass(frozen=True)
@@ -303,7 +336,7 @@ def _at(dialect: str, text):
 
 
 @functools.cache
-def _log_statement(dialect: str):
+def _log_statement(dialect: str, source=None):
     size, ring, head = bindparam("size"), LOGS.c.stamps, LOGS.c.head
     offset = head * WIDTH
     oldest = _at(dialect, _substr(ring, offset + 1, WIDTH))
@@ -311,8 +344,8 @@ def _log_statement(dialect: str):
     allowed = and_(fits, oldest <= _at(dialect, bindparam("cutoff")))
     fresh = or_(~fits, allowed)
     written = _substr(ring, 1, offset) + bindparam("stamp", type_=Text) + _substr(ring, offset + WIDTH + 1)
-    insert = _insert(dialect, LOGS).values(bucket=bindparam("bucket"), stamps=bindparam("fresh_ring"),
-                                           head=1 % size, allowed=True, expires_at=bindparam("expires_at"))
+    insert = _inserted(dialect, LOGS, {"stamps": bindparam("fresh_ring"), "head": 1 % size, "allowed": True,
+                                       "expires_at": bindparam("expires_at")}, source)
     return insert.on_conflict_do_update(index_elements=["bucket"], set_={
         "stamps": case((~fits, bindparam("fresh_ring")), (allowed, written), else_=ring),
         "head": case((~fits, 1 % size), (allowed, (head + 1) % size), else_=head),

@@ -13,9 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.base import db, ids
-from core.base.clock import today
+from core.base.clock import now, today
 from core.base.jsonout import dumps
 from core.billing.invoice_render import view_invoice
+from core.mechanisms import ratelimit
 from core.models import Invoice
 from tests import hostile
 from tests.api.invoicing import adhoc, customer, draft, open_invoice, pay, void
@@ -89,6 +90,48 @@ def test_an_unknown_key_is_refused_before_anything_is_counted(tenant):
     assert remaining(tenant) == before - 1  # only the /business read itself
 
 
+def _key_changed(tenant, **fields) -> None:
+    from core.models import ApiKey
+    with db.transaction() as session:
+        key = session.get(ApiKey, tenant.key_id)
+        for name, value in fields.items():
+            setattr(key, name, value)
+
+
+def _uncounted_refusal(tenant, invoice_id: str, reason: str) -> None:
+    with db.transaction() as session:
+        subject = f"key:{tenant.key_id}"
+        before = ratelimit.peek(session, ratelimit.api_requests(), subject).remaining
+    response = fast(tenant, invoice_id)
+    assert response.status_code == 401 and reason in response.json()["detail"]
+    with db.transaction() as session:
+        assert ratelimit.peek(session, ratelimit.api_requests(), subject).remaining == before
+
+
+def test_a_revoked_key_is_refused_on_its_next_read_and_not_counted(tenant):
+    invoice = draft(tenant)
+    assert fast(tenant, invoice["id"]).status_code == 200
+    _key_changed(tenant, revoked_at=now())
+    _uncounted_refusal(tenant, invoice["id"], "revoked")
+
+
+def test_an_expired_key_is_refused_and_not_counted(tenant):
+    invoice = draft(tenant)
+    _key_changed(tenant, expires_at=now() - timedelta(seconds=1))
+    _uncounted_refusal(tenant, invoice["id"], "expired")
+
+
+def test_a_limit_above_the_sliding_logs_counts_through_the_fast_path(client, monkeypatch):
+    from config.settings import get_settings
+    from core.mechanisms.ratelimit import EXACT_MAX
+    monkeypatch.setattr(get_settings(), "rate_limit_requests", EXACT_MAX + 1)  # the sliding-window counter
+    tenant = make_tenant(client)
+    invoice = draft(tenant)
+    before = remaining(tenant)
+    response = fast(tenant, invoice["id"])
+    assert response.status_code == 200 and int(response.headers["ratelimit-remaining"]) == before - 1
+
+
 def test_an_unknown_invoice_is_counted_then_not_found(tenant):
     before = remaining(tenant)
     response = fast(tenant, "in_" + "0" * 32)
@@ -137,6 +180,17 @@ def test_the_key_notes_its_last_use(tenant):
     assert fast(tenant, invoice["id"]).status_code == 200
     with db.transaction() as session:
         assert session.get(ApiKey, tenant.key_id).last_used_at is not None
+
+
+@pytest.mark.parametrize(("age", "written"), [(timedelta(seconds=30), False), (timedelta(seconds=61), True)])
+def test_the_last_use_is_written_at_most_once_a_minute(tenant, age, written):
+    from core.models import ApiKey
+    invoice = draft(tenant)
+    earlier = now() - age
+    _key_changed(tenant, last_used_at=earlier)
+    assert fast(tenant, invoice["id"]).status_code == 200
+    with db.transaction() as session:
+        assert (session.get(ApiKey, tenant.key_id).last_used_at != earlier) is written
 
 
 def test_a_finalized_invoice_reads_as_it_was_frozen(tenant):

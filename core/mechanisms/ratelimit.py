@@ -124,8 +124,15 @@ def bucket_prefix(limit: Limit) -> str:
     return _bucket(limit, "")
 
 
+def clock() -> float:
+    """Seconds since the epoch as the limiter reads them. Tests drive this function, never the
+    process's `time.time`, which the database pool reads too (a connection made in a test's future
+    would outlive every invalidation of the pool)."""
+    return time.time()
+
+
 def _now_ms(now: float | None) -> int:
-    return math.floor((time.time() if now is None else now) * 1000)
+    return math.floor((clock() if now is None else now) * 1000)
 
 
 def _usage(limit: Limit, now_ms: int, *, remaining: int, next_allowed_ms: int, exceeded: bool) -> Usage:

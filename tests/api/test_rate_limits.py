@@ -29,7 +29,7 @@ def clock(monkeypatch):
             self.now = moment
 
     driven = Clock()
-    monkeypatch.setattr(ratelimit.time, "time", lambda: driven.now)
+    monkeypatch.setattr(ratelimit, "clock", lambda: driven.now)
     return driven
 
 

@@ -332,18 +332,18 @@ def test_fifty_first_email_per_account_is_429_whatever_the_key(tenant, mailbox):
 def test_the_account_limit_holds_across_the_clock_hour(tenant, mailbox, monkeypatch):
     hour = int(time.time()) // 3600 * 3600
     spend(ratelimit.emails_per_account(), str(tenant.account_id), 50, now=hour - 30)
-    monkeypatch.setattr(ratelimit.time, "time", lambda: hour + 30)
+    monkeypatch.setattr(ratelimit, "clock", lambda: hour + 30)
     response = send(tenant, draft(tenant)["id"])
     assert response.status_code == 429
     assert response.headers["Retry-After"] == str(3600 - 60)
-    monkeypatch.setattr(ratelimit.time, "time", lambda: hour + 3600 - 30)
+    monkeypatch.setattr(ratelimit, "clock", lambda: hour + 3600 - 30)
     assert send(tenant, draft(tenant)["id"]).status_code == 200
 
 
 def test_the_key_limit_holds_across_the_clock_hour(tenant, mailbox, monkeypatch):
     hour = int(time.time()) // 3600 * 3600
     spend(ratelimit.sends_per_key(), f"key:{tenant.key_id}", 10, now=hour - 1)
-    monkeypatch.setattr(ratelimit.time, "time", lambda: hour + 1)
+    monkeypatch.setattr(ratelimit, "clock", lambda: hour + 1)
     assert send(tenant, draft(tenant)["id"]).status_code == 429
 
 

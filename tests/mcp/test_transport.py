@@ -25,7 +25,7 @@ DECIDED_TOOLS = {
 @pytest.fixture
 def fixed_window(monkeypatch):
     frozen = (int(time.time()) // 60) * 60 + 30.0
-    monkeypatch.setattr(ratelimit.time, "time", lambda: frozen)
+    monkeypatch.setattr(ratelimit, "clock", lambda: frozen)
     return frozen
 
 

@@ -58,6 +58,7 @@ def _touch_statement():
 KEY_STATEMENT, TOUCH_STATEMENT = _key_statement(), _touch_statement()
 INVOICE_STATEMENT_SQLITE = invoice_reads.invoice_statement(lines_in_row=False)
 LINES_STATEMENT = invoice_reads.lines_statement()
+SQLITE_LAYOUT = invoice_reads.Layout.of(INVOICE_STATEMENT_SQLITE)
 KEY_COLUMNS = ("id", "account_id", "secret_hash", "scopes", "revoked_at", "expires_at", "last_used_at")
 
 
@@ -77,11 +78,11 @@ GATE = _gate()
 
 
 @functools.cache
-def _read_statement(counting_statement) -> tuple[raw.Text, int]:
+def _read_statement(counting_statement) -> tuple[raw.Text, int, invoice_reads.Layout]:
     """PostgreSQL, one statement: the gate; the request counted only when it passed; the key's last
     use written when it is a minute old; the invoice only when the count allowed the request. Its row:
-    the count's columns (how many: the second value), the key's (`k_…`), the invoice's; no row when the
-    gate refused the key."""
+    the count's columns (how many: the second value), the key's (`k_…`), the invoice's (laid out by the
+    third); no row when the gate refused the key."""
     from sqlalchemy import bindparam, or_, select, true, update
     counted = counting_statement.cte("counted")
     touched = (update(KEYS).where(KEYS.c.id == GATE.c.id, counted.c.allowed,
@@ -91,7 +92,8 @@ def _read_statement(counting_statement) -> tuple[raw.Text, int]:
     statement = (select(*counted.c, *(GATE.c[name].label(f"k_{name}") for name in KEY_COLUMNS), *found.c)
                  .select_from(GATE.join(counted, true()).outerjoin(found, counted.c.allowed))
                  .add_cte(touched))
-    return raw.postgres_text(statement), len(counted.c)
+    width = len(counted.c)
+    return raw.postgres_text(statement), width, invoice_reads.Layout.of(statement, skip=width, parse_json=True)
 
 
 def _caller(authorization: str | None, invoice_ref: str) -> tuple[str, str, object] | None:
@@ -153,7 +155,7 @@ _DROPPED = _dropped()
 async def _get_invoice_postgresql(lookup_id: str, secret: str, invoice_id, invoice_ref: str) -> Answer | None:
     moment = now()
     count = ratelimit.counting("postgresql", ratelimit.api_requests(), "", source=GATE)  # the gate names the bucket
-    text, width = _read_statement(count.statement)
+    text, width, layout = _read_statement(count.statement)
     pool = await raw.postgres_pool()
     async with pool.acquire() as connection:
         row = await _query(connection, text.sql, text.arguments({
@@ -161,15 +163,16 @@ async def _get_invoice_postgresql(lookup_id: str, secret: str, invoice_id, invoi
             "stale_before": moment - apikeys.LAST_USED_PRECISION, "invoice_id": invoice_id}))
     if row is None:
         return None  # refused by the gate, and not counted: the pipeline says why
-    principal = _principal(invoice_reads.key_view(row, "k_", parse_json=True), secret, moment)
+    values = tuple(row)
+    principal = _principal(invoice_reads.key_view(values, layout), secret, moment)
     if principal is None:
         return None
-    usage = count.usage(tuple(row)[:width])
+    usage = count.usage(values[:width])
     if usage.exceeded:
         return Answer(None, usage.error("requests"), usage)
     if row["id"] is None:
         return Answer(None, _not_found(invoice_ref), usage)
-    return Answer(invoice_reads.render(row, parse_json=True), None, usage)
+    return Answer(invoice_reads.render(values, layout), None, usage)
 
 
 async def _query(connection, sql: str, arguments: list):
@@ -197,4 +200,4 @@ def _get_invoice_sqlite(lookup_id: str, secret: str, invoice_id, invoice_ref: st
         lines = connection.execute(LINES_STATEMENT, {"invoice_id": invoice_id}).all() if row is not None else []
     if row is None:
         return Answer(None, _not_found(invoice_ref), usage)
-    return Answer(invoice_reads.render(row._mapping, lines), None, usage)
+    return Answer(invoice_reads.render(tuple(row), SQLITE_LAYOUT, lines), None, usage)

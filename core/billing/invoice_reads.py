@@ -8,6 +8,7 @@ a second statement in the same thread.
 
 from __future__ import annotations
 
+import operator
 from datetime import date
 from decimal import Decimal
 from types import SimpleNamespace
@@ -29,7 +30,7 @@ BUSINESS_COLUMNS = ("id", "legal_name", "trade_name", "country_code", "currency"
 LINE_COLUMNS = ("id", "invoice_id", "price_id", "product_id", "description", "quantity", "unit", "unit_amount", "amount",
                 "discount_percent", "tax_rate", "tax_amount", "tax_category", "tax_exemption_reason")
 LINE_ORDER = (LINES.c.position, LINES.c.created, LINES.c.id)
-JSON_FIELDS = frozenset({"c_address", "b_address", "b_bank", "customer_snapshot", "issuer_snapshot"})
+JSON_FIELDS = frozenset({"c_address", "b_address", "b_bank", "customer_snapshot", "issuer_snapshot", "k_scopes"})
 
 
 def invoice_statement(*, lines_in_row: bool, account=None):
@@ -55,20 +56,46 @@ def lines_statement():
         LINES.c.invoice_id == bindparam("invoice_id")).order_by(*LINE_ORDER)
 
 
-def _split(row, *, parse_json: bool) -> tuple[SimpleNamespace, SimpleNamespace, SimpleNamespace]:
-    """The statement's row as the invoice, its customer (`c_…`) and business profile (`b_…`), each with
-    attribute access (the render functions read ORM objects and these alike), JSON text parsed."""
-    parts: tuple[dict, dict, dict] = ({}, {}, {})
-    for name, value in row.items():
-        if parse_json and name in JSON_FIELDS and isinstance(value, str):
-            value = orjson.loads(value)
-        if name.startswith("c_"):
-            parts[1][name[2:]] = value
-        elif name.startswith("b_"):
-            parts[2][name[2:]] = value
+class Layout:
+    """Where the parts of a statement's row are, from its columns' names (once per statement): the
+    invoice's columns, its customer's (`c_…`), its business profile's (`b_…`) and a key's (`k_…`).
+    The first `skip` columns (a request's count) belong to none; with `parse_json`, JSON text is
+    parsed (asyncpg leaves `json` columns as text)."""
+
+    def __init__(self, names, *, skip: int = 0, parse_json: bool = False) -> None:
+        groups: dict[str, list[tuple[int, str]]] = {"": [], "c_": [], "b_": [], "k_": []}
+        for index, name in enumerate(names):
+            if index >= skip:
+                groups[name[:2] if name[:2] in groups else ""].append((index, name))
+        self.parts = {prefix: _Part(entries, prefix, parse_json) for prefix, entries in groups.items()}
+
+    @classmethod
+    def of(cls, statement, *, skip: int = 0, parse_json: bool = False) -> Layout:
+        return cls(list(statement.selected_columns.keys()), skip=skip, parse_json=parse_json)
+
+
+class _Part:
+    """One part's columns: picked from the row's values by position, named without their prefix."""
+
+    def __init__(self, entries: list[tuple[int, str]], prefix: str, parse_json: bool) -> None:
+        self.names = tuple(name[len(prefix):] for _, name in entries)
+        self.pick = operator.itemgetter(*(index for index, _ in entries)) if len(entries) > 1 else None
+        self.single = entries[0][0] if len(entries) == 1 else None
+        self.json = tuple(at for at, (_, name) in enumerate(entries) if name in JSON_FIELDS) if parse_json else ()
+
+    def view(self, values: tuple) -> SimpleNamespace:
+        """The part of a row's `values` with attribute access (the render functions read ORM objects
+        and these alike)."""
+        if self.pick is not None:
+            picked = self.pick(values)
         else:
-            parts[0][name] = value
-    return SimpleNamespace(**parts[0]), SimpleNamespace(**parts[1]), SimpleNamespace(**parts[2])
+            picked = (values[self.single],) if self.single is not None else ()
+        if self.json:
+            picked = list(picked)
+            for at in self.json:
+                if isinstance(picked[at], str):
+                    picked[at] = orjson.loads(picked[at])
+        return SimpleNamespace(**dict(zip(self.names, picked, strict=True)))
 
 
 class RecordLine:
@@ -91,10 +118,11 @@ def _number(text: str):
     return json_number(Decimal(text))
 
 
-def render(row, lines: list | None = None, *, parse_json: bool = False, today: date | None = None) -> dict:
-    """The invoice's API object from the statement's row (a mapping) and its lines: rows of
-    `lines_statement`, or None to take the row's array of records."""
-    invoice, customer, business = _split(row, parse_json=parse_json)
+def render(values: tuple, layout: Layout, lines: list | None = None, *, today: date | None = None) -> dict:
+    """The invoice's API object from the values of the statement's row, laid out by `layout`, and its
+    lines: rows of `lines_statement`, or None to take the row's array of records."""
+    parts = layout.parts
+    invoice, customer, business = parts[""].view(values), parts["c_"].view(values), parts["b_"].view(values)
     if lines is None:
         lines = [RecordLine(values) for values in invoice.lines or ()]
     if is_frozen(invoice):
@@ -105,10 +133,6 @@ def render(row, lines: list | None = None, *, parse_json: bool = False, today: d
     return assembled(invoice_fields(invoice, today), customer_shown, issuer, lines)
 
 
-def key_view(row, prefix: str, *, parse_json: bool = False) -> SimpleNamespace:
-    """The `api_keys` columns of a row, named `prefix` + column, with attribute access, its scopes
-    parsed when they are JSON text."""
-    key = {name[len(prefix):]: value for name, value in row.items() if name.startswith(prefix)}
-    if parse_json and isinstance(key.get("scopes"), str):
-        key["scopes"] = orjson.loads(key["scopes"])
-    return SimpleNamespace(**key)
+def key_view(values: tuple, layout: Layout) -> SimpleNamespace:
+    """The `api_keys` columns of a row (`k_…`), with attribute access."""
+    return layout.parts["k_"].view(values)

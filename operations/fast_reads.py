@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import anyio
 
-from core.access import apikeys
+from core.access import apikeys, scopes
 from core.access.credentials import bearer_token
 from core.access.principal import Principal
 from core.base import context, crypto, ids, raw
@@ -64,14 +64,17 @@ KEY_COLUMNS = ("id", "account_id", "secret_hash", "scopes", "revoked_at", "expir
 
 def _gate():
     """The key of `:lookup_id` when it lets its caller read invoices at `:moment` (its secret's hash,
-    not revoked, not expired, the scope), with the bucket of its request count; no row otherwise."""
+    not revoked, not expired, a scope that is or implies the reading of invoices), with the bucket of
+    its request count; no row otherwise."""
     from sqlalchemy import Text, and_, bindparam, cast, literal, or_, select
-    from sqlalchemy.dialects.postgresql import JSONB
-    bucket = literal(ratelimit.bucket_prefix(ratelimit.api_requests()) + apikeys.CREDENTIAL_PREFIX) + cast(KEYS.c.id, Text)
-    return select(*(KEYS.c[name] for name in KEY_COLUMNS), bucket.label("bucket")).where(and_(
-        KEYS.c.lookup_id == bindparam("lookup_id"), KEYS.c.secret_hash == bindparam("secret_hash"),
-        KEYS.c.revoked_at.is_(None), or_(KEYS.c.expires_at.is_(None), KEYS.c.expires_at > bindparam("moment")),
-        cast(KEYS.c.scopes, JSONB).has_key(READ_SCOPE))).cte("gate")
+    from sqlalchemy.dialects.postgresql import JSONB, array
+    prefix = ratelimit.bucket_prefix(ratelimit.API_REQUESTS) + apikeys.CREDENTIAL_PREFIX
+    return select(*(KEYS.c[name] for name in KEY_COLUMNS), (literal(prefix) + cast(KEYS.c.id, Text)).label("bucket")
+                  ).where(and_(
+                      KEYS.c.lookup_id == bindparam("lookup_id"), KEYS.c.secret_hash == bindparam("secret_hash"),
+                      KEYS.c.revoked_at.is_(None),
+                      or_(KEYS.c.expires_at.is_(None), KEYS.c.expires_at > bindparam("moment")),
+                      cast(KEYS.c.scopes, JSONB).has_any(array(scopes.granting(READ_SCOPE))))).cte("gate")
 
 
 GATE = _gate()

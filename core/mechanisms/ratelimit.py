@@ -67,9 +67,12 @@ class Limit:
 EXACT_MAX = 1000  # the largest limit kept as a sliding log (a ring of 13 bytes per request in one row)
 
 
+API_REQUESTS = "api"
+
+
 def api_requests() -> Limit:
     """Every API request of one credential (REST and MCP together)."""
-    return Limit("api", get_settings().rate_limit_requests, 60)
+    return Limit(API_REQUESTS, get_settings().rate_limit_requests, 60)
 
 
 def sends_per_key() -> Limit:
@@ -116,12 +119,13 @@ def _duration(seconds: int) -> str:
 
 
 def _bucket(limit: Limit, subject: str) -> str:
-    return f"{limit.name}:{subject}"
+    return bucket_prefix(limit.name) + subject
 
 
-def bucket_prefix(limit: Limit) -> str:
-    """What precedes the subject in the buckets of `limit` (for a statement that names the subject itself)."""
-    return _bucket(limit, "")
+def bucket_prefix(limit_name: str) -> str:
+    """What precedes the subject in the buckets of the limit named so (for a statement that names
+    the subject itself)."""
+    return f"{limit_name}:"
 
 
 def clock() -> float:

@@ -52,6 +52,20 @@ def test_reading_an_invoice_costs_one_statement_on_postgresql(tenant, monkeypatc
     assert _statements_of(tenant, f"/invoices/{invoice['id']}", monkeypatch) == expected
 
 
+def test_a_key_whose_scope_implies_reading_invoices_reads_in_one_statement_too(tenant, monkeypatch):
+    if _dialect() != "postgresql":
+        pytest.skip("the one statement is PostgreSQL's")
+    import dataclasses
+
+    from core.access import apikeys
+    invoice = draft(tenant)
+    with db.transaction() as session:
+        created = apikeys.create_key(session, tenant.account_id, name="writer", scopes=["invoices:write"])
+    writer = dataclasses.replace(tenant, key=created.key, key_id=created.row.id)
+    writer.get("/business")  # the key's first use
+    assert _statements_of(writer, f"/invoices/{invoice['id']}", monkeypatch) == ["WITH"]
+
+
 def test_an_invoice_of_ten_lines_costs_the_statements_of_one_of_a_single_line(tenant, monkeypatch):
     one = draft(tenant, items=[adhoc()])
     ten = draft(tenant, items=[adhoc(f"Item {n}") for n in range(10)])

@@ -5,8 +5,6 @@ XMP extension schema and checks the XML against the Factur-X XSD as it does."""
 
 from __future__ import annotations
 
-import facturx
-
 from core.billing.pdf import render_invoice
 from core.documents import cii
 from core.documents.en16931 import EInvoice
@@ -16,6 +14,10 @@ LEVEL = "en16931"
 
 
 def render(view: dict, invoice: EInvoice) -> bytes:
+    # Imported when first needed: the package and its schemas hold ~40 MB that a process serving no
+    # Factur-X never needs (docs/performance.md, peak RSS).
+    import facturx
+
     base = render_invoice(view, compliance="PDF/A-3B")
     issuer = invoice.seller.trade_name or invoice.seller.name
     return facturx.generate_from_binary(

@@ -159,11 +159,9 @@ async def _get_invoice_postgresql(lookup_id: str, secret: str, invoice_id, invoi
     moment = now()
     count = ratelimit.counting("postgresql", ratelimit.api_requests(), "", source=GATE)  # the gate names the bucket
     text, width, layout = _read_statement(count.statement)
-    pool = await raw.postgres_pool()
-    async with pool.acquire() as connection:
-        row = await _query(connection, text.sql, text.arguments({
-            **count.parameters, "lookup_id": lookup_id, "secret_hash": crypto.sha256_hex(secret), "moment": moment,
-            "stale_before": moment - apikeys.LAST_USED_PRECISION, "invoice_id": invoice_id}))
+    row = await _query(raw.postgres_connections(), text.sql, text.arguments({
+        **count.parameters, "lookup_id": lookup_id, "secret_hash": crypto.sha256_hex(secret), "moment": moment,
+        "stale_before": moment - apikeys.LAST_USED_PRECISION, "invoice_id": invoice_id}))
     if row is None:
         return None  # refused by the gate, and not counted: the pipeline says why
     values = tuple(row)
@@ -178,8 +176,8 @@ async def _get_invoice_postgresql(lookup_id: str, secret: str, invoice_id, invoi
     return Answer(invoice_reads.render(values, layout), None, usage)
 
 
-async def _query(connection, sql: str, arguments: list):
-    return await connection.fetchrow(sql, *arguments)
+async def _query(connections: raw.Connections, sql: str, arguments: list):
+    return await connections.fetchrow(sql, arguments)
 
 
 def _get_invoice_sqlite(lookup_id: str, secret: str, invoice_id, invoice_ref: str) -> Answer | None:

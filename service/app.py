@@ -77,7 +77,7 @@ def create_app() -> ASGIApp:
         gc.freeze()
         async with mcp.lifespan():  # Starlette runs no lifespan of a mounted app: the SDK's runs here
             yield
-        await raw.close_postgres_pool()  # the fast read path's connections
+        await raw.close_postgres_connections()  # the fast read path's connections
         observability.forget_this_process()
 
     database_faults = dict.fromkeys(DATABASE_FAULTS, _database_fault)

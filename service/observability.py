@@ -18,6 +18,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+import orjson
 from starlette.routing import Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -131,7 +132,10 @@ class JsonLines(logging.Formatter):
         line.update({name: getattr(record, name) for name in FIELDS if hasattr(record, name)})
         if record.exc_info:
             line["exception"] = self.formatException(record.exc_info)
-        return json.dumps(line, default=str)
+        try:
+            return orjson.dumps(line, default=str).decode()
+        except orjson.JSONEncodeError:  # text orjson refuses (a lone surrogate): the json module escapes it
+            return json.dumps(line, default=str)
 
 
 class TextLines(logging.Formatter):

@@ -1,17 +1,19 @@
 """The fast read path's access to the database, beside the ORM's.
 
 Core statements are written once with SQLAlchemy (tables and columns stay in one place) and compiled
-once per dialect to the text a driver takes. On PostgreSQL they run on an asyncpg pool on the event
-loop (no thread hop, no ORM; about a third of psycopg's CPU per statement); on SQLite on a SQLAlchemy
+once per dialect to the text a driver takes. On PostgreSQL they run on a few asyncpg connections on
+the event loop (no thread hop, no ORM; about a third of psycopg's CPU per statement); on SQLite on a SQLAlchemy
 Core connection in a thread, as SQLite has no asynchronous driver.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import functools
 import os
 import secrets
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,67 +42,145 @@ def postgres_text(statement: Any) -> Text:
     return Text(str(compiled), tuple(compiled.positiontup or ()), dict(compiled.params))
 
 
-class _Pool:
-    """One asyncpg pool per process and event loop (a test's client may run several loops in turn)."""
+class Connections:
+    """At most `size` asyncpg connections of one event loop, handed out in the order they are asked
+    for. Lighter than asyncpg's pool, whose release costs a task and a shield per request: a
+    connection goes back only after a statement that ended cleanly; one that failed or was
+    interrupted is closed with the idle ones (a restart of the database ends them all), and the next
+    requests open others."""
 
-    def __init__(self) -> None:
-        self.pool = None
-        self.loop: asyncio.AbstractEventLoop | None = None
-        self.lock: asyncio.Lock | None = None
+    def __init__(self, size: int, connect: Callable[[], Awaitable[Any]]) -> None:
+        self.size, self.connect = size, connect
+        self.idle: list = []
+        self.opened = 0
+        self.waiting: collections.deque[asyncio.Future] = collections.deque()
 
-    async def get(self):
-        loop = asyncio.get_running_loop()
-        if self.pool is not None and self.loop is loop:
-            return self.pool
-        if self.lock is None or self.loop is not loop:
-            self.lock = asyncio.Lock()
-        async with self.lock:
-            if self.pool is not None and self.loop is loop:
-                return self.pool
-            self.terminate()
-            import asyncpg
-            url = make_url(get_settings().database_url).set(drivername="postgresql")
-            # Few connections: requests queue here, in order, rather than as many PostgreSQL backends
-            # competing with this process for the CPU (p99 at 16 clients: 15 ms with 2, 25-45 ms with 8).
-            size = get_settings().fast_read_connections
-            self.pool = await asyncpg.create_pool(url.render_as_string(hide_password=False), min_size=1,
-                                                  max_size=size, statement_cache_size=64,
-                                                  server_settings={"application_name": application_name(),
-                                                                   # What these connections write is the
-                                                                   # request's count and a key's last use:
-                                                                   # a crash may lose the last instants of
-                                                                   # them, never an invoice.
-                                                                   "synchronous_commit": "off"},
-                                                  reset=_nothing_to_reset)
-            self.loop = loop
-        return self.pool
+    async def fetchrow(self, sql: str, arguments: list):
+        connection = await self._take()
+        try:
+            row = await connection.fetchrow(sql, *arguments)
+        except BaseException:
+            self._drop(connection)
+            for idle in self.idle:
+                self._drop(idle)
+            self.idle = []
+            raise
+        self._give_back(connection)
+        return row
+
+    async def _take(self):
+        while True:
+            if self.idle:
+                return self.idle.pop()
+            if self.opened < self.size:
+                self.opened += 1
+                try:
+                    return await self.connect()
+                except BaseException:
+                    self._free_a_place()
+                    raise
+            waiter = asyncio.get_running_loop().create_future()
+            self.waiting.append(waiter)
+            try:
+                handed = await waiter
+            except BaseException:
+                if not waiter.done():
+                    self.waiting.remove(waiter)
+                elif waiter.cancelled():
+                    pass  # left in the queue, which skips it
+                elif waiter.result() is not None:  # handed a connection as it was cancelled
+                    self._give_back(waiter.result())
+                else:
+                    self._free_a_place()
+                raise
+            if handed is not None:
+                return handed
+            # None: a connection was closed, so this waiter may open one
+
+    def _next_waiter(self) -> asyncio.Future | None:
+        while self.waiting:
+            waiter = self.waiting.popleft()
+            if not waiter.done():
+                return waiter
+        return None
+
+    def _give_back(self, connection) -> None:
+        waiter = self._next_waiter()
+        if waiter is not None:
+            waiter.set_result(connection)
+        else:
+            self.idle.append(connection)
+
+    def _drop(self, connection) -> None:
+        connection.terminate()
+        self._free_a_place()
+
+    def _free_a_place(self) -> None:
+        self.opened -= 1
+        waiter = self._next_waiter()
+        if waiter is not None:
+            waiter.set_result(None)
 
     def terminate(self) -> None:
-        """Close the pool's connections at once (a pool of a loop that has ended, or at exit)."""
-        if self.pool is not None and self.loop is not None and not self.loop.is_closed():
-            self.pool.terminate()
-        self.pool, self.loop = None, None  # a pool of a closed loop: its sockets went with the loop
+        for connection in self.idle:
+            connection.terminate()
+        self.idle, self.opened = [], 0
 
     async def close(self) -> None:
-        if self.pool is not None and self.loop is asyncio.get_running_loop():
-            await self.pool.close()
-        self.pool, self.loop = None, None
+        idle, self.idle, self.opened = self.idle, [], 0
+        for connection in idle:
+            await connection.close()
 
 
-async def _nothing_to_reset(_connection) -> None:
-    """asyncpg resets a connection's session on release with one more round trip (RESET ALL, UNLISTEN…);
-    the fast path leaves nothing to reset: no transaction, no setting, no listener."""
+class _PerLoop:
+    """The fast path's connections, per process and event loop (a test's client may run several
+    loops in turn; connections of a loop that ended went with it)."""
+
+    def __init__(self) -> None:
+        self.connections: Connections | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    def get(self) -> Connections:
+        loop = asyncio.get_running_loop()
+        if self.connections is None or self.loop is not loop:
+            self.terminate()
+            # Few connections: requests queue here, in order, rather than as many PostgreSQL backends
+            # competing with this process for the CPU (p99 at 16 clients: 15 ms with 2, 25-45 ms with 8).
+            self.connections, self.loop = Connections(get_settings().fast_read_connections, _connect), loop
+        return self.connections
+
+    def terminate(self) -> None:
+        if self.connections is not None and self.loop is not None and not self.loop.is_closed():
+            self.connections.terminate()
+        self.connections, self.loop = None, None
+
+    async def close(self) -> None:
+        if self.connections is not None and self.loop is asyncio.get_running_loop():
+            await self.connections.close()
+        self.connections, self.loop = None, None
 
 
-_pool = _Pool()
+async def _connect():
+    import asyncpg
+    url = make_url(get_settings().database_url).set(drivername="postgresql")
+    return await asyncpg.connect(url.render_as_string(hide_password=False), statement_cache_size=64,
+                                 server_settings={"application_name": application_name(),
+                                                  # What these connections write is the request's count
+                                                  # and a key's last use: a crash may lose the last
+                                                  # instants of them, never an invoice.
+                                                  "synchronous_commit": "off"})
 
 
-async def postgres_pool():
-    return await _pool.get()
+_per_loop = _PerLoop()
 
 
-async def close_postgres_pool() -> None:
-    await _pool.close()
+def postgres_connections() -> Connections:
+    """The fast path's connections for this event loop."""
+    return _per_loop.get()
+
+
+async def close_postgres_connections() -> None:
+    await _per_loop.close()
 
 
 def application_name() -> str:

@@ -257,6 +257,11 @@ def test_json_log_lines_carry_the_request_and_the_caller():
     contextvars.copy_context().run(_log_a_line_in_a_request)  # leaves this thread's context as it was
 
 
+def test_a_json_log_line_keeps_text_orjson_refuses():
+    record = logging.LogRecord("invoicing", logging.WARNING, __file__, 1, "odd %s", ("\ud800",), None)
+    assert json.loads(observability.JsonLines().format(record))["message"] == "odd \ud800"
+
+
 def _log_a_line_in_a_request():
     request = context.begin("req_abc")
     context.note_caller("acc-1", "api_key:key-1")

@@ -129,20 +129,23 @@ def test_the_servers_last_word_before_it_closes_a_connection_is_a_disconnect(ten
     must be replaced all the same, not handed out again."""
     if _dialect() != "postgresql":
         pytest.skip("an embedded SQLite database has no connection to drop")
-    engine = db.get_engine()
-    monkeypatch.setattr(type(engine.dialect), "is_disconnect", lambda *_: False)  # EOF not seen yet
-    with engine.connect() as connection:
-        pid = connection.execute(text("SELECT pg_backend_pid()")).scalar()
-    outsider = create_engine(engine.url, poolclass=NullPool)
-    with outsider.connect() as connection:
-        connection.execute(text("SELECT pg_terminate_backend(:pid, 5000)"), {"pid": pid})
-    outsider.dispose()
-    with pytest.raises(DBAPIError) as raised:
-        with engine.connect() as connection:
-            connection.execute(text("SELECT 1"))
-    assert raised.value.connection_invalidated
-    with engine.connect() as connection:  # the pool's connections were replaced
-        assert connection.execute(text("SELECT 1")).scalar() == 1
+    engine = db.make_engine(db.get_engine().url.render_as_string(hide_password=False))  # a pool of its own
+    try:
+        with engine.connect() as connection:  # the pool's one connection, whose backend ends below
+            pid = connection.execute(text("SELECT pg_backend_pid()")).scalar()
+        outsider = create_engine(engine.url, poolclass=NullPool)
+        with outsider.connect() as connection:
+            connection.execute(text("SELECT pg_terminate_backend(:pid, 5000)"), {"pid": pid})
+        outsider.dispose()
+        monkeypatch.setattr(type(engine.dialect), "is_disconnect", lambda *_: False)  # EOF not seen yet
+        with pytest.raises(DBAPIError) as raised:
+            with engine.connect() as connection:
+                connection.execute(text("SELECT 1"))
+        assert raised.value.connection_invalidated
+        with engine.connect() as connection:  # the pool's connections were replaced
+            assert connection.execute(text("SELECT 1")).scalar() == 1
+    finally:
+        engine.dispose()
 
 
 def _dropping_the_first_connection(monkeypatch) -> list:

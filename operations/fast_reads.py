@@ -3,8 +3,8 @@
 The pipeline (`operations.pipeline`) serves every operation through the ORM in a worker thread. The
 most frequent read is served here instead: on PostgreSQL on the event loop with asyncpg, one
 statement (the key's check, the request's count, the key's last use, the invoice with its parties
-and lines), no ORM, no response models; on SQLite with Core statements in one thread. It keeps the pipeline's order and
-answers: a credential it would refuse (401), a missing scope (403) or an id it would not read is
+and lines), no ORM, no response models; on SQLite with Core statements in one thread. It keeps the
+pipeline's order and answers: a credential it would refuse (401), a missing scope (403) or an id it would not read is
 left to the pipeline before anything is counted (`None`), so those answers stay the pipeline's
 own; a limit reached is the same 429, an invoice not found the same 404, and the object is rendered
 by the same functions (`core.billing.invoice_render`). `tests/api/test_fast_reads.py` checks the
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import anyio
 
-from core.access import apikeys, scopes
+from core.access import apikeys
 from core.access.credentials import bearer_token
 from core.access.principal import Principal
 from core.base import context, crypto, ids, raw
@@ -30,8 +30,9 @@ from core.billing import invoice_reads
 from core.mechanisms import ratelimit
 from core.mechanisms.ratelimit import Usage
 from core.models import ApiKey
+from operations import invoices as invoice_operations
 
-READ_SCOPE = "invoices:read"
+READ_SCOPE = invoice_operations.get_invoice.scope  # the operation this path serves
 KEYS = ApiKey.__table__
 
 
@@ -46,8 +47,7 @@ class Answer:
 
 def _key_statement():
     from sqlalchemy import bindparam, select
-    return select(KEYS.c.id, KEYS.c.account_id, KEYS.c.secret_hash, KEYS.c.scopes, KEYS.c.revoked_at,
-                  KEYS.c.expires_at, KEYS.c.last_used_at).where(KEYS.c.lookup_id == bindparam("lookup_id"))
+    return select(*(KEYS.c[name] for name in apikeys.KEY_COLUMNS)).where(KEYS.c.lookup_id == bindparam("lookup_id"))
 
 
 def _touch_statement():
@@ -59,25 +59,7 @@ KEY_STATEMENT, TOUCH_STATEMENT = _key_statement(), _touch_statement()
 INVOICE_STATEMENT_SQLITE = invoice_reads.invoice_statement(lines_in_row=False)
 LINES_STATEMENT = invoice_reads.lines_statement()
 SQLITE_LAYOUT = invoice_reads.Layout.of(INVOICE_STATEMENT_SQLITE)
-KEY_COLUMNS = ("id", "account_id", "secret_hash", "scopes", "revoked_at", "expires_at", "last_used_at")
-
-
-def _gate():
-    """The key of `:lookup_id` when it lets its caller read invoices at `:moment` (its secret's hash,
-    not revoked, not expired, a scope that is or implies the reading of invoices), with the bucket of
-    its request count; no row otherwise."""
-    from sqlalchemy import Text, and_, bindparam, cast, literal, or_, select
-    from sqlalchemy.dialects.postgresql import JSONB, array
-    prefix = ratelimit.bucket_prefix(ratelimit.API_REQUESTS) + apikeys.CREDENTIAL_PREFIX
-    return select(*(KEYS.c[name] for name in KEY_COLUMNS), (literal(prefix) + cast(KEYS.c.id, Text)).label("bucket")
-                  ).where(and_(
-                      KEYS.c.lookup_id == bindparam("lookup_id"), KEYS.c.secret_hash == bindparam("secret_hash"),
-                      KEYS.c.revoked_at.is_(None),
-                      or_(KEYS.c.expires_at.is_(None), KEYS.c.expires_at > bindparam("moment")),
-                      cast(KEYS.c.scopes, JSONB).has_any(array(scopes.granting(READ_SCOPE))))).cte("gate")
-
-
-GATE = _gate()
+GATE = apikeys.valid_key(READ_SCOPE, ratelimit.bucket_prefix(ratelimit.API_REQUESTS))
 
 
 @functools.cache
@@ -86,13 +68,12 @@ def _read_statement(counting_statement) -> tuple[raw.Text, int, invoice_reads.La
     use written when it is a minute old; the invoice only when the count allowed the request. Its row:
     the count's columns (how many: the second value), the key's (`k_…`), the invoice's (laid out by the
     third); no row when the gate refused the key."""
-    from sqlalchemy import bindparam, or_, select, true, update
+    from sqlalchemy import bindparam, select, true, update
     counted = counting_statement.cte("counted")
-    touched = (update(KEYS).where(KEYS.c.id == GATE.c.id, counted.c.allowed,
-                                  or_(GATE.c.last_used_at.is_(None), GATE.c.last_used_at <= bindparam("stale_before")))
+    touched = (update(KEYS).where(KEYS.c.id == GATE.c.id, counted.c.allowed, apikeys.stale_use_clause(GATE.c.last_used_at))
                .values(last_used_at=bindparam("moment")).returning(KEYS.c.id).cte("touched"))
     found = invoice_reads.invoice_statement(lines_in_row=True, account=GATE.c.account_id).lateral("found")
-    statement = (select(*counted.c, *(GATE.c[name].label(f"k_{name}") for name in KEY_COLUMNS), *found.c)
+    statement = (select(*counted.c, *(GATE.c[name].label(f"k_{name}") for name in apikeys.KEY_COLUMNS), *found.c)
                  .select_from(GATE.join(counted, true()).outerjoin(found, counted.c.allowed))
                  .add_cte(touched))
     width = len(counted.c)
@@ -121,10 +102,6 @@ def _principal(key_row, secret: str, moment) -> Principal | None:
         return None
     context.note_caller(principal.account_id, principal.credential_label)
     return principal
-
-
-def _counting(principal: Principal, dialect: str) -> ratelimit.Counting:
-    return ratelimit.counting(dialect, ratelimit.api_requests(), principal.rate_limit_subject)
 
 
 def _not_found(invoice_ref: str) -> NotFound:
@@ -161,7 +138,7 @@ async def _get_invoice_postgresql(lookup_id: str, secret: str, invoice_id, invoi
     text, width, layout = _read_statement(count.statement)
     row = await _query(raw.postgres_connections(), text.sql, text.arguments({
         **count.parameters, "lookup_id": lookup_id, "secret_hash": crypto.sha256_hex(secret), "moment": moment,
-        "stale_before": moment - apikeys.LAST_USED_PRECISION, "invoice_id": invoice_id}))
+        "stale_before": apikeys.stale_before(moment), "invoice_id": invoice_id}))
     if row is None:
         return None  # refused by the gate, and not counted: the pipeline says why
     values = tuple(row)
@@ -188,7 +165,7 @@ def _get_invoice_sqlite(lookup_id: str, secret: str, invoice_id, invoice_ref: st
     principal = _principal(key, secret, moment)
     if principal is None:
         return None
-    count = _counting(principal, "sqlite")
+    count = ratelimit.counting("sqlite", ratelimit.api_requests(), principal.rate_limit_subject)
     with get_engine().begin() as connection:  # the write turn and BEGIN IMMEDIATE of core.base.db
         usage = count.usage(tuple(connection.execute(count.statement, count.parameters).one()))
         if not usage.exceeded and apikeys.stale_use(key, moment):

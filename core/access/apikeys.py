@@ -10,7 +10,7 @@ from datetime import timedelta
 from sqlmodel import Session, select
 
 from core.access.principal import Principal
-from core.access.scopes import PRESETS, ordered, unknown_scopes
+from core.access.scopes import PRESETS, granting, ordered, unknown_scopes
 from core.base import crypto
 from core.base.clock import now
 from core.base.errors import NotFound, Unauthorized, ValidationFailed
@@ -127,3 +127,33 @@ def verified(row, secret: str, moment) -> Principal:
 def stale_use(row, moment) -> bool:
     """Whether the key's `last_used_at` should be written now (at most once a minute)."""
     return row.last_used_at is None or moment - row.last_used_at >= LAST_USED_PRECISION
+
+
+# The same rules as SQL, for a statement that checks a key itself (PostgreSQL's fast read path).
+
+KEYS = ApiKey.__table__
+KEY_COLUMNS = ("id", "account_id", "secret_hash", "scopes", "revoked_at", "expires_at", "last_used_at")
+
+
+def valid_key(scope: str, bucket_prefix: str):
+    """`verified` and `Principal.require(scope)` as a CTE: the key of `:lookup_id` whose secret hashes
+    to `:secret_hash`, not revoked, not expired at `:moment`, granted `scope` or a scope implying it,
+    with its columns and `bucket` (`bucket_prefix` + its credential id); no row otherwise."""
+    from sqlalchemy import Text, and_, bindparam, cast, literal, or_
+    from sqlalchemy import select as core_select
+    from sqlalchemy.dialects.postgresql import JSONB, array
+    bucket = literal(bucket_prefix + CREDENTIAL_PREFIX) + cast(KEYS.c.id, Text)
+    return core_select(*(KEYS.c[name] for name in KEY_COLUMNS), bucket.label("bucket")).where(and_(
+        KEYS.c.lookup_id == bindparam("lookup_id"), KEYS.c.secret_hash == bindparam("secret_hash"),
+        KEYS.c.revoked_at.is_(None), or_(KEYS.c.expires_at.is_(None), KEYS.c.expires_at > bindparam("moment")),
+        cast(KEYS.c.scopes, JSONB).has_any(array(granting(scope))))).cte("valid_key")
+
+
+def stale_use_clause(last_used_at):
+    """`stale_use` as SQL, against `:stale_before` (`stale_before(moment)`)."""
+    from sqlalchemy import bindparam, or_
+    return or_(last_used_at.is_(None), last_used_at <= bindparam("stale_before"))
+
+
+def stale_before(moment):
+    return moment - LAST_USED_PRECISION

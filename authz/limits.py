@@ -12,8 +12,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from core.access.authorization_details import ACTIONS, ACTIONS_OF, SCOPE_OF, InvoiceActions
-from core.base.money import from_major, is_known_currency, to_major
+from core.access.authorization_details import (
+    ACTIONS,
+    ACTIONS_OF,
+    SCOPE_OF,
+    InvoiceActions,
+    typed_amount,
+    typed_count,
+)
+from core.base.money import is_known_currency, to_major
 
 CONSEQUENTIAL = tuple(ACTIONS_OF)
 
@@ -114,17 +121,16 @@ def _limited(row: LimitRow, actions: tuple[str, ...]) -> InvoiceActions:
     if row.amount:
         if not is_known_currency(row.currency):
             raise LimitsRefused(f"{row.currency or 'The currency'} is not a currency code (such as USD or EUR).")
-        minor = from_major(row.amount, row.currency)
-        if minor is None or minor < 0:
+        amount = typed_amount(row.amount, row.currency)
+        if amount is None:
             raise LimitsRefused(f"“{row.amount}” is not an amount in {row.currency}.")
-        amount = (row.currency, minor)
     elif ceiling and ceiling.max_amount:
         amount = ceiling.max_amount
     per_day = None
     if row.per_day:
-        if not row.per_day.isdigit() or int(row.per_day) > 100_000:
+        per_day = typed_count(row.per_day)
+        if per_day is None:
             raise LimitsRefused(f"“{row.per_day}” is not a number of actions a day.")
-        per_day = int(row.per_day)
     elif ceiling and ceiling.max_per_day is not None:
         per_day = ceiling.max_per_day
     detail = InvoiceActions(actions=tuple(a for a in ACTIONS if a in actions), max_amount=amount, max_per_day=per_day)

@@ -15,13 +15,13 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from core.access.accounts import account_of
-from core.access.authorization_details import VERBS, InvoiceActions
+from core.access.authorization_details import MAX_PER_DAY, VERBS, InvoiceActions, typed_amount, typed_count
 from core.access.connected_apps import ConnectedApps, Grant
 from core.access.scopes import SCOPE_DESCRIPTIONS
 from core.base import ids
 from core.base.db import transaction
 from core.base.errors import NotFound
-from core.base.money import format_money, from_major, is_known_currency, to_major
+from core.base.money import format_money, to_major
 from core.billing import delegated_actions
 from core.models import Invoice
 from pages.routing import Visit, page, redirect
@@ -114,19 +114,13 @@ def _detail(visit: Visit, index: int, detail: InvoiceActions, errors: dict[str, 
     amount_text = visit.text(f"detail{index}.amount", 40)
     currency = visit.text(f"detail{index}.currency", 3).upper() or (detail.max_amount[0] if detail.max_amount else "")
     per_day_text = visit.text(f"detail{index}.per_day", 10)
-    max_amount = None
-    if amount_text:
-        minor = from_major(amount_text, currency) if is_known_currency(currency) else None
-        if minor is None:
-            errors[f"detail{index}.amount"] = f"write an amount in {currency or 'a currency code'}, such as 1000.00"
-        else:
-            max_amount = (currency, minor)
-    max_per_day = None
-    if per_day_text:
-        if not per_day_text.isdigit():
-            errors[f"detail{index}.per_day"] = "write a whole number, or leave it empty for no daily limit"
-        else:
-            max_per_day = int(per_day_text)
+    max_amount = typed_amount(amount_text, currency) if amount_text else None
+    if amount_text and max_amount is None:
+        errors[f"detail{index}.amount"] = f"write an amount in {currency or 'a currency code'}, such as 1000.00"
+    max_per_day = typed_count(per_day_text) if per_day_text else None
+    if per_day_text and max_per_day is None:
+        errors[f"detail{index}.per_day"] = (f"write a whole number up to {MAX_PER_DAY:,}, or leave it empty for no "
+                                            "daily limit")
     return InvoiceActions(actions=detail.actions, max_amount=max_amount, max_per_day=max_per_day)
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from core.base.money import format_money, is_known_currency
+from core.base.money import format_money, from_major, is_known_currency
 from core.base.validation import MAX_SAFE_INTEGER
 
 TYPE = "invoice_actions"
@@ -26,6 +26,7 @@ SCOPE_OF = {"finalize": "invoices:finalize", "void": "invoices:finalize", "send"
             "pay": "payments:write"}
 ACTIONS_OF = {"invoices:finalize": ("finalize", "void"), "invoices:send": ("send",), "payments:write": ("pay",)}
 MAX_DETAILS = 10
+MAX_PER_DAY = 100_000
 VERBS = {"finalize": "finalize", "send": "send", "pay": "mark paid", "void": "void"}
 
 
@@ -117,9 +118,21 @@ def _amount(value: object, where: str) -> tuple[str, int]:
 
 
 def _count(value: object, where: str) -> int:
-    if not _whole(value) or not 0 <= value <= 100_000:
+    if not _whole(value) or not 0 <= value <= MAX_PER_DAY:
         raise InvalidAuthorizationDetails(f"{where}.max_per_day must be a whole number, 0 or more")
     return value
+
+
+def typed_amount(text: str, currency: str) -> tuple[str, int] | None:
+    """A limit a person typed in major units of `currency` (the consent page, the dashboard), as
+    (currency, minor units); None when it is not one `parse` would accept."""
+    minor = from_major(text, currency) if is_known_currency(currency) else None
+    return (currency, minor) if minor is not None and 0 <= minor <= MAX_SAFE_INTEGER else None
+
+
+def typed_count(text: str) -> int | None:
+    """A number of actions a day a person typed; None when it is not one `parse` would accept."""
+    return int(text) if text.isdigit() and int(text) <= MAX_PER_DAY else None
 
 
 def to_json(details: tuple[InvoiceActions, ...] | None) -> list[dict] | None:

@@ -268,6 +268,17 @@ def test_lowering_a_limit_in_the_dashboard_reaches_the_next_request(browser, cli
     assert finalize(caller, draft_of(tenant, 60000)["id"]).status_code == 403
 
 
+@pytest.mark.parametrize("fields", [{"detail0.per_day": "200000"}, {"detail0.amount": "-5", "detail0.currency": "USD"}])
+def test_the_dashboard_refuses_a_limit_the_grant_could_not_hold(browser, client, app_client, tenant, fields):
+    caller = as_token(client, rest_token(browser, app_client, authorization_details=FINALIZE_1000)["access_token"])
+    grant_id = browser.get("/settings/apps").text.split("/settings/apps/", 1)[1].split('"', 1)[0]
+    form = browser.get(f"/settings/apps/{grant_id}").text
+    token = form.split('name="csrf_token" value="', 1)[1].split('"', 1)[0]
+    refused = browser.post(f"/settings/apps/{grant_id}", data={"csrf_token": token, **fields}, follow_redirects=False)
+    assert refused.status_code == 422
+    assert finalize(caller, draft_of(tenant, 50000)["id"]).status_code == 200  # the grant still loads and holds
+
+
 def test_the_apps_page_shows_limits_and_what_the_app_did(browser, client, app_client, tenant):
     caller = as_token(client, rest_token(browser, app_client, authorization_details=FINALIZE_1000)["access_token"])
     finalize(caller, draft_of(tenant, 50000)["id"])

@@ -142,8 +142,3 @@ def to_json(details: tuple[InvoiceActions, ...] | None) -> list[dict] | None:
 def from_stored(value: object) -> tuple[InvoiceActions, ...] | None:
     """What a grant stores (validated when it was granted); None for a grant without any."""
     return None if value is None else parse(value)
-
-
-def no_wider(narrow: tuple[InvoiceActions, ...], wide: tuple[InvoiceActions, ...]) -> bool:
-    """Every detail of `narrow` fits inside one of `wide`."""
-    return all(any(detail.allows_no_more_than(other) for other in wide) for detail in narrow)

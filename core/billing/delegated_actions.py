@@ -20,6 +20,7 @@ from sqlalchemy import func
 from sqlmodel import Session, select
 
 from config.settings import get_settings
+from core.access import resources
 from core.access.authorization_details import VERBS, InvoiceActions
 from core.access.principal import Principal
 from core.base import ids
@@ -99,7 +100,7 @@ def _label(session: Session, invoice: Invoice) -> str:
 
 def _record(session: Session, principal: Principal, action: str, invoice: Invoice, outcome: str,
             detail: str | None) -> DelegatedAction:
-    via = "MCP" if (principal.resource or "").endswith("/mcp") else "REST API"
+    via = resources.label(principal.resource or "")
     return DelegatedAction(account_id=principal.account_id, grant_id=principal.grant_id, client_name=principal.client_name,
                            action=action, via=via, invoice_id=invoice.id, invoice_label=_label(session, invoice),
                            amount=invoice.total, currency=invoice.currency, outcome=outcome,

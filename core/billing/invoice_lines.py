@@ -21,7 +21,6 @@ from core.catalog import products
 from core.models import Invoice, InvoiceLine, Price, Product
 
 TaxCategory = Literal["S", "Z", "E", "AE", "K", "G", "O"]
-EXEMPT_CATEGORIES = ("E", "AE", "K", "G", "O")  # a line of these bears no VAT for a stated reason
 EXEMPTION_REASON_MAX = 1000
 # Each exempt category's standard wording (and its VATEX code), printed and sent when no reason is given.
 EXEMPTION_DEFAULTS = {
@@ -31,6 +30,7 @@ EXEMPTION_DEFAULTS = {
     "G": ("VATEX-EU-G", "Export outside the EU exempt from VAT"),
     "O": ("VATEX-EU-O", "Not subject to VAT"),
 }
+EXEMPT_CATEGORIES = tuple(EXEMPTION_DEFAULTS)  # a line of these bears no VAT for a stated reason
 
 
 def exemption_notes(lines: list[dict]) -> list[str]:

@@ -9,6 +9,7 @@ from decimal import Decimal
 from lxml import etree
 from lxml.builder import ElementMaker
 
+from core.documents import codes
 from core.documents.en16931 import EInvoice, Line, Party, VatGroup
 
 RSM = "urn:un:unece:uncefact:data:standard:CrossIndustryInvoice:100"
@@ -92,7 +93,7 @@ def _line(line: Line, invoice: EInvoice):
     if line.allowance:
         adjustments.append(ram.SpecifiedTradeAllowanceCharge(*_present(
             ram.ChargeIndicator(udt.Indicator("false")), ram.ActualAmount(_cents(invoice, line.allowance)),
-            ram.ReasonCode("95") if line.allowance_reason == "Discount" else None,
+            ram.ReasonCode(codes.DISCOUNT_REASON) if line.allowance_reason == "Discount" else None,
             ram.Reason(line.allowance_reason))))
     if line.charge:
         adjustments.append(ram.SpecifiedTradeAllowanceCharge(

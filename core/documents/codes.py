@@ -1,9 +1,7 @@
 """Code lists e-invoices use: units (UN/ECE Recommendation 20), VAT categories (UNCL 5305) and the
-standard wording of their exemptions (VATEX), payment means (UNCL 4461)."""
+payment means (UNCL 4461); the exemptions' VATEX codes and wording are `invoice_lines.EXEMPTION_DEFAULTS`."""
 
 from __future__ import annotations
-
-from core.billing.invoice_lines import EXEMPTION_DEFAULTS
 
 # Our unit codes → UN/ECE Recommendation 20 (and 21, with an X prefix).
 UNIT_CODES = {
@@ -11,8 +9,6 @@ UNIT_CODES = {
     "HRS": "HUR", "DAY": "DAY", "MON": "MON", "BOX": "XBX", "SET": "SET", "OTH": "ZZ",
 }
 
-# VAT categories whose lines bear no VAT for a stated reason, with the reason used when none is given.
-EXEMPTIONS = EXEMPTION_DEFAULTS
 CATEGORY_NAMES = {"S": "standard rate", "Z": "zero rated", "E": "exempt", "AE": "reverse charge",
                   "K": "intra-community supply", "G": "export outside the EU", "O": "not subject to VAT"}
 # Categories that need the seller's VAT number (BR-S-02, BR-Z-02, BR-E-02, BR-AE-02, BR-IC-02, BR-G-02)…

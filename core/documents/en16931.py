@@ -20,6 +20,7 @@ from core.base.electronic_addresses import EAS_OF_VAT_PREFIX, derived_from_vat, 
 from core.base.errors import FieldError
 from core.base.money import currency_exponent
 from core.base.validation import failed
+from core.billing.invoice_lines import EXEMPTION_DEFAULTS
 from core.billing.presentation import country_code
 from core.documents import codes
 
@@ -221,7 +222,7 @@ def _seller(issuer: dict, errors: list[FieldError]) -> Party:
     tax_id = _text(issuer.get("tax_id"))
     vat = _vat(tax_id, country)
     registration = tax_id if tax_id and not vat else None  # a tax number of a country without VAT numbers
-    legal = (endpoint[0], endpoint[1]) if endpoint and endpoint[0] in LEGAL_SCHEMES else None
+    legal = endpoint if endpoint and endpoint[0] in LEGAL_SCHEMES else None
     identifier = endpoint if endpoint and not endpoint[0].startswith("99") else None
     if registration and not legal:
         legal = (None, registration)  # BR-CO-26: the seller is named by BT-29, BT-30 or BT-31
@@ -244,7 +245,7 @@ def _buyer(customer: dict, errors: list[FieldError], *, uses_o: bool) -> Party:
     tax_id = _text(customer.get("tax_id"))
     vat = _vat(tax_id, country)
     endpoint = _endpoint(customer.get("peppol_id")) or derived_from_vat(vat)
-    legal = (endpoint[0], endpoint[1]) if endpoint and endpoint[0] in LEGAL_SCHEMES else None
+    legal = endpoint if endpoint and endpoint[0] in LEGAL_SCHEMES else None
     if tax_id and (not vat or uses_o):  # BR-O-02: no buyer VAT number on an invoice not subject to VAT
         legal, vat = legal or (None, tax_id), None
     return Party(name=customer.get("name") or "", trade_name=None, address=_address(address, country), vat_id=vat,
@@ -312,10 +313,10 @@ def _vat_groups(lines_data: list[dict], lines: list[Line], decimals: int) -> lis
             # BR-CO-17 accepts the category's tax within one currency unit of taxable × rate.
             tax = ours if abs(ours - exact) < 1 else _round(taxable * rate / 100, decimals)
         code, reason = None, None
-        if category in codes.EXEMPTIONS:
+        if category in EXEMPTION_DEFAULTS:
             given = next((lines_data[i].get("tax_exemption_reason") for i in members
                           if lines_data[i].get("tax_exemption_reason")), None)
-            default_code, default_reason = codes.EXEMPTIONS[category]
+            default_code, default_reason = EXEMPTION_DEFAULTS[category]
             code = default_code if not given or category != "E" else None
             reason = given or default_reason
         result.append(VatGroup(category=category, rate=rate, taxable=taxable, tax=tax, exemption_code=code,

@@ -7,6 +7,7 @@ from decimal import Decimal
 from lxml import etree
 from lxml.builder import ElementMaker
 
+from core.documents import codes
 from core.documents.en16931 import EInvoice, Line, Party, VatGroup
 
 UBL = "urn:oasis:names:specification:ubl:schema:xsd:Invoice-2"
@@ -161,7 +162,8 @@ def _line(line: Line, money: _Money):
         cbc.InvoicedQuantity(f"{line.quantity.normalize():f}", unitCode=line.unit_code),
         money.tag(cbc.LineExtensionAmount, line.net_amount),
         cac.AllowanceCharge(cbc.ChargeIndicator("false"),
-                            *_present(cbc.AllowanceChargeReasonCode("95") if line.allowance_reason == "Discount" else None),
+                            *_present(cbc.AllowanceChargeReasonCode(codes.DISCOUNT_REASON)
+                                      if line.allowance_reason == "Discount" else None),
                             cbc.AllowanceChargeReason(line.allowance_reason),
                             money.cents(cbc.Amount, line.allowance)) if line.allowance else None,
         cac.AllowanceCharge(cbc.ChargeIndicator("true"), cbc.AllowanceChargeReason("Rounding"),

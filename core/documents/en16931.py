@@ -143,7 +143,10 @@ def build(view: dict) -> EInvoice:
     issuer, customer = view.get("issuer") or {}, view.get("customer_details") or {}
     seller = _seller(issuer, errors)
     lines_data = (view.get("lines") or {}).get("data") or []
-    categories = [_category(line, seller) for line in lines_data]
+    not_subject = any(line.get("tax_category") == "O" for line in lines_data)
+    categories = [_category(line, seller, not_subject) for line in lines_data]
+    if "O" in categories:
+        seller = _not_subject(seller)
     buyer = _buyer(customer, errors, uses_o="O" in categories)
     if not lines_data:
         errors.append(FieldError("lines", "BG-25: an e-invoice has at least one line"))
@@ -236,6 +239,15 @@ def _seller(issuer: dict, errors: list[FieldError]) -> Party:
                  phone=issuer.get("phone"))
 
 
+def _not_subject(seller: Party) -> Party:
+    """BR-O-02: an invoice not subject to VAT names no seller VAT number (BT-31); a registered seller's
+    number names it as its tax registration (BT-32) and, lacking a register's id, its legal id (BT-30)."""
+    if not seller.vat_id:
+        return seller
+    return replace(seller, vat_id=None, tax_registration=seller.vat_id,
+                   legal_id=seller.legal_id or (None, seller.vat_id))
+
+
 def _buyer(customer: dict, errors: list[FieldError], *, uses_o: bool) -> Party:
     address = customer.get("address") or {}
     country = country_code(address.get("country"))
@@ -253,15 +265,16 @@ def _buyer(customer: dict, errors: list[FieldError], *, uses_o: bool) -> Party:
                  email=customer.get("email"))
 
 
-def _category(line: dict, seller: Party) -> str:
-    """The line's VAT category: as chosen; else S above 0 %, and for 0 % zero-rated when the seller is
-    registered for tax, not subject to VAT when not."""
+def _category(line: dict, seller: Party, not_subject: bool) -> str:
+    """The line's VAT category: as chosen; else S above 0 %, and for 0 % not subject to VAT on an
+    invoice that has a line chosen as such (the lines accepted at finalize can only be 0 % then:
+    `check_tax_categories`) or from a seller not registered for tax, zero-rated otherwise."""
     chosen = line.get("tax_category")
     if chosen:
         return chosen
     if Decimal(str(line["tax_rate"])) > 0:
         return "S"
-    return "Z" if seller.vat_id or seller.tax_registration else "O"
+    return "O" if not_subject or not (seller.vat_id or seller.tax_registration) else "Z"
 
 
 def _check_parties(categories: list[str], seller: Party, buyer: Party, errors: list[FieldError]) -> None:

@@ -85,6 +85,20 @@ def test_zero_rate_categories(seller, category, reason):
     assert_valid(seller, invoice["id"])
 
 
+def test_a_seller_with_a_vat_number_invoicing_a_supply_not_subject_to_vat(seller):
+    # BR-O-02: such an invoice carries no seller VAT number (BT-31); the number names the seller as its
+    # tax registration instead.
+    invoice = issued(seller, [adhoc("Membership", 5000, tax_rate=0, tax_category="O")])
+    assert_valid(seller, invoice["id"])
+
+
+def test_an_uncategorized_zero_rate_line_beside_a_not_subject_line_is_not_subject_too(seller):
+    # Finalizing accepts it, so the e-invoice must too: the 0 % line is O, not zero-rated (BR-O-11).
+    items = [adhoc("Membership", 5000, tax_rate=0, tax_category="O"), adhoc("Newsletter", 500, tax_rate=0)]
+    invoice = issued(seller, items)
+    assert_valid(seller, invoice["id"])
+
+
 def test_export_outside_the_eu_to_a_buyer_with_a_peppol_id(seller):
     buyer = {"name": "Globex Corp", "address": {"line1": "1 Main St", "city": "Springfield", "state": "IL",
                                                 "postal_code": "62701", "country": "United States"},

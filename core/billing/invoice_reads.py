@@ -9,9 +9,9 @@ a second statement in the same thread.
 from __future__ import annotations
 
 import operator
+from collections import namedtuple
 from datetime import date
 from decimal import Decimal
-from types import SimpleNamespace
 
 import orjson
 from sqlalchemy import bindparam, func, select, tuple_
@@ -79,11 +79,12 @@ class _Part:
 
     def __init__(self, entries: list[tuple[int, str]], prefix: str, parse_json: bool) -> None:
         self.names = tuple(name[len(prefix):] for _, name in entries)
+        self.row = namedtuple("Row", self.names)  # attribute access by position: no dict per row
         self.pick = operator.itemgetter(*(index for index, _ in entries)) if len(entries) > 1 else None
         self.single = entries[0][0] if len(entries) == 1 else None
         self.json = tuple(at for at, (_, name) in enumerate(entries) if name in JSON_FIELDS) if parse_json else ()
 
-    def view(self, values: tuple) -> SimpleNamespace:
+    def view(self, values: tuple) -> tuple:
         """The part of a row's `values` with attribute access (the render functions read ORM objects
         and these alike)."""
         if self.pick is not None:
@@ -95,7 +96,7 @@ class _Part:
             for at in self.json:
                 if isinstance(picked[at], str):
                     picked[at] = orjson.loads(picked[at])
-        return SimpleNamespace(**dict(zip(self.names, picked, strict=True)))
+        return self.row._make(picked)
 
 
 class RecordLine:
@@ -133,6 +134,6 @@ def render(values: tuple, layout: Layout, lines: list | None = None, *, today: d
     return assembled(invoice_fields(invoice, today), customer_shown, issuer, lines)
 
 
-def key_view(values: tuple, layout: Layout) -> SimpleNamespace:
+def key_view(values: tuple, layout: Layout) -> tuple:
     """The `api_keys` columns of a row (`k_…`), with attribute access."""
     return layout.parts["k_"].view(values)

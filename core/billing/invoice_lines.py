@@ -33,14 +33,21 @@ EXEMPTION_DEFAULTS = {
 EXEMPT_CATEGORIES = tuple(EXEMPTION_DEFAULTS)  # a line of these bears no VAT for a stated reason
 
 
+def given_exemption_reasons(lines: list[dict]) -> dict[str, str]:
+    """The reason given for each exempt category, by the first of its lines that gives one (one
+    reason per category is allowed: `check_tax_categories`)."""
+    given: dict[str, str] = {}
+    for line in lines:
+        if line.get("tax_exemption_reason"):
+            given.setdefault(line.get("tax_category"), line["tax_exemption_reason"])
+    return given
+
+
 def exemption_notes(lines: list[dict]) -> list[str]:
     """Why lines bear no VAT, once per category, as an invoice must state it: "Reverse charge: …"."""
-    notes: dict[str, str] = {}
-    for line in lines:
-        category = line.get("tax_category")
-        if category in EXEMPTION_DEFAULTS and category not in notes:
-            notes[category] = line.get("tax_exemption_reason") or EXEMPTION_DEFAULTS[category][1]
-    return list(notes.values())
+    given = given_exemption_reasons(lines)
+    categories = dict.fromkeys(line.get("tax_category") for line in lines if line.get("tax_category") in EXEMPTION_DEFAULTS)
+    return [given.get(category) or EXEMPTION_DEFAULTS[category][1] for category in categories]
 Unit = Literal["NOS", "PCS", "KGS", "GMS", "LTR", "MTR", "SQF", "SQM", "HRS", "DAY", "MON", "BOX", "SET", "OTH"]
 UNIT_CODES: tuple[str, ...] = Unit.__args__
 Quantity = Annotated[Decimal, Field(gt=0, max_digits=15, decimal_places=6),

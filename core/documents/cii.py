@@ -4,13 +4,12 @@ ZUGFeRD, and the CII syntax of EN 16931."""
 from __future__ import annotations
 
 from datetime import date
-from decimal import Decimal
 
 from lxml import etree
 from lxml.builder import ElementMaker
 
 from core.documents import codes
-from core.documents.en16931 import EInvoice, Line, Party, VatGroup
+from core.documents.en16931 import EInvoice, Line, Party, VatGroup, plain, present
 
 RSM = "urn:un:unece:uncefact:data:standard:CrossIndustryInvoice:100"
 RAM = "urn:un:unece:uncefact:data:standard:ReusableAggregateBusinessInformationEntity:100"
@@ -25,16 +24,8 @@ ram = ElementMaker(namespace=RAM, nsmap=_nsmap)
 udt = ElementMaker(namespace=UDT, nsmap=_nsmap)
 
 
-def _present(*children):
-    return [child for child in children if child is not None]
-
-
 def _day(maker, value: date):
     return maker(udt.DateTimeString(value.strftime("%Y%m%d"), format="102"))
-
-
-def _number(value: Decimal) -> str:
-    return f"{value.normalize():f}"
 
 
 def render(invoice: EInvoice) -> bytes:
@@ -47,29 +38,29 @@ def render(invoice: EInvoice) -> bytes:
         ),
         rsm.SupplyChainTradeTransaction(
             *(_line(line, invoice) for line in invoice.lines),
-            ram.ApplicableHeaderTradeAgreement(*_present(
+            ram.ApplicableHeaderTradeAgreement(*present(
                 ram.BuyerReference(invoice.buyer_reference) if invoice.buyer_reference else None,
                 _party(ram.SellerTradeParty, invoice.seller, seller=True),
                 _party(ram.BuyerTradeParty, invoice.buyer, seller=False),
                 ram.BuyerOrderReferencedDocument(ram.IssuerAssignedID(invoice.order_reference))
                 if invoice.order_reference else None,
             )),
-            ram.ApplicableHeaderTradeDelivery(*_present(
+            ram.ApplicableHeaderTradeDelivery(*present(
                 ram.ShipToTradeParty(ram.PostalTradeAddress(ram.CountryID(invoice.delivery_country)))
                 if invoice.delivery_country else None,
                 ram.ActualDeliverySupplyChainEvent(_day(ram.OccurrenceDateTime, invoice.delivery_date))
                 if invoice.delivery_date else None,
             )),
-            ram.ApplicableHeaderTradeSettlement(*_present(
+            ram.ApplicableHeaderTradeSettlement(*present(
                 ram.PaymentReference(invoice.payment.remittance) if invoice.payment else None,
                 ram.InvoiceCurrencyCode(invoice.currency),
                 _payment_means(invoice),
                 *(_tax(group, invoice) for group in invoice.vat),
-                ram.SpecifiedTradePaymentTerms(*_present(
+                ram.SpecifiedTradePaymentTerms(*present(
                     ram.Description(invoice.payment_terms) if invoice.payment_terms else None,
                     _day(ram.DueDateDateTime, invoice.due_date) if invoice.due_date else None,
                 )) if invoice.payment_terms or invoice.due_date else None,
-                ram.SpecifiedTradeSettlementHeaderMonetarySummation(*_present(
+                ram.SpecifiedTradeSettlementHeaderMonetarySummation(*present(
                     ram.LineTotalAmount(amount(invoice.line_total)),
                     ram.TaxBasisTotalAmount(amount(invoice.tax_exclusive)),
                     ram.TaxTotalAmount(amount(invoice.tax_total), currencyID=invoice.currency),
@@ -84,30 +75,26 @@ def render(invoice: EInvoice) -> bytes:
     return etree.tostring(document, xml_declaration=True, encoding="UTF-8", pretty_print=True)
 
 
-def _cents(invoice: EInvoice, value: Decimal) -> str:
-    return f"{value:.2f}" if value != value.to_integral_value() else invoice.amount(value)
-
-
 def _line(line: Line, invoice: EInvoice):
     adjustments = []
     if line.allowance:
-        adjustments.append(ram.SpecifiedTradeAllowanceCharge(*_present(
-            ram.ChargeIndicator(udt.Indicator("false")), ram.ActualAmount(_cents(invoice, line.allowance)),
+        adjustments.append(ram.SpecifiedTradeAllowanceCharge(*present(
+            ram.ChargeIndicator(udt.Indicator("false")), ram.ActualAmount(invoice.adjustment(line.allowance)),
             ram.ReasonCode(codes.DISCOUNT_REASON) if line.allowance_reason == "Discount" else None,
             ram.Reason(line.allowance_reason))))
     if line.charge:
         adjustments.append(ram.SpecifiedTradeAllowanceCharge(
-            ram.ChargeIndicator(udt.Indicator("true")), ram.ActualAmount(_cents(invoice, line.charge)),
+            ram.ChargeIndicator(udt.Indicator("true")), ram.ActualAmount(invoice.adjustment(line.charge)),
             ram.Reason("Rounding")))
     return ram.IncludedSupplyChainTradeLineItem(
         ram.AssociatedDocumentLineDocument(ram.LineID(line.id)),
         ram.SpecifiedTradeProduct(ram.Name(line.name)),
-        ram.SpecifiedLineTradeAgreement(ram.NetPriceProductTradePrice(ram.ChargeAmount(_number(line.net_price)))),
-        ram.SpecifiedLineTradeDelivery(ram.BilledQuantity(_number(line.quantity), unitCode=line.unit_code)),
+        ram.SpecifiedLineTradeAgreement(ram.NetPriceProductTradePrice(ram.ChargeAmount(plain(line.net_price)))),
+        ram.SpecifiedLineTradeDelivery(ram.BilledQuantity(plain(line.quantity), unitCode=line.unit_code)),
         ram.SpecifiedLineTradeSettlement(
-            ram.ApplicableTradeTax(*_present(
+            ram.ApplicableTradeTax(*present(
                 ram.TypeCode("VAT"), ram.CategoryCode(line.category),
-                ram.RateApplicablePercent(_number(line.rate)) if line.rate is not None else None)),
+                ram.RateApplicablePercent(plain(line.rate)) if line.rate is not None else None)),
             *adjustments,
             ram.SpecifiedTradeSettlementLineMonetarySummation(ram.LineTotalAmount(invoice.amount(line.net_amount))),
         ),
@@ -124,20 +111,20 @@ def _party(maker, party: Party, *, seller: bool):
     legal = None
     if party.legal_id or party.trade_name:
         scheme, identifier = party.legal_id or (None, None)
-        legal = ram.SpecifiedLegalOrganization(*_present(
+        legal = ram.SpecifiedLegalOrganization(*present(
             (ram.ID(identifier, schemeID=scheme) if scheme else ram.ID(identifier)) if identifier else None,
             ram.TradingBusinessName(party.trade_name) if party.trade_name else None))
     contact = None
     if seller and (party.phone or party.email):
-        contact = ram.DefinedTradeContact(*_present(
+        contact = ram.DefinedTradeContact(*present(
             ram.TelephoneUniversalCommunication(ram.CompleteNumber(party.phone)) if party.phone else None,
             ram.EmailURIUniversalCommunication(ram.URIID(party.email)) if party.email else None))
-    return maker(*_present(
+    return maker(*present(
         ram.GlobalID(party.identifier[1], schemeID=party.identifier[0]) if party.identifier else None,
         ram.Name(party.name),
         legal,
         contact,
-        ram.PostalTradeAddress(*_present(
+        ram.PostalTradeAddress(*present(
             ram.PostcodeCode(address.postal_code) if address.postal_code else None,
             ram.LineOne(address.line1) if address.line1 else None,
             ram.LineTwo(address.line2) if address.line2 else None,
@@ -156,9 +143,9 @@ def _payment_means(invoice: EInvoice):
     if payment is None:
         return None
     iban = payment.means_code == "58"
-    return ram.SpecifiedTradeSettlementPaymentMeans(*_present(
+    return ram.SpecifiedTradeSettlementPaymentMeans(*present(
         ram.TypeCode(payment.means_code),
-        ram.PayeePartyCreditorFinancialAccount(*_present(  # the schema's order: IBAN, name, other number
+        ram.PayeePartyCreditorFinancialAccount(*present(  # the schema's order: IBAN, name, other number
             ram.IBANID(payment.account) if iban else None,
             ram.AccountName(payment.account_name) if payment.account_name else None,
             None if iban else ram.ProprietaryID(payment.account))),
@@ -167,12 +154,12 @@ def _payment_means(invoice: EInvoice):
 
 
 def _tax(group: VatGroup, invoice: EInvoice):
-    return ram.ApplicableTradeTax(*_present(
+    return ram.ApplicableTradeTax(*present(
         ram.CalculatedAmount(invoice.amount(group.tax)),
         ram.TypeCode("VAT"),
         ram.ExemptionReason(group.exemption_reason) if group.exemption_reason else None,
         ram.BasisAmount(invoice.amount(group.taxable)),
         ram.CategoryCode(group.category),
         ram.ExemptionReasonCode(group.exemption_code) if group.exemption_code else None,
-        ram.RateApplicablePercent(_number(group.rate)) if group.rate is not None else None,
+        ram.RateApplicablePercent(plain(group.rate)) if group.rate is not None else None,
     ))

@@ -20,7 +20,7 @@ from core.base.electronic_addresses import EAS_OF_VAT_PREFIX, derived_from_vat, 
 from core.base.errors import FieldError
 from core.base.money import currency_exponent
 from core.base.validation import failed
-from core.billing.invoice_lines import EXEMPTION_DEFAULTS
+from core.billing.invoice_lines import EXEMPTION_DEFAULTS, given_exemption_reasons
 from core.billing.presentation import country_code
 from core.documents import codes
 
@@ -121,6 +121,20 @@ class EInvoice:
     def amount(self, value: Decimal) -> str:
         """An amount as the documents write it: the currency's decimals (at most two)."""
         return f"{value:.{self.decimals}f}"
+
+    def adjustment(self, value: Decimal) -> str:
+        """A line's allowance or charge, which may carry cents even in a currency without them (rounding)."""
+        return f"{value:.2f}" if value != value.to_integral_value() else self.amount(value)
+
+
+def plain(value: Decimal) -> str:
+    """A quantity, price or rate as the documents write it: no exponent, no trailing zeros (`2`, `1.5`)."""
+    return f"{value.normalize():f}"
+
+
+def present(*children):
+    """The children that are there (a builder argument of None is left out, never written empty)."""
+    return [child for child in children if child is not None]
 
 
 def _major(minor: int, decimals: int) -> Decimal:
@@ -316,6 +330,7 @@ def _vat_groups(lines_data: list[dict], lines: list[Line], decimals: int) -> lis
     groups: dict[tuple[str, Decimal | None], list[int]] = {}
     for index, line in enumerate(lines):
         groups.setdefault((line.category, line.rate), []).append(index)
+    given_reasons = given_exemption_reasons(lines_data)
     result = []
     for (category, rate), members in groups.items():
         taxable = sum((lines[i].net_amount for i in members), Decimal(0))
@@ -327,8 +342,7 @@ def _vat_groups(lines_data: list[dict], lines: list[Line], decimals: int) -> lis
             tax = ours if abs(ours - exact) < 1 else _round(taxable * rate / 100, decimals)
         code, reason = None, None
         if category in EXEMPTION_DEFAULTS:
-            given = next((lines_data[i].get("tax_exemption_reason") for i in members
-                          if lines_data[i].get("tax_exemption_reason")), None)
+            given = given_reasons.get(category)
             default_code, default_reason = EXEMPTION_DEFAULTS[category]
             code = default_code if not given or category != "E" else None
             reason = given or default_reason

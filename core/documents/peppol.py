@@ -8,7 +8,7 @@ from lxml import etree
 from lxml.builder import ElementMaker
 
 from core.documents import codes
-from core.documents.en16931 import EInvoice, Line, Party, VatGroup
+from core.documents.en16931 import EInvoice, Line, Party, VatGroup, plain, present
 
 UBL = "urn:oasis:names:specification:ubl:schema:xsd:Invoice-2"
 CAC = "urn:oasis:names:specification:ubl:schema:xsd:CommonAggregateComponents-2"
@@ -23,18 +23,9 @@ cac = ElementMaker(namespace=CAC, nsmap=_nsmap)
 cbc = ElementMaker(namespace=CBC, nsmap=_nsmap)
 
 
-def _present(*children):
-    """The children that are there (a builder argument of None is left out, never written empty)."""
-    return [child for child in children if child is not None]
-
-
-def _percent(rate: Decimal) -> str:
-    return f"{rate.normalize():f}"
-
-
 def render(invoice: EInvoice) -> bytes:
     money = _Money(invoice)
-    document = root.Invoice(*_present(
+    document = root.Invoice(*present(
         cbc.CustomizationID(CUSTOMIZATION),
         cbc.ProfileID(PROFILE),
         cbc.ID(invoice.number),
@@ -52,7 +43,7 @@ def render(invoice: EInvoice) -> bytes:
         _payment_means(invoice),
         cac.PaymentTerms(cbc.Note(invoice.payment_terms)) if invoice.payment_terms else None,
         cac.TaxTotal(money.tag(cbc.TaxAmount, invoice.tax_total), *(_subtotal(group, money) for group in invoice.vat)),
-        cac.LegalMonetaryTotal(*_present(
+        cac.LegalMonetaryTotal(*present(
             money.tag(cbc.LineExtensionAmount, invoice.line_total),
             money.tag(cbc.TaxExclusiveAmount, invoice.tax_exclusive),
             money.tag(cbc.TaxInclusiveAmount, invoice.tax_inclusive),
@@ -72,19 +63,17 @@ class _Money:
     def tag(self, maker, value: Decimal):
         return maker(self.invoice.amount(value), currencyID=self.invoice.currency)
 
-    def cents(self, maker, value: Decimal):
-        """An amount that may carry cents even in a currency without them (a line's rounding)."""
-        return maker(f"{value:.2f}" if value != value.to_integral_value() else self.invoice.amount(value),
-                     currencyID=self.invoice.currency)
+    def adjustment(self, maker, value: Decimal):
+        return maker(self.invoice.adjustment(value), currencyID=self.invoice.currency)
 
 
 def _party(party: Party, *, seller: bool):
     address = party.address
-    return cac.Party(*_present(
+    return cac.Party(*present(
         cbc.EndpointID(party.endpoint[1], schemeID=party.endpoint[0]) if party.endpoint else None,
         cac.PartyIdentification(cbc.ID(party.identifier[1], schemeID=party.identifier[0])) if party.identifier else None,
         cac.PartyName(cbc.Name(party.trade_name)) if party.trade_name else None,
-        cac.PostalAddress(*_present(
+        cac.PostalAddress(*present(
             cbc.StreetName(address.line1) if address.line1 else None,
             cbc.AdditionalStreetName(address.line2) if address.line2 else None,
             cbc.CityName(address.city) if address.city else None,
@@ -95,11 +84,11 @@ def _party(party: Party, *, seller: bool):
         cac.PartyTaxScheme(cbc.CompanyID(party.vat_id), cac.TaxScheme(cbc.ID("VAT"))) if party.vat_id else None,
         cac.PartyTaxScheme(cbc.CompanyID(party.tax_registration), cac.TaxScheme(cbc.ID("TAX")))
         if seller and party.tax_registration else None,
-        cac.PartyLegalEntity(*_present(
+        cac.PartyLegalEntity(*present(
             cbc.RegistrationName(party.name),
             _company_id(party.legal_id),
         )),
-        cac.Contact(*_present(cbc.Telephone(party.phone) if party.phone else None,
+        cac.Contact(*present(cbc.Telephone(party.phone) if party.phone else None,
                               cbc.ElectronicMail(party.email) if party.email else None))
         if party.phone or party.email else None,
     ))
@@ -115,7 +104,7 @@ def _company_id(legal_id):
 def _delivery(invoice: EInvoice):
     if invoice.delivery_date is None and invoice.delivery_country is None:
         return None
-    return cac.Delivery(*_present(
+    return cac.Delivery(*present(
         cbc.ActualDeliveryDate(invoice.delivery_date.isoformat()) if invoice.delivery_date else None,
         cac.DeliveryLocation(cac.Address(cac.Country(cbc.IdentificationCode(invoice.delivery_country))))
         if invoice.delivery_country else None,
@@ -129,7 +118,7 @@ def _payment_means(invoice: EInvoice):
     return cac.PaymentMeans(
         cbc.PaymentMeansCode(payment.means_code),
         cbc.PaymentID(payment.remittance),
-        cac.PayeeFinancialAccount(*_present(
+        cac.PayeeFinancialAccount(*present(
             cbc.ID(payment.account),
             cbc.Name(payment.account_name) if payment.account_name else None,
             cac.FinancialInstitutionBranch(cbc.ID(payment.provider)) if payment.provider else None,
@@ -138,9 +127,9 @@ def _payment_means(invoice: EInvoice):
 
 
 def _tax_category(maker, category: str, rate: Decimal | None, *, code: str | None = None, reason: str | None = None):
-    return maker(*_present(
+    return maker(*present(
         cbc.ID(category),
-        cbc.Percent(_percent(rate)) if rate is not None else None,
+        cbc.Percent(plain(rate)) if rate is not None else None,
         cbc.TaxExemptionReasonCode(code) if code else None,
         cbc.TaxExemptionReason(reason) if reason else None,
         cac.TaxScheme(cbc.ID("VAT")),
@@ -157,17 +146,17 @@ def _subtotal(group: VatGroup, money: _Money):
 
 
 def _line(line: Line, money: _Money):
-    return cac.InvoiceLine(*_present(
+    return cac.InvoiceLine(*present(
         cbc.ID(line.id),
-        cbc.InvoicedQuantity(f"{line.quantity.normalize():f}", unitCode=line.unit_code),
+        cbc.InvoicedQuantity(plain(line.quantity), unitCode=line.unit_code),
         money.tag(cbc.LineExtensionAmount, line.net_amount),
         cac.AllowanceCharge(cbc.ChargeIndicator("false"),
-                            *_present(cbc.AllowanceChargeReasonCode(codes.DISCOUNT_REASON)
+                            *present(cbc.AllowanceChargeReasonCode(codes.DISCOUNT_REASON)
                                       if line.allowance_reason == "Discount" else None),
                             cbc.AllowanceChargeReason(line.allowance_reason),
-                            money.cents(cbc.Amount, line.allowance)) if line.allowance else None,
+                            money.adjustment(cbc.Amount, line.allowance)) if line.allowance else None,
         cac.AllowanceCharge(cbc.ChargeIndicator("true"), cbc.AllowanceChargeReason("Rounding"),
-                            money.cents(cbc.Amount, line.charge)) if line.charge else None,
+                            money.adjustment(cbc.Amount, line.charge)) if line.charge else None,
         cac.Item(cbc.Name(line.name), _tax_category(cac.ClassifiedTaxCategory, line.category, line.rate)),
-        cac.Price(cbc.PriceAmount(f"{line.net_price.normalize():f}", currencyID=money.invoice.currency)),
+        cac.Price(cbc.PriceAmount(plain(line.net_price), currencyID=money.invoice.currency)),
     ))

@@ -317,6 +317,18 @@ def test_over_the_limit_is_a_tool_error_with_a_structured_denial(browser, client
     assert tenant.get(f"/invoices/{invoice['id']}").json()["data"]["status"] == "draft"
 
 
+def test_an_action_refused_over_mcp_is_listed_on_the_grant_page_as_made_through_mcp(browser, client, app_client,
+                                                                                      tenant):
+    token = obtain(browser, app_client, scopes=ACTING, authorization_details=FINALIZE_1000)["access_token"]
+    response = client.post("/mcp", headers={**HEADERS, "Authorization": f"Bearer {token}"}, content=json.dumps({
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "finalize_invoice", "arguments": {"invoice": draft_of(tenant, 250000)["id"]}}}))
+    url = urlsplit(response.json()["result"]["_meta"]["io.modelcontextprotocol/authorization"]["url"])
+    detail = browser.get(f"{url.path}?{url.query}").text
+    assert "The app asked to finalize a draft (2,500.00 USD)" in detail
+    assert f'<span class="muted">({resources.label(resources.mcp())})</span>' in detail
+
+
 def test_no_confirmation_is_asked_for_what_the_limits_refuse(browser, client, app_client, tenant):
     token = obtain(browser, app_client, scopes=ACTING, authorization_details=FINALIZE_1000)["access_token"]
     session = client.post("/mcp", headers={**HEADERS, "Authorization": f"Bearer {token}"}, content=json.dumps({

@@ -326,7 +326,7 @@ def test_an_action_refused_over_mcp_is_listed_on_the_grant_page_as_made_through_
     url = urlsplit(response.json()["result"]["_meta"]["io.modelcontextprotocol/authorization"]["url"])
     detail = browser.get(f"{url.path}?{url.query}").text
     assert "The app asked to finalize a draft (2,500.00 USD)" in detail
-    assert f'<span class="muted">({resources.label(resources.mcp())})</span>' in detail
+    assert '<span class="muted">(MCP)</span>' in detail
 
 
 def test_no_confirmation_is_asked_for_what_the_limits_refuse(browser, client, app_client, tenant):

@@ -5,7 +5,6 @@ PDF, and what the invoice modules share. Lines are in `invoice_lines`, the lifec
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Callable
 from urllib.parse import urlencode
 
@@ -19,11 +18,13 @@ from core.base.clock import today
 from core.base.db import transaction
 from core.base.errors import DomainError, NotFound, ValidationFailed
 from core.base.money import currency_exponent, format_money
+from core.base.validation import parse
 from core.billing import documents, events
 from core.billing.business import find_profile
 from core.billing.invoice_lines import UNIT_CODES
 from core.billing.pdf import filename_for
 from core.billing.presentation import address_lines, total_rows
+from core.documents.export import EInvoiceQuery, e_invoice
 from operations import customers as customer_operations
 from operations import invoices as invoice_operations
 from operations import products as product_operations
@@ -253,19 +254,18 @@ def invoice_pdf(visit: Visit) -> Response:
 
 def invoice_e_invoice(visit: Visit) -> Response:
     """The finalized invoice as an e-invoice file; what the invoice lacks is shown on its page."""
-    fmt = visit.request.query_params.get("format", "")[:20]
+    # Read as the PDF is (the get_invoice operation), then written as REST writes it: the file's bytes,
+    # not the assistant's base64 form of them.
     try:
-        document = act(visit, invoice_operations.get_e_invoice, params={"id": invoice_id_of(visit)},
-                       query={"format": fmt})
+        query = parse(EInvoiceQuery, {"format": visit.request.query_params.get("format", "")[:20]})
+        document = e_invoice(load_invoice(visit), query.format)
     except NotFound:
         return not_found(visit, "invoice", "/invoices")
     except DomainError as exc:
         return _detail_page(visit, errors=errors_of(exc) or {"format": exc.detail}, failed="e_invoice",
                             status_code=exc.status)
-    content = (document["content"].encode() if document["encoding"] == "utf-8"
-               else base64.b64decode(document["content"]))
-    return Response(content, media_type=document["media_type"], headers={
-        "Content-Disposition": f'attachment; filename="{document["filename"]}"', "X-Content-Type-Options": "nosniff"})
+    return Response(document.content, media_type=document.media_type, headers={
+        "Content-Disposition": f'attachment; filename="{document.filename}"', "X-Content-Type-Options": "nosniff"})
 
 
 def refused(visit: Visit, exc: DomainError, failed: str, values: dict, errors: dict | None = None) -> Response:

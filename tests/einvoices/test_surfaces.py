@@ -8,6 +8,7 @@ import io
 
 import pikepdf
 import pypdf
+import pytest
 from sqlmodel import select
 
 from core.base import db
@@ -62,6 +63,16 @@ def test_the_invoice_page_says_what_to_fill_in(client, tenant):
     invoice = issued(tenant, [adhoc("Design", 1000, tax_rate=20)], buyer={"name": "Somewhere Ltd"})
     refused = person.get(f"/invoices/{invoice['id']}/e-invoice?format=peppol")
     assert refused.status_code == 422 and "customer.address.country" in refused.text and "BT-55" in refused.text
+
+
+@pytest.mark.parametrize("query", ["?format=xrechnung", ""])
+def test_the_invoice_page_refuses_an_unknown_format(client, tenant, query):
+    from tests.web.conftest import OWNER_PASSWORD
+    person = Browser(client)
+    assert person.sign_in(tenant.user_email, OWNER_PASSWORD).status_code == 303
+    invoice = issued(tenant, [adhoc("Design", 1000, tax_rate=20)], buyer=BRITISH_BUYER)
+    refused = person.get(f"/invoices/{invoice['id']}/e-invoice{query}")
+    assert refused.status_code == 422 and "peppol" in refused.text
 
 
 def test_a_draft_page_offers_none(client, tenant):

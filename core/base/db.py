@@ -273,6 +273,13 @@ def engine_for_reads() -> Engine:
     return _derived(engine, frozenset(options.items()))
 
 
+def keep(session: Session, instance: T) -> T:
+    """Hold `instance` while the session lives. The identity map holds objects only while something
+    references them: without this, a later `session.get` of one read earlier reads its row again."""
+    session.info.setdefault("kept", []).append(instance)
+    return instance
+
+
 def new_session(*, read_only: bool = False) -> Session:
     """A session whose transactions the caller manages (commit as it goes). `read_only`: the caller
     promises not to write (on SQLite its transactions then take no write lock; a flush raises)."""

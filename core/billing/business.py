@@ -68,7 +68,16 @@ class BusinessInput(Input):
 
 
 def find_profile(session: Session, account_id: uuid.UUID) -> BusinessProfile | None:
-    return session.exec(select(BusinessProfile).where(BusinessProfile.account_id == account_id)).first()
+    """The account's profile, read once per session: an operation that writes an invoice reads it to
+    price, to record the event and to answer. The session's identity map would return the same
+    object for every later read anyway (its loaded attributes are not refreshed by a query)."""
+    key = ("business_profile", account_id)
+    if (kept := session.info.get(key)) is not None:
+        return kept
+    profile = session.exec(select(BusinessProfile).where(BusinessProfile.account_id == account_id)).first()
+    if profile is not None:
+        session.info[key] = profile
+    return profile
 
 
 def get_profile(session: Session, account_id: uuid.UUID) -> BusinessProfile:

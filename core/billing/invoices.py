@@ -17,6 +17,7 @@ from sqlmodel import Session, select
 from core.access.principal import Principal
 from core.base import ids
 from core.base.clock import now, today
+from core.base.db import keep
 from core.base.errors import InvalidState, NotFound, ValidationFailed
 from core.base.jsonout import jsonable
 from core.base.lookup import owned
@@ -175,7 +176,7 @@ def preview_lines(session: Session, account_id: uuid.UUID, id_text: str,
 def _new_draft(session: Session, principal: Principal, data: InvoiceCreate) -> tuple[Invoice, list[InvoiceLine]]:
     """The draft `data` describes and its lines, built, priced and computed in memory: nothing saved."""
     sent = data.sent()
-    customer = _billable_customer(session, principal.account_id, data.customer)
+    customer = keep(session, _billable_customer(session, principal.account_id, data.customer))
     currency = data.currency
     if currency is None:
         profile = find_profile(session, principal.account_id)
@@ -212,10 +213,10 @@ def numbers_starting_with(session: Session, account_id: uuid.UUID, typed: str, l
 
 
 def create_invoice(session: Session, principal: Principal, data: InvoiceCreate) -> Invoice:
-    invoice, lines = _new_draft(session, principal, data)
+    invoice, lines = _new_draft(session, principal, data)  # priced and computed
     session.add(invoice)
-    session.flush()
-    _save(session, invoice, lines, path="items")
+    session.add_all(lines)
+    session.flush()  # the invoice before its lines (their foreign key orders the inserts)
     events.record(session, invoice, "invoice.created", principal.event_meta())
     return invoice
 
@@ -323,9 +324,11 @@ def finalize(session: Session, principal: Principal, invoice: Invoice, *, as_act
         raise InvalidState("The business profile is missing: finish onboarding before finalizing.")
     if as_action:
         delegated_actions.act_for(session, principal, as_action, invoice)
-    invoice.customer_snapshot = customer_details(session.get(Customer, invoice.customer_id))
-    invoice.issuer_snapshot = jsonable(business_to_api(profile))
+    # Read and numbered before the invoice changes: nothing is flushed early, one UPDATE writes it.
+    customer = session.get(Customer, invoice.customer_id)
     invoice.number = numbering.next_number(session, invoice.account_id, profile.invoice_prefix)
+    invoice.customer_snapshot = customer_details(customer)
+    invoice.issuer_snapshot = jsonable(business_to_api(profile))
     invoice.public_url_token = secrets.token_urlsafe(32)
     invoice.status = "open"
     invoice.finalized_at = invoice.updated = now()

@@ -1,7 +1,7 @@
 """Invoice numbers: `{prefix}-{n:04d}`, consecutive per account from 1, with no gaps.
 
 The number is taken inside the finalizing transaction from the account's counter row. The
-UPDATE holds that row's lock until the transaction ends (PostgreSQL), and SQLite's
+upsert holds that row's lock until the transaction ends (PostgreSQL), and SQLite's
 `BEGIN IMMEDIATE` serializes writers anyway, so two finalizations never get the same number;
 if the finalization fails later, the rollback returns the number to the counter (no gap).
 """
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import uuid
 
-from sqlalchemy import update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session
 
@@ -21,20 +20,15 @@ def format_number(prefix: str, n: int) -> str:
     return f"{prefix}-{n:04d}"
 
 
-def _ensure_counter(session: Session, account_id: uuid.UUID) -> None:
-    # ON CONFLICT DO NOTHING: a concurrent first finalization may insert the row at the same time.
-    dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
-    session.execute(dialect.insert(InvoiceCounter).values(account_id=account_id, last_number=0)
-                    .on_conflict_do_nothing(index_elements=["account_id"]))
-
-
 def next_number(session: Session, account_id: uuid.UUID, prefix: str) -> str:
-    """Take the account's next number; call it in the transaction that finalizes the invoice."""
-    _ensure_counter(session, account_id)
+    """Take the account's next number; call it in the transaction that finalizes the invoice. One
+    upsert: the account's first finalization creates the counter at 1, a concurrent one waits on
+    the row the other inserted and then counts on from it."""
+    dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
+    statement = dialect.insert(InvoiceCounter).values(account_id=account_id, last_number=1)
     taken = session.execute(
-        update(InvoiceCounter)
-        .where(InvoiceCounter.account_id == account_id)
-        .values(last_number=InvoiceCounter.last_number + 1)
+        statement.on_conflict_do_update(index_elements=["account_id"],
+                                        set_={"last_number": InvoiceCounter.last_number + 1})
         .returning(InvoiceCounter.last_number)
         .execution_options(synchronize_session=False)
     ).scalar_one()

@@ -37,8 +37,10 @@ class EventOut(BaseModel):
     created_at: Timestamp = Field(description="When it happened")
 
 
-def _next_timestamp(session: Session, invoice: Invoice):
+def _next_timestamp(session: Session, invoice: Invoice, type: str):
     """Now, or just after the invoice's latest event, so that history orders as it happened."""
+    if type == "invoice.created":  # its first: nothing to order after
+        return now()
     latest = session.exec(select(func.max(InvoiceEvent.created_at))
                           .where(InvoiceEvent.invoice_id == invoice.id)).one()
     stamp = now()
@@ -53,7 +55,7 @@ def record(session: Session, invoice: Invoice, type: str, meta: dict | None) -> 
         raise ValueError(f"unknown event type {type!r}")
     session.flush()
     event_id = uuid.uuid4()
-    created_at = _next_timestamp(session, invoice)
+    created_at = _next_timestamp(session, invoice, type)
     data = {"object": jsonable(invoice_to_api(session, invoice, with_lines=False))}
     if type == "invoice.finalized":  # where its e-invoices are fetched (with a key that reads invoices)
         data["e_invoices"] = e_invoice_links(ids.public_id("invoice", invoice.id))

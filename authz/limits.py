@@ -17,10 +17,11 @@ from core.access.authorization_details import (
     ACTIONS_OF,
     SCOPE_OF,
     InvoiceActions,
+    as_typed,
     typed_amount,
     typed_count,
 )
-from core.base.money import is_known_currency, to_major
+from core.base.money import is_known_currency
 
 CONSEQUENTIAL = tuple(ACTIONS_OF)
 
@@ -56,14 +57,14 @@ def rows(requested_scopes: list[str], requested: tuple[InvoiceActions, ...] | No
         kept = _earlier_for(detail.actions, earlier)
         shown = _narrower(detail, kept)
         shown_currency = shown.max_amount[0] if shown.max_amount else currency
-        result.append(LimitRow(f"detail{index}", scope, detail.actions, detail, shown_currency, *_texts(shown),
+        result.append(LimitRow(f"detail{index}", scope, detail.actions, detail, shown_currency, *as_typed(shown),
                                kept=shown != detail))
     covered = {SCOPE_OF[action] for detail in requested or () for action in detail.actions}
     for scope in CONSEQUENTIAL:
         if scope in requested_scopes and scope not in covered:
             kept = _earlier_for(ACTIONS_OF[scope], earlier)
             shown_currency = kept.max_amount[0] if kept and kept.max_amount else currency
-            texts = _texts(kept) if kept else ("", "")
+            texts = as_typed(kept) if kept else ("", "")
             result.append(LimitRow(scope.replace(":", "-"), scope, ACTIONS_OF[scope], None, shown_currency, *texts,
                                    kept=any(texts)))
     if form is not None:
@@ -86,12 +87,6 @@ def _narrower(asked: InvoiceActions, kept: InvoiceActions | None) -> InvoiceActi
         amount = kept.max_amount
     per_day = min((n for n in (asked.max_per_day, kept.max_per_day) if n is not None), default=None)
     return replace(asked, max_amount=amount, max_per_day=per_day)
-
-
-def _texts(detail: InvoiceActions) -> tuple[str, str]:
-    """The amount (major units) and the daily count as the form shows them."""
-    amount = str(to_major(detail.max_amount[1], detail.max_amount[0])) if detail.max_amount else ""
-    return amount, "" if detail.max_per_day is None else str(detail.max_per_day)
 
 
 def _fixed_currency(row: LimitRow) -> bool:

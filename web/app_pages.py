@@ -15,13 +15,20 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from core.access.accounts import account_of
-from core.access.authorization_details import MAX_PER_DAY, VERBS, InvoiceActions, typed_amount, typed_count
+from core.access.authorization_details import (
+    MAX_PER_DAY,
+    VERBS,
+    InvoiceActions,
+    as_typed,
+    typed_amount,
+    typed_count,
+)
 from core.access.connected_apps import ConnectedApps, Grant
 from core.access.scopes import SCOPE_DESCRIPTIONS
 from core.base import ids
 from core.base.db import transaction
 from core.base.errors import NotFound
-from core.base.money import format_money, to_major
+from core.base.money import format_money
 from core.billing import delegated_actions
 from core.models import Invoice
 from pages.routing import Visit, page, redirect
@@ -88,10 +95,9 @@ def app_detail(visit: Visit, directory: ConnectedApps, *, errors: dict | None = 
 def _rows(grant: Grant) -> list[dict]:
     rows = []
     for index, detail in enumerate(grant.authorization_details or ()):
-        currency = detail.max_amount[0] if detail.max_amount else ""
-        rows.append({"index": index, "words": detail.words(), "currency": currency,
-                     "amount": str(to_major(detail.max_amount[1], currency)) if detail.max_amount else "",
-                     "per_day": "" if detail.max_per_day is None else str(detail.max_per_day)})
+        amount, per_day = as_typed(detail)
+        rows.append({"index": index, "words": detail.words(), "currency": detail.max_amount[0] if detail.max_amount else "",
+                     "amount": amount, "per_day": per_day})
     return rows
 
 

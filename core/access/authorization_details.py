@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from core.base.money import format_money, from_major, is_known_currency
+from core.base.money import format_money, from_major, is_known_currency, to_major
 from core.base.validation import MAX_SAFE_INTEGER
 
 TYPE = "invoice_actions"
@@ -133,6 +133,13 @@ def typed_amount(text: str, currency: str) -> tuple[str, int] | None:
 def typed_count(text: str) -> int | None:
     """A number of actions a day a person typed; None when it is not one `parse` would accept."""
     return int(text) if text.isdigit() and int(text) <= MAX_PER_DAY else None
+
+
+def as_typed(detail: InvoiceActions) -> tuple[str, str]:
+    """The limit's amount in major units and its daily count as a form shows them (empty for none):
+    what `typed_amount` and `typed_count` read back."""
+    amount = str(to_major(detail.max_amount[1], detail.max_amount[0])) if detail.max_amount else ""
+    return amount, "" if detail.max_per_day is None else str(detail.max_per_day)
 
 
 def to_json(details: tuple[InvoiceActions, ...] | None) -> list[dict] | None:

@@ -15,14 +15,19 @@ from core.access.scopes import ordered
 from core.base.clock import now
 
 
-def _live_grants(session: Session, user_id: uuid.UUID) -> list[OAuthGrant]:
-    """Grants not revoked that still hold a usable token."""
+def _live_grants(session: Session, user_id: uuid.UUID, *conditions) -> list[OAuthGrant]:
+    """The user's grants not revoked that still hold a usable token (and meet `conditions`), oldest first."""
     moment = now()
     usable = select(OAuthToken.grant_id).where(
         OAuthToken.revoked_at.is_(None), OAuthToken.expires_at > moment, OAuthToken.used_at.is_(None))
     query = select(OAuthGrant).where(
-        OAuthGrant.user_id == user_id, OAuthGrant.revoked_at.is_(None), OAuthGrant.id.in_(usable))
+        OAuthGrant.user_id == user_id, OAuthGrant.revoked_at.is_(None), OAuthGrant.id.in_(usable), *conditions)
     return list(session.exec(query.order_by(OAuthGrant.created_at)))
+
+
+def _live_grant(session: Session, user_id: uuid.UUID, grant_id: uuid.UUID) -> OAuthGrant | None:
+    found = _live_grants(session, user_id, OAuthGrant.id == grant_id)
+    return found[0] if found else None
 
 
 def connected_apps(session: Session, user_id: uuid.UUID) -> list[AppSummary]:
@@ -56,7 +61,7 @@ def _grant(row: OAuthGrant, app_name: str) -> Grant:
 
 def grant(session: Session, user_id: uuid.UUID, grant_id: uuid.UUID) -> Grant | None:
     """One of the user's live sign-ins, or None (another person's, revoked, or unknown)."""
-    row = next((g for g in _live_grants(session, user_id) if g.id == grant_id), None)
+    row = _live_grant(session, user_id, grant_id)
     if row is None:
         return None
     client = clients.find(session, row.client_id)
@@ -66,12 +71,12 @@ def grant(session: Session, user_id: uuid.UUID, grant_id: uuid.UUID) -> Grant | 
 def current_limits(session: Session, user_id: uuid.UUID, client_id: str, resource: str) -> tuple | None:
     """The limits of the app's latest live sign-in to `resource`: asking again (for more scopes, say)
     starts from them, so stepping up does not drop what the person set."""
-    latest = [g for g in _live_grants(session, user_id) if g.client_id == client_id and g.resource == resource]
+    latest = _live_grants(session, user_id, OAuthGrant.client_id == client_id, OAuthGrant.resource == resource)
     return authorization_details.from_stored(latest[-1].authorization_details) if latest else None
 
 
 def set_limits(session: Session, user_id: uuid.UUID, grant_id: uuid.UUID, details: tuple | None) -> bool:
-    row = next((g for g in _live_grants(session, user_id) if g.id == grant_id), None)
+    row = _live_grant(session, user_id, grant_id)
     if row is None:
         return False
     row.authorization_details = authorization_details.to_json(details)

@@ -56,14 +56,14 @@ def rows(requested_scopes: list[str], requested: tuple[InvoiceActions, ...] | No
         scope = SCOPE_OF[detail.actions[0]]
         kept = _earlier_for(detail.actions, earlier)
         shown = _narrower(detail, kept)
-        shown_currency = shown.max_amount[0] if shown.max_amount else currency
+        shown_currency = shown.currency or currency
         result.append(LimitRow(f"detail{index}", scope, detail.actions, detail, shown_currency, *as_typed(shown),
                                kept=shown != detail))
     covered = {SCOPE_OF[action] for detail in requested or () for action in detail.actions}
     for scope in CONSEQUENTIAL:
         if scope in requested_scopes and scope not in covered:
             kept = _earlier_for(ACTIONS_OF[scope], earlier)
-            shown_currency = kept.max_amount[0] if kept and kept.max_amount else currency
+            shown_currency = (kept.currency if kept else None) or currency
             texts = as_typed(kept) if kept else ("", "")
             result.append(LimitRow(scope.replace(":", "-"), scope, ACTIONS_OF[scope], None, shown_currency, *texts,
                                    kept=any(texts)))

@@ -25,8 +25,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from config.settings import get_settings
 from core.base import context, metrics
 
-ACCESS_LOGGER = "invoicing.access"
-access_log = logging.getLogger(ACCESS_LOGGER)
+access_log = logging.getLogger("invoicing.access")
 # Probes and scrapes come every few seconds: counted in the metrics, not logged.
 UNLOGGED_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 # Fields a log record may carry (`extra=`) that JSON lines keep; anything else stays out.
@@ -94,7 +93,7 @@ def finish(scope: Scope, route: str, status: int, started: float) -> None:
         # line per request, whose caller is always this one.
         method, milliseconds = scope["method"], seconds * 1000
         access_log.handle(access_log.makeRecord(
-            ACCESS_LOGGER, logging.INFO, __file__, 0, "%s %s %d %.1f ms", (method, route, status, milliseconds),
+            access_log.name, logging.INFO, __file__, 0, "%s %s %d %.1f ms", (method, route, status, milliseconds),
             None, "finish", {"route": route, "method": method, "status": status,
                              "duration_ms": round(milliseconds, 1)}))
 

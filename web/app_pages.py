@@ -96,7 +96,7 @@ def _rows(grant: Grant) -> list[dict]:
     rows = []
     for index, detail in enumerate(grant.authorization_details or ()):
         amount, per_day = as_typed(detail)
-        rows.append({"index": index, "words": detail.words(), "currency": detail.max_amount[0] if detail.max_amount else "",
+        rows.append({"index": index, "words": detail.words(), "currency": detail.currency or "",
                      "amount": amount, "per_day": per_day})
     return rows
 
@@ -118,7 +118,7 @@ def update_limits(visit: Visit, directory: ConnectedApps) -> Response:
 
 def _detail(visit: Visit, index: int, detail: InvoiceActions, errors: dict[str, str]) -> InvoiceActions:
     amount_text = visit.text(f"detail{index}.amount", 40)
-    currency = visit.text(f"detail{index}.currency", 3).upper() or (detail.max_amount[0] if detail.max_amount else "")
+    currency = visit.text(f"detail{index}.currency", 3).upper() or detail.currency or ""
     per_day_text = visit.text(f"detail{index}.per_day", 10)
     max_amount = typed_amount(amount_text, currency) if amount_text else None
     if amount_text and max_amount is None:

@@ -40,6 +40,11 @@ class InvoiceActions:
     max_amount: tuple[str, int] | None = None  # (currency, minor units)
     max_per_day: int | None = None
 
+    @property
+    def currency(self) -> str | None:
+        """The currency of the amount limit; None without one."""
+        return self.max_amount[0] if self.max_amount else None
+
     def to_json(self) -> dict:
         detail: dict = {"type": TYPE, "actions": list(self.actions)}
         if self.max_amount is not None:

@@ -159,9 +159,10 @@ def build(view: dict) -> EInvoice:
     lines_data = (view.get("lines") or {}).get("data") or []
     not_subject = any(line.get("tax_category") == "O" for line in lines_data)
     categories = [_category(line, seller, not_subject) for line in lines_data]
-    if "O" in categories:
+    uses_o = "O" in categories
+    if uses_o:
         seller = _not_subject(seller)
-    buyer = _buyer(customer, errors, uses_o="O" in categories)
+    buyer = _buyer(customer, errors, uses_o=uses_o)
     if not lines_data:
         errors.append(FieldError("lines", "BG-25: an e-invoice has at least one line"))
     if errors:

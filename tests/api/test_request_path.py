@@ -15,7 +15,7 @@ from core.base import db, raw
 from core.base.errors import UpstreamFailed
 from core.models import Customer
 from operations import fast_reads
-from tests.api.invoicing import adhoc, draft
+from tests.api.invoicing import adhoc, create, customer, draft, finalize
 
 
 def _dialect() -> str:
@@ -72,6 +72,40 @@ def test_an_invoice_of_ten_lines_costs_the_statements_of_one_of_a_single_line(te
     tenant.get("/business")
     assert len(_statements_of(tenant, f"/invoices/{ten['id']}", monkeypatch)) == \
         len(_statements_of(tenant, f"/invoices/{one['id']}", monkeypatch))
+
+
+def _sql_during(request) -> list[str]:
+    """The text of every statement the engine runs while `request()` is answered, one line each."""
+    statements: list[str] = []
+    listener = lambda *args: statements.append(" ".join(args[2].split()))  # noqa: E731
+    event.listen(db.get_engine(), "before_cursor_execute", listener)
+    try:
+        response = request()
+    finally:
+        event.remove(db.get_engine(), "before_cursor_execute", listener)
+    assert response.status_code in (200, 201), response.text
+    return statements
+
+
+def _count(statements: list[str], start: str, table: str) -> int:
+    return sum(1 for sql in statements if sql.startswith(start) and f" {table}" in sql.split(" WHERE ")[0])
+
+
+def test_creating_an_invoice_reads_its_customer_and_profile_once_and_writes_it_once(tenant):
+    buyer = customer(tenant)["id"]
+    statements = _sql_during(lambda: create(tenant, customer_id=buyer, items=[adhoc(f"Item {n}") for n in range(10)]))
+    assert _count(statements, "SELECT", "customers") == 1  # for the draft, its event and the answer
+    assert _count(statements, "SELECT", "business_profiles") == 1
+    assert _count(statements, "INSERT INTO", "invoices") == 1 and _count(statements, "UPDATE", "invoices") == 0
+    assert _count(statements, "INSERT INTO", "invoice_lines") == 1  # the ten lines in one executemany
+    assert not any("max(invoice_events.created_at)" in sql for sql in statements)  # its first event
+
+
+def test_finalizing_takes_the_number_in_one_statement_and_writes_the_invoice_once(tenant):
+    invoice = draft(tenant)
+    statements = _sql_during(lambda: finalize(tenant, invoice["id"]))
+    assert sum(1 for sql in statements if "invoice_counters" in sql) == 1
+    assert _count(statements, "UPDATE", "invoices") == 1
 
 
 def test_a_read_on_postgresql_runs_outside_a_transaction(tenant):

@@ -9,6 +9,10 @@ left to the pipeline before anything is counted (`None`), so those answers stay 
 own; a limit reached is the same 429, an invoice not found the same 404, and the object is rendered
 by the same functions (`core.billing.invoice_render`). `tests/api/test_fast_reads.py` checks the
 bytes against the pipeline's, on both databases.
+
+On PostgreSQL the statement also reads the version of the invoice's rows (`invoice_reads.version_statement`)
+and reads the invoice whole only when it differs from the version whose JSON this process keeps
+(`invoice_reads.Rendered`): a read of an unchanged invoice decodes a few columns and renders nothing.
 """
 
 from __future__ import annotations
@@ -19,13 +23,15 @@ from dataclasses import dataclass
 
 import anyio
 
+from config.settings import get_settings
 from core.access import apikeys
 from core.access.credentials import bearer_token
 from core.access.principal import Principal
 from core.base import context, crypto, ids, raw
-from core.base.clock import now
+from core.base.clock import now, today
 from core.base.db import engine_for_reads, get_engine
 from core.base.errors import DomainError, Forbidden, NotFound, Unauthorized, UpstreamFailed
+from core.base.jsonout import dumps_read
 from core.billing import invoice_reads
 from core.mechanisms import ratelimit
 from core.mechanisms.ratelimit import Usage
@@ -38,9 +44,9 @@ KEYS = ApiKey.__table__
 
 @dataclass(frozen=True)
 class Answer:
-    """What the fast path answers: the invoice's API object, or the error the pipeline would give."""
+    """What the fast path answers: the invoice's API object as JSON, or the error the pipeline would give."""
 
-    result: dict | None
+    invoice_json: bytes | None
     error: DomainError | None
     usage: Usage | None
 
@@ -60,24 +66,31 @@ INVOICE_STATEMENT_SQLITE = invoice_reads.invoice_statement(lines_in_row=False)
 LINES_STATEMENT = invoice_reads.lines_statement()
 SQLITE_LAYOUT = invoice_reads.Layout.of(INVOICE_STATEMENT_SQLITE)
 GATE = apikeys.valid_key(READ_SCOPE, ratelimit.bucket_prefix(ratelimit.API_REQUESTS))
+RENDERED = invoice_reads.Rendered(limit=4 * 1024 * 1024)  # of JSON; a ten-line invoice is ~4.5 KB
 
 
 @functools.cache
 def _read_statement(counting_statement) -> tuple[raw.Text, int, invoice_reads.Layout]:
     """PostgreSQL, one statement: the gate; the request counted only when it passed; the key's last
-    use written when it is a minute old; the invoice only when the count allowed the request. Its row:
-    the count's columns (how many: the second value), the key's (`k_…`), the invoice's (laid out by the
-    third); no row when the gate refused the key."""
-    from sqlalchemy import bindparam, select, true, update
+    use written when it is a minute old; the invoice's version only when the count allowed the
+    request, and the invoice itself only when that version is not `:known_version`. Its row: the
+    count's columns (how many: the second value), the version (null: no such invoice in the account),
+    the key's (`k_…`), the invoice's (laid out by the third; null when its version was known); no row
+    when the gate refused the key."""
+    from sqlalchemy import Text, and_, bindparam, select, true, update
     counted = counting_statement.cte("counted")
     touched = (update(KEYS).where(KEYS.c.id == GATE.c.id, counted.c.allowed, apikeys.stale_use_clause(GATE.c.last_used_at))
                .values(last_used_at=bindparam("moment")).returning(KEYS.c.id).cte("touched"))
+    current = invoice_reads.version_statement(account=GATE.c.account_id).lateral("current")
     found = invoice_reads.invoice_statement(lines_in_row=True, account=GATE.c.account_id).lateral("found")
-    statement = (select(*counted.c, *(GATE.c[name].label(f"k_{name}") for name in apikeys.KEY_COLUMNS), *found.c)
-                 .select_from(GATE.join(counted, true()).outerjoin(found, counted.c.allowed))
+    changed = current.c.version.is_distinct_from(bindparam("known_version", type_=Text))
+    statement = (select(*counted.c, current.c.version,
+                        *(GATE.c[name].label(f"k_{name}") for name in apikeys.KEY_COLUMNS), *found.c)
+                 .select_from(GATE.join(counted, true()).outerjoin(current, counted.c.allowed)
+                              .outerjoin(found, and_(counted.c.allowed, changed)))
                  .add_cte(touched))
     width = len(counted.c)
-    return raw.postgres_text(statement), width, invoice_reads.Layout.of(statement, skip=width, parse_json=True)
+    return raw.postgres_text(statement), width, invoice_reads.Layout.of(statement, skip=width + 1, parse_json=True)
 
 
 def _caller(authorization: str | None, invoice_ref: str) -> tuple[str, str, object] | None:
@@ -134,11 +147,14 @@ _DROPPED = _dropped()
 
 async def _get_invoice_postgresql(lookup_id: str, secret: str, invoice_id, invoice_ref: str) -> Answer | None:
     moment = now()
+    stamp = (today(), get_settings().origin)  # what the JSON depends on besides the rows
+    kept = RENDERED.kept(invoice_id, stamp)
     count = ratelimit.counting("postgresql", ratelimit.api_requests(), "", source=GATE)  # the gate names the bucket
     text, width, layout = _read_statement(count.statement)
     row = await _query(raw.postgres_connections(), text.sql, text.arguments({
         **count.parameters, "lookup_id": lookup_id, "secret_hash": crypto.sha256_hex(secret), "moment": moment,
-        "stale_before": apikeys.stale_before(moment), "invoice_id": invoice_id}))
+        "stale_before": apikeys.stale_before(moment), "invoice_id": invoice_id,
+        "known_version": kept[0] if kept is not None else None}))
     if row is None:
         return None  # refused by the gate, and not counted: the pipeline says why
     values = tuple(row)
@@ -148,9 +164,14 @@ async def _get_invoice_postgresql(lookup_id: str, secret: str, invoice_id, invoi
     usage = count.usage(values[:width])
     if usage.exceeded:
         return Answer(None, usage.error("requests"), usage)
-    if row["id"] is None:
+    version = values[width]
+    if version is None:
         return Answer(None, _not_found(invoice_ref), usage)
-    return Answer(invoice_reads.render(values, layout), None, usage)
+    if kept is not None and version == kept[0]:
+        return Answer(kept[1], None, usage)
+    encoded = dumps_read(invoice_reads.render(values, layout, today=stamp[0]))
+    RENDERED.keep(invoice_id, version, stamp, encoded)
+    return Answer(encoded, None, usage)
 
 
 async def _query(connections: raw.Connections, sql: str, arguments: list):
@@ -178,4 +199,4 @@ def _get_invoice_sqlite(lookup_id: str, secret: str, invoice_id, invoice_ref: st
         lines = connection.execute(LINES_STATEMENT, {"invoice_id": invoice_id}).all() if row is not None else []
     if row is None:
         return Answer(None, _not_found(invoice_ref), usage)
-    return Answer(invoice_reads.render(tuple(row), SQLITE_LAYOUT, lines), None, usage)
+    return Answer(dumps_read(invoice_reads.render(tuple(row), SQLITE_LAYOUT, lines, today=today())), None, usage)

@@ -18,7 +18,6 @@ from starlette.types import Receive, Scope, Send
 from core.access import resources
 from core.base import context
 from core.base.errors import InternalError
-from core.base.jsonout import dumps_read
 from operations import fast_reads
 from rest.framework import rate_limit_headers, request_id_of
 from rest.problems import problem_response
@@ -43,7 +42,7 @@ async def answer(authorization: str | None, invoice_ref: str, request_id: str) -
     if found.error is not None:
         return problem_response(found.error, request_id, headers=headers,
                                 resource_metadata=resources.metadata_url(resources.rest_api()))
-    return Response(dumps_read({"data": found.result}), headers=headers, media_type="application/json")
+    return Response(b'{"data":' + found.invoice_json + b"}", headers=headers, media_type="application/json")
 
 
 def invoice_reads(pipeline: Endpoint) -> Endpoint:

@@ -9,12 +9,12 @@ a second statement in the same thread.
 from __future__ import annotations
 
 import operator
-from collections import namedtuple
+from collections import OrderedDict, namedtuple
 from datetime import date
 from decimal import Decimal
 
 import orjson
-from sqlalchemy import bindparam, func, select, tuple_
+from sqlalchemy import Text, bindparam, cast, func, literal, literal_column, select, tuple_
 from sqlalchemy.dialects.postgresql import aggregate_order_by
 
 from core.base.jsonout import json_number
@@ -49,6 +49,27 @@ def invoice_statement(*, lines_in_row: bool, account=None):
                          .outerjoin(BUSINESSES, BUSINESSES.c.account_id == INVOICES.c.account_id))
             .where(INVOICES.c.id == bindparam("invoice_id"),
                    INVOICES.c.account_id == (bindparam("account_id") if account is None else account)))
+
+
+def _row_version(table):
+    """PostgreSQL's id of the transaction that wrote the row as it is now (`xmin`): every UPDATE,
+    whatever wrote it, makes a new one."""
+    return cast(literal_column(f"{table.name}.xmin"), Text)
+
+
+def version_statement(*, account):
+    """PostgreSQL: the version of what the API shows of the invoice `:invoice_id` in the column
+    `account` (`version`, no row when there is none): the row versions of the invoice, its customer,
+    the business profile and every line, so any write to any of them, by any code path, gives
+    another. What it renders is kept under it (`Rendered`)."""
+    line_versions = select(func.md5(func.string_agg(_row_version(LINES), aggregate_order_by(literal(","), *LINE_ORDER)))
+                           ).where(LINES.c.invoice_id == INVOICES.c.id).scalar_subquery()
+    version = func.concat(_row_version(INVOICES), ".", _row_version(CUSTOMERS), ".", _row_version(BUSINESSES), ".",
+                          line_versions)
+    return (select(version.label("version"))
+            .select_from(INVOICES.outerjoin(CUSTOMERS, CUSTOMERS.c.id == INVOICES.c.customer_id)
+                         .outerjoin(BUSINESSES, BUSINESSES.c.account_id == INVOICES.c.account_id))
+            .where(INVOICES.c.id == bindparam("invoice_id"), INVOICES.c.account_id == account))
 
 
 def lines_statement():
@@ -137,3 +158,36 @@ def render(values: tuple, layout: Layout, lines: list | None = None, *, today: d
 def key_view(values: tuple, layout: Layout) -> tuple:
     """The `api_keys` columns of a row (`k_…`), with attribute access."""
     return layout.parts["k_"].view(values)
+
+
+class Rendered:
+    """Invoices' API JSON as this process last rendered them, each under the version of the rows it
+    came from (`version_statement`) and what else it depends on (`stamp`: the day, as an open invoice
+    turns overdue with the date, and the origin of its public links). The statement that counts a
+    read also reads the invoice's version; only when it differs from the one kept is the invoice read
+    whole and rendered again. Nothing here decides who may read: the statement does, every time.
+    At most `limit` bytes of JSON are kept, the least recently read dropped first."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit, self.size = limit, 0
+        self.entries: OrderedDict = OrderedDict()  # invoice id -> (version, stamp, JSON)
+
+    def kept(self, invoice_id, stamp: tuple) -> tuple[str, bytes] | None:
+        """The version and JSON kept for the invoice under `stamp`, or None."""
+        entry = self.entries.get(invoice_id)
+        if entry is None or entry[1] != stamp:
+            return None
+        self.entries.move_to_end(invoice_id)
+        return entry[0], entry[2]
+
+    def keep(self, invoice_id, version: str, stamp: tuple, encoded: bytes) -> None:
+        previous = self.entries.pop(invoice_id, None)
+        if previous is not None:
+            self.size -= len(previous[2])
+        if len(encoded) > self.limit:
+            return
+        self.entries[invoice_id] = (version, stamp, encoded)
+        self.size += len(encoded)
+        while self.size > self.limit:
+            _, (_, _, dropped) = self.entries.popitem(last=False)
+            self.size -= len(dropped)

@@ -17,9 +17,9 @@ from core.base.clock import now, today
 from core.base.jsonout import dumps
 from core.billing.invoice_render import view_invoice
 from core.mechanisms import ratelimit
-from core.models import Invoice
+from core.models import BusinessProfile, Invoice, InvoiceLine
 from tests import hostile
-from tests.api.invoicing import adhoc, customer, draft, open_invoice, pay, void
+from tests.api.invoicing import adhoc, customer, draft, finalize, open_invoice, pay, void
 from tests.conftest import make_tenant
 
 texts = st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=40).filter(str.strip)
@@ -67,6 +67,7 @@ def test_any_invoice_reads_byte_for_byte_as_the_pipeline_renders_it(tenant, monk
     assert response.status_code == 200
     assert response.json()["data"]["status"] == status
     assert response.content == pipeline_bytes(tenant, invoice["id"])
+    assert fast(tenant, invoice["id"]).content == response.content  # read again: the JSON kept (PostgreSQL)
 
 
 def test_the_headers_are_the_pipelines(tenant):
@@ -207,3 +208,83 @@ def test_draft_fields_that_are_null(tenant, field):
     with db.transaction() as session:
         assert getattr(session.get(Invoice, ids.parse("invoice", invoice["id"])), field) is None
     assert fast(tenant, invoice["id"]).content == pipeline_bytes(tenant, invoice["id"])
+
+
+# On PostgreSQL the JSON of an invoice is kept under the version of its rows: a change by any code
+# path, to any row it shows, is read at once; on SQLite every read renders, and these hold as well.
+
+
+def _rows_changed(table, where, **values) -> None:
+    """An UPDATE as no operation of the service writes it: the rows changed underneath."""
+    from sqlalchemy import update
+    with db.transaction() as session:
+        session.execute(update(table.__table__).where(where).values(**values))
+
+
+def _read_twice_then_changed(tenant, invoice: dict, change) -> dict:
+    assert fast(tenant, invoice["id"]).status_code == 200
+    assert fast(tenant, invoice["id"]).content == pipeline_bytes(tenant, invoice["id"])
+    change()
+    response = fast(tenant, invoice["id"])
+    assert response.content == pipeline_bytes(tenant, invoice["id"])
+    return response.json()["data"]
+
+
+def test_a_drafts_customer_renamed_is_read_at_once(tenant):
+    invoice = draft(tenant)
+    data = _read_twice_then_changed(tenant, invoice, lambda: tenant.patch(
+        f"/customers/{invoice['customer']}", json={"name": "Renamed"}))
+    assert data["customer_details"]["name"] == "Renamed"
+
+
+def test_a_business_profile_changed_is_read_at_once_on_a_draft(tenant):
+    invoice = draft(tenant)
+    data = _read_twice_then_changed(tenant, invoice, lambda: _rows_changed(
+        BusinessProfile, BusinessProfile.account_id == tenant.account_id, legal_name="Renamed Ltd"))
+    assert data["issuer"]["legal_name"] == "Renamed Ltd"
+
+
+def test_a_line_changed_without_its_invoice_is_read_at_once(tenant):
+    invoice = draft(tenant)
+    data = _read_twice_then_changed(tenant, invoice, lambda: _rows_changed(
+        InvoiceLine, InvoiceLine.invoice_id == ids.parse("invoice", invoice["id"]), description="Changed underneath"))
+    assert data["lines"]["data"][0]["description"] == "Changed underneath"
+
+
+def test_a_line_added_and_removed_is_read_at_once(tenant):
+    invoice = draft(tenant)
+    added = _read_twice_then_changed(tenant, invoice, lambda: tenant.post(
+        "/invoice-items", json={"invoice": invoice["id"], **adhoc("Second")}, idem=True))
+    assert [line["description"] for line in added["lines"]["data"]] == ["Consulting", "Second"]
+    removed = _read_twice_then_changed(tenant, invoice, lambda: tenant.delete(
+        f"/invoice-items/{added['lines']['data'][1]['id']}"))
+    assert len(removed["lines"]["data"]) == 1
+
+
+def test_an_invoice_row_changed_underneath_is_read_at_once(tenant):
+    invoice = draft(tenant)
+    data = _read_twice_then_changed(tenant, invoice, lambda: _rows_changed(
+        Invoice, Invoice.id == ids.parse("invoice", invoice["id"]), footer="Written by hand"))
+    assert data["footer"] == "Written by hand"
+
+
+def test_an_invoice_finalized_paid_and_voided_is_read_at_each_step(tenant):
+    invoice = draft(tenant)
+    opened = _read_twice_then_changed(tenant, invoice, lambda: finalize(tenant, invoice["id"]))
+    assert opened["status"] == "open" and opened["number"]
+    voided = _read_twice_then_changed(tenant, invoice, lambda: void(tenant, invoice["id"]))
+    assert voided["status"] == "void" and voided["amount_due"] == 0
+
+
+def test_an_open_invoice_read_yesterday_is_overdue_today(tenant, monkeypatch):
+    from operations import fast_reads
+    invoice = open_invoice(tenant, due_date=today().isoformat())
+    assert fast(tenant, invoice["id"]).json()["data"]["status"] == "open"
+    monkeypatch.setattr(fast_reads, "today", lambda: today() + timedelta(days=1))
+    assert fast(tenant, invoice["id"]).json()["data"]["status"] == "overdue"
+
+
+def test_an_invoice_read_by_its_account_is_still_not_found_for_another(tenant, other_tenant):
+    invoice = draft(tenant)
+    assert fast(tenant, invoice["id"]).status_code == 200
+    assert fast(other_tenant, invoice["id"]).status_code == 404

@@ -1,0 +1,38 @@
+"""The invoices' JSON the fast read keeps (`invoice_reads.Rendered`): found only under its stamp,
+bounded in bytes, the least recently read dropped first."""
+
+from core.billing.invoice_reads import Rendered
+
+STAMP = ("2026-11-26", "http://127.0.0.1:8000")
+
+
+def test_what_was_kept_is_found_under_its_stamp_only():
+    rendered = Rendered(limit=100)
+    rendered.keep("a", "v1", STAMP, b"{}")
+    assert rendered.kept("a", STAMP) == ("v1", b"{}")
+    assert rendered.kept("a", ("2026-11-27", STAMP[1])) is None
+    assert rendered.kept("b", STAMP) is None
+
+
+def test_a_newer_version_replaces_the_older():
+    rendered = Rendered(limit=100)
+    rendered.keep("a", "v1", STAMP, b"1234")
+    rendered.keep("a", "v2", STAMP, b"12")
+    assert rendered.kept("a", STAMP) == ("v2", b"12") and rendered.size == 2
+
+
+def test_the_least_recently_read_goes_first_when_the_bytes_exceed_the_limit():
+    rendered = Rendered(limit=10)
+    rendered.keep("a", "v", STAMP, b"1234")
+    rendered.keep("b", "v", STAMP, b"1234")
+    rendered.kept("a", STAMP)
+    rendered.keep("c", "v", STAMP, b"1234")
+    assert rendered.kept("b", STAMP) is None
+    assert rendered.kept("a", STAMP) is not None and rendered.kept("c", STAMP) is not None
+    assert rendered.size == 8
+
+
+def test_json_larger_than_the_limit_is_not_kept():
+    rendered = Rendered(limit=3)
+    rendered.keep("a", "v", STAMP, b"1234")
+    assert rendered.kept("a", STAMP) is None and rendered.size == 0

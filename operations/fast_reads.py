@@ -10,9 +10,10 @@ own; a limit reached is the same 429, an invoice not found the same 404, and the
 by the same functions (`core.billing.invoice_render`). `tests/api/test_fast_reads.py` checks the
 bytes against the pipeline's, on both databases.
 
-On PostgreSQL the statement also reads the version of the invoice's rows (`invoice_reads.version_statement`)
-and reads the invoice whole only when it differs from the version whose JSON this process keeps
-(`invoice_reads.Rendered`): a read of an unchanged invoice decodes a few columns and renders nothing.
+On PostgreSQL the statement also reads the version of the invoice's rows (`invoice_reads.version_statement`);
+only when it differs from the version whose JSON this process keeps (`invoice_reads.Rendered`) does a
+second statement read the invoice whole: a read of an unchanged invoice is one short statement and
+renders nothing.
 """
 
 from __future__ import annotations
@@ -70,27 +71,30 @@ RENDERED = invoice_reads.Rendered(limit=4 * 1024 * 1024)  # of JSON; a ten-line 
 
 
 @functools.cache
-def _read_statement(counting_statement) -> tuple[raw.Text, int, invoice_reads.Layout]:
+def _counted_statement(counting_statement) -> tuple[raw.Text, int, invoice_reads.Layout]:
     """PostgreSQL, one statement: the gate; the request counted only when it passed; the key's last
     use written when it is a minute old; the invoice's version only when the count allowed the
-    request, and the invoice itself only when that version is not `:known_version`. Its row: the
-    count's columns (how many: the second value), the version (null: no such invoice in the account),
-    the key's (`k_…`), the invoice's (laid out by the third; null when its version was known); no row
-    when the gate refused the key."""
-    from sqlalchemy import Text, and_, bindparam, select, true, update
+    request. Its row: the count's columns (how many: the second value), the version (null: no such
+    invoice in the account), the key's (`k_…`, laid out by the third); no row when the gate refused the key."""
+    from sqlalchemy import bindparam, select, true, update
     counted = counting_statement.cte("counted")
     touched = (update(KEYS).where(KEYS.c.id == GATE.c.id, counted.c.allowed, apikeys.stale_use_clause(GATE.c.last_used_at))
                .values(last_used_at=bindparam("moment")).returning(KEYS.c.id).cte("touched"))
     current = invoice_reads.version_statement(account=GATE.c.account_id).lateral("current")
-    found = invoice_reads.invoice_statement(lines_in_row=True, account=GATE.c.account_id).lateral("found")
-    changed = current.c.version.is_distinct_from(bindparam("known_version", type_=Text))
-    statement = (select(*counted.c, current.c.version,
-                        *(GATE.c[name].label(f"k_{name}") for name in apikeys.KEY_COLUMNS), *found.c)
-                 .select_from(GATE.join(counted, true()).outerjoin(current, counted.c.allowed)
-                              .outerjoin(found, and_(counted.c.allowed, changed)))
+    statement = (select(*counted.c, current.c.version, *(GATE.c[name].label(f"k_{name}") for name in apikeys.KEY_COLUMNS))
+                 .select_from(GATE.join(counted, true()).outerjoin(current, counted.c.allowed))
                  .add_cte(touched))
     width = len(counted.c)
     return raw.postgres_text(statement), width, invoice_reads.Layout.of(statement, skip=width + 1, parse_json=True)
+
+
+def _invoice_statement() -> tuple[raw.Text, invoice_reads.Layout]:
+    """PostgreSQL: the invoice whole, with its version first (read when the version kept is not the current one)."""
+    statement = invoice_reads.invoice_statement(lines_in_row=True, with_version=True)
+    return raw.postgres_text(statement), invoice_reads.Layout.of(statement, skip=1, parse_json=True)
+
+
+INVOICE_STATEMENT_POSTGRESQL = _invoice_statement()
 
 
 def _caller(authorization: str | None, invoice_ref: str) -> tuple[str, str, object] | None:
@@ -147,14 +151,12 @@ _DROPPED = _dropped()
 
 async def _get_invoice_postgresql(lookup_id: str, secret: str, invoice_id, invoice_ref: str) -> Answer | None:
     moment = now()
-    stamp = (today(), get_settings().origin)  # what the JSON depends on besides the rows
-    kept = RENDERED.kept(invoice_id, stamp)
     count = ratelimit.counting("postgresql", ratelimit.api_requests(), "", source=GATE)  # the gate names the bucket
-    text, width, layout = _read_statement(count.statement)
-    row = await _query(raw.postgres_connections(), text.sql, text.arguments({
+    text, width, layout = _counted_statement(count.statement)
+    connections = raw.postgres_connections()
+    row = await _query(connections, text.sql, text.arguments({
         **count.parameters, "lookup_id": lookup_id, "secret_hash": crypto.sha256_hex(secret), "moment": moment,
-        "stale_before": apikeys.stale_before(moment), "invoice_id": invoice_id,
-        "known_version": kept[0] if kept is not None else None}))
+        "stale_before": apikeys.stale_before(moment), "invoice_id": invoice_id}))
     if row is None:
         return None  # refused by the gate, and not counted: the pipeline says why
     values = tuple(row)
@@ -165,12 +167,18 @@ async def _get_invoice_postgresql(lookup_id: str, secret: str, invoice_id, invoi
     if usage.exceeded:
         return Answer(None, usage.error("requests"), usage)
     version = values[width]
-    if version is None:
-        return Answer(None, _not_found(invoice_ref), usage)
-    if kept is not None and version == kept[0]:
+    stamp = (today(), get_settings().origin)  # what the JSON depends on besides the rows
+    kept = RENDERED.kept(invoice_id, stamp) if version is not None else None
+    if kept is not None and kept[0] == version:
         return Answer(kept[1], None, usage)
-    encoded = dumps_read(invoice_reads.render(values, layout, today=stamp[0]))
-    RENDERED.keep(invoice_id, version, stamp, encoded)
+    read, read_layout = INVOICE_STATEMENT_POSTGRESQL
+    row = await _query(connections, read.sql, read.arguments({"invoice_id": invoice_id,
+                                                              "account_id": principal.account_id}))
+    if row is None:  # none, or deleted since
+        return Answer(None, _not_found(invoice_ref), usage)
+    values = tuple(row)
+    encoded = dumps_read(invoice_reads.render(values, read_layout, today=stamp[0]))
+    RENDERED.keep(invoice_id, values[0], stamp, encoded)
     return Answer(encoded, None, usage)
 
 

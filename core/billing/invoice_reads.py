@@ -33,10 +33,10 @@ LINE_ORDER = (LINES.c.position, LINES.c.created, LINES.c.id)
 JSON_FIELDS = frozenset({"c_address", "b_address", "b_bank", "customer_snapshot", "issuer_snapshot", "k_scopes"})
 
 
-def invoice_statement(*, lines_in_row: bool, account=None):
+def invoice_statement(*, lines_in_row: bool, account=None, with_version: bool = False):
     """The invoice of `:invoice_id` in `:account_id` (or the column `account`) with the customer and
     business profile a draft shows (`c_…`, `b_…`), and on PostgreSQL its lines as one array of
-    records (`lines`, null for none)."""
+    records (`lines`, null for none); `with_version`: first, the version of all of it (`version`)."""
     columns = [*INVOICES.c, *(CUSTOMERS.c[name].label(f"c_{name}") for name in CUSTOMER_COLUMNS),
                *(BUSINESSES.c[name].label(f"b_{name}") for name in BUSINESS_COLUMNS)]
     if lines_in_row:  # an array of records, which asyncpg reads as tuples of typed values
@@ -44,32 +44,37 @@ def invoice_statement(*, lines_in_row: bool, account=None):
         lines = select(func.array_agg(aggregate_order_by(record, *LINE_ORDER))
                        ).where(LINES.c.invoice_id == INVOICES.c.id).scalar_subquery()
         columns.append(lines.label("lines"))
+    if with_version:
+        columns.insert(0, _version())
+    return _of_invoice(columns, bindparam("account_id") if account is None else account)
+
+
+def version_statement(*, account):
+    """PostgreSQL: the version of what the API shows of the invoice `:invoice_id` in the column
+    `account` (`version`; no row when there is none). What it renders is kept under it (`Rendered`)."""
+    return _of_invoice([_version()], account)
+
+
+def _of_invoice(columns: list, account):
     return (select(*columns)
             .select_from(INVOICES.outerjoin(CUSTOMERS, CUSTOMERS.c.id == INVOICES.c.customer_id)
                          .outerjoin(BUSINESSES, BUSINESSES.c.account_id == INVOICES.c.account_id))
-            .where(INVOICES.c.id == bindparam("invoice_id"),
-                   INVOICES.c.account_id == (bindparam("account_id") if account is None else account)))
+            .where(INVOICES.c.id == bindparam("invoice_id"), INVOICES.c.account_id == account))
+
+
+def _version():
+    """The row versions of the invoice, its customer, the business profile and every line, so any
+    write to any of them, by any code path, gives another."""
+    line_versions = select(func.md5(func.string_agg(_row_version(LINES), aggregate_order_by(literal(","), *LINE_ORDER)))
+                           ).where(LINES.c.invoice_id == INVOICES.c.id).scalar_subquery()
+    return func.concat(_row_version(INVOICES), ".", _row_version(CUSTOMERS), ".", _row_version(BUSINESSES), ".",
+                       line_versions).label("version")
 
 
 def _row_version(table):
     """PostgreSQL's id of the transaction that wrote the row as it is now (`xmin`): every UPDATE,
     whatever wrote it, makes a new one."""
     return cast(literal_column(f"{table.name}.xmin"), Text)
-
-
-def version_statement(*, account):
-    """PostgreSQL: the version of what the API shows of the invoice `:invoice_id` in the column
-    `account` (`version`, no row when there is none): the row versions of the invoice, its customer,
-    the business profile and every line, so any write to any of them, by any code path, gives
-    another. What it renders is kept under it (`Rendered`)."""
-    line_versions = select(func.md5(func.string_agg(_row_version(LINES), aggregate_order_by(literal(","), *LINE_ORDER)))
-                           ).where(LINES.c.invoice_id == INVOICES.c.id).scalar_subquery()
-    version = func.concat(_row_version(INVOICES), ".", _row_version(CUSTOMERS), ".", _row_version(BUSINESSES), ".",
-                          line_versions)
-    return (select(version.label("version"))
-            .select_from(INVOICES.outerjoin(CUSTOMERS, CUSTOMERS.c.id == INVOICES.c.customer_id)
-                         .outerjoin(BUSINESSES, BUSINESSES.c.account_id == INVOICES.c.account_id))
-            .where(INVOICES.c.id == bindparam("invoice_id"), INVOICES.c.account_id == account))
 
 
 def lines_statement():

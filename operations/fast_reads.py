@@ -21,8 +21,10 @@ from __future__ import annotations
 import asyncio
 import functools
 from dataclasses import dataclass
+from datetime import date
 
 import anyio
+import orjson
 
 from config.settings import get_settings
 from core.access import apikeys
@@ -31,10 +33,15 @@ from core.access.principal import Principal
 from core.base import context, crypto, ids, raw
 from core.base.clock import now, today
 from core.base.db import engine_for_reads, get_engine
-from core.base.errors import DomainError, Forbidden, NotFound, Unauthorized, UpstreamFailed
+from core.base.errors import DomainError, Forbidden, NotFound, Unauthorized, UpstreamFailed, ValidationFailed
 from core.base.jsonout import dumps_read
+from core.base.validation import parse
 from core.billing import invoice_reads
+from core.billing.invoice_inputs import InvoiceListQuery
+from core.billing.invoice_render import INVOICE_STATUSES
+from core.billing.invoices import list_conditions, list_filters
 from core.mechanisms import ratelimit
+from core.mechanisms.pagination import Position, clamp_limit, decode_cursor, encode_cursor, position_of
 from core.mechanisms.ratelimit import Usage
 from core.models import ApiKey
 from operations import invoices as invoice_operations
@@ -45,9 +52,9 @@ KEYS = ApiKey.__table__
 
 @dataclass(frozen=True)
 class Answer:
-    """What the fast path answers: the invoice's API object as JSON, or the error the pipeline would give."""
+    """What the fast path answers: the response's JSON body (`{"data": …}`), or the error the pipeline would give."""
 
-    invoice_json: bytes | None
+    body: bytes | None
     error: DomainError | None
     usage: Usage | None
 
@@ -68,24 +75,39 @@ LINES_STATEMENT = invoice_reads.lines_statement()
 SQLITE_LAYOUT = invoice_reads.Layout.of(INVOICE_STATEMENT_SQLITE)
 GATE = apikeys.valid_key(READ_SCOPE, ratelimit.bucket_prefix(ratelimit.API_REQUESTS))
 RENDERED = invoice_reads.Rendered(limit=4 * 1024 * 1024)  # of JSON; a ten-line invoice is ~4.5 KB
+RENDERED_ITEMS = invoice_reads.Rendered(limit=2 * 1024 * 1024)  # invoices as a list shows them, ~1.3 KB each
 
 
 @functools.cache
-def _counted_statement(counting_statement) -> tuple[raw.Text, int, invoice_reads.Layout]:
+def _counted_statement(counting_statement, reading: tuple) -> tuple[raw.Text, int, int, invoice_reads.Layout]:
     """PostgreSQL, one statement: the gate; the request counted only when it passed; the key's last
-    use written when it is a minute old; the invoice's version only when the count allowed the
-    request. Its row: the count's columns (how many: the second value), the version (null: no such
-    invoice in the account), the key's (`k_…`, laid out by the third); no row when the gate refused the key."""
+    use written when it is a minute old; what `reading` names (`_reading`) only when the count allowed
+    the request. Its row: the count's columns (how many: the second value), what was read (how many:
+    the third), the key's (`k_…`, laid out by the fourth); no row when the gate refused the key."""
     from sqlalchemy import bindparam, select, true, update
     counted = counting_statement.cte("counted")
     touched = (update(KEYS).where(KEYS.c.id == GATE.c.id, counted.c.allowed, apikeys.stale_use_clause(GATE.c.last_used_at))
                .values(last_used_at=bindparam("moment")).returning(KEYS.c.id).cte("touched"))
-    current = invoice_reads.version_statement(account=GATE.c.account_id).lateral("current")
-    statement = (select(*counted.c, current.c.version, *(GATE.c[name].label(f"k_{name}") for name in apikeys.KEY_COLUMNS))
-                 .select_from(GATE.join(counted, true()).outerjoin(current, counted.c.allowed))
+    read = _reading(*reading)
+    statement = (select(*counted.c, *read.c, *(GATE.c[name].label(f"k_{name}") for name in apikeys.KEY_COLUMNS))
+                 .select_from(GATE.join(counted, true()).outerjoin(read, counted.c.allowed))
                  .add_cte(touched))
-    width = len(counted.c)
-    return raw.postgres_text(statement), width, invoice_reads.Layout.of(statement, skip=width + 1, parse_json=True)
+    width, read_width = len(counted.c), len(read.c)
+    return (raw.postgres_text(statement), width, read_width,
+            invoice_reads.Layout.of(statement, skip=width + read_width, parse_json=True))
+
+
+def _reading(what: str, *shape):
+    """What the counted statement reads for the gate's account: an invoice's version (`version`), or
+    the ids, creation times and versions of a page of the list of the given shape (`_page_shape`)."""
+    if what == "invoice":
+        return invoice_reads.version_statement(account=GATE.c.account_id).lateral("current")
+    from sqlalchemy import select
+    # The account as a value of its own (an InitPlan), not a join: so the account's index gives the
+    # page in its order and only the page is read.
+    account = select(GATE.c.account_id).scalar_subquery()
+    return invoice_reads.page_versions_statement(account=account, conditions=_page_conditions(*shape[:3]),
+                                                 after=shape[3], rows=shape[4]).lateral("page")
 
 
 def _invoice_statement() -> tuple[raw.Text, invoice_reads.Layout]:
@@ -97,17 +119,22 @@ def _invoice_statement() -> tuple[raw.Text, invoice_reads.Layout]:
 INVOICE_STATEMENT_POSTGRESQL = _invoice_statement()
 
 
-def _caller(authorization: str | None, invoice_ref: str) -> tuple[str, str, object] | None:
-    """The key's lookup id and secret and the invoice's id, or None for what the pipeline handles."""
+def _credential(authorization: str | None) -> tuple[str, str] | None:
+    """The API key's lookup id and secret, or None for what the pipeline handles."""
     try:
         token = bearer_token(authorization)
         if not apikeys.looks_like_api_key(token):
             return None  # an OAuth access token: its verifier is the authorization server's
-        lookup_id, secret = apikeys.split(token)
+        return apikeys.split(token)
     except Unauthorized:
         return None
+
+
+def _caller(authorization: str | None, invoice_ref: str) -> tuple[str, str, object] | None:
+    """The key's lookup id and secret and the invoice's id, or None for what the pipeline handles."""
+    credential = _credential(authorization)
     invoice_id = ids.try_parse("invoice", invoice_ref)
-    return (lookup_id, secret, invoice_id) if invoice_id is not None else None
+    return (*credential, invoice_id) if credential is not None and invoice_id is not None else None
 
 
 def _principal(key_row, secret: str, moment) -> Principal | None:
@@ -149,14 +176,24 @@ def _dropped() -> tuple[type[BaseException], ...]:
 _DROPPED = _dropped()
 
 
-async def _get_invoice_postgresql(lookup_id: str, secret: str, invoice_id, invoice_ref: str) -> Answer | None:
+@dataclass(frozen=True)
+class _Counted:
+    """The counted statement's answer for an allowed key: the caller, its standing, what was read."""
+
+    principal: Principal
+    usage: Usage
+    read: tuple
+
+
+async def _count_and_read(lookup_id: str, secret: str, reading: tuple, parameters: dict) -> _Counted | Answer | None:
+    """Run the counted statement: None when the pipeline must answer (nothing was counted), the 429
+    when the limit is reached, else what was read."""
     moment = now()
     count = ratelimit.counting("postgresql", ratelimit.api_requests(), "", source=GATE)  # the gate names the bucket
-    text, width, layout = _counted_statement(count.statement)
-    connections = raw.postgres_connections()
-    row = await _query(connections, text.sql, text.arguments({
-        **count.parameters, "lookup_id": lookup_id, "secret_hash": crypto.sha256_hex(secret), "moment": moment,
-        "stale_before": apikeys.stale_before(moment), "invoice_id": invoice_id}))
+    text, width, read_width, layout = _counted_statement(count.statement, reading)
+    row = await _query(raw.postgres_connections(), text.sql, text.arguments({
+        **count.parameters, **parameters, "lookup_id": lookup_id, "secret_hash": crypto.sha256_hex(secret),
+        "moment": moment, "stale_before": apikeys.stale_before(moment)}))
     if row is None:
         return None  # refused by the gate, and not counted: the pipeline says why
     values = tuple(row)
@@ -166,24 +203,134 @@ async def _get_invoice_postgresql(lookup_id: str, secret: str, invoice_id, invoi
     usage = count.usage(values[:width])
     if usage.exceeded:
         return Answer(None, usage.error("requests"), usage)
-    version = values[width]
-    stamp = (today(), get_settings().origin)  # what the JSON depends on besides the rows
+    return _Counted(principal, usage, values[width:width + read_width])
+
+
+def _stamp() -> tuple:
+    """What an invoice's JSON depends on besides its rows: the day (overdue) and the public links' origin."""
+    return today(), get_settings().origin
+
+
+async def _get_invoice_postgresql(lookup_id: str, secret: str, invoice_id, invoice_ref: str) -> Answer | None:
+    counted = await _count_and_read(lookup_id, secret, ("invoice",), {"invoice_id": invoice_id})
+    if not isinstance(counted, _Counted):
+        return counted
+    (version,), usage, stamp = counted.read, counted.usage, _stamp()
     kept = RENDERED.kept(invoice_id, stamp) if version is not None else None
     if kept is not None and kept[0] == version:
-        return Answer(kept[1], None, usage)
+        return Answer(_data(kept[1]), None, usage)
     read, read_layout = INVOICE_STATEMENT_POSTGRESQL
-    row = await _query(connections, read.sql, read.arguments({"invoice_id": invoice_id,
-                                                              "account_id": principal.account_id}))
+    row = await _query(raw.postgres_connections(), read.sql, read.arguments({
+        "invoice_id": invoice_id, "account_id": counted.principal.account_id}))
     if row is None:  # none, or deleted since
         return Answer(None, _not_found(invoice_ref), usage)
     values = tuple(row)
     encoded = dumps_read(invoice_reads.render(values, read_layout, today=stamp[0]))
     RENDERED.keep(invoice_id, values[0], stamp, encoded)
-    return Answer(encoded, None, usage)
+    return Answer(_data(encoded), None, usage)
+
+
+def _data(encoded: bytes) -> bytes:
+    return b'{"data":' + encoded + b"}"
+
+
+# --- GET /invoices --------------------------------------------------------------------------------
+# A page of the list, on PostgreSQL: the counted statement reads the page's ids and versions; the
+# items whose JSON this process keeps under their version are not read again, and when any is not,
+# a second statement reads the page whole. A filter by customer or number, an invalid query or a
+# cursor that is not ours goes to the pipeline, before anything is counted.
+
+
+async def list_invoices(authorization: str | None, query: dict[str, str]) -> Answer | None:
+    """GET /invoices for an API key; None: let the pipeline answer (nothing was counted)."""
+    credential = _credential(authorization)
+    if credential is None or get_engine().dialect.name != "postgresql":
+        return None
+    try:
+        listing = parse(InvoiceListQuery, query)
+        limit = clamp_limit(listing.limit)
+    except ValidationFailed:
+        return None  # the pipeline's 422, after counting the request
+    after = position_of(listing.cursor) if listing.cursor else None
+    if listing.customer is not None or listing.number or (listing.cursor and after is None):
+        return None
+    try:
+        return await _list_invoices_postgresql(*credential, listing, limit, after)
+    except _DROPPED:
+        try:
+            return await _list_invoices_postgresql(*credential, listing, limit, after)
+        except _DROPPED:
+            return Answer(None, UpstreamFailed("The database is unavailable; retry the request."), None)
+
+
+def _page_shape(listing: InvoiceListQuery, after: Position | None, rows: int) -> tuple:
+    """What a page's statement is written for: the status filter, whether issue dates bound it, a
+    cursor, how many rows it reads."""
+    return (listing.status if listing.status in ("open", "overdue") else "exact" if listing.status in INVOICE_STATUSES
+            else None, listing.from_ is not None, listing.to is not None, after is not None, rows)
+
+
+def _page_conditions(status: str | None, issued_from: bool, issued_to: bool) -> list:
+    """`list_conditions` with parameters for the values, for the shape's statement written once."""
+    from sqlalchemy import Date, String, bindparam
+    types = {"on_day": Date, "status": String, "issued_from": Date, "issued_to": Date}
+    return list_conditions("draft" if status == "exact" else status, None, date.min if issued_from else None,
+                           date.min if issued_to else None, None, date.min,
+                           bind=lambda name, _value: bindparam(name, type_=types[name]))
+
+
+@functools.cache
+def _page_statement(shape: tuple) -> tuple[raw.Text, invoice_reads.Layout]:
+    statement = invoice_reads.page_statement(conditions=_page_conditions(*shape[:3]), after=shape[3], rows=shape[4])
+    return raw.postgres_text(statement), invoice_reads.Layout.of(statement, skip=1, parse_json=True)
+
+
+async def _list_invoices_postgresql(lookup_id: str, secret: str, listing: InvoiceListQuery, limit: int,
+                                    after: Position | None) -> Answer | None:
+    day, shape = today(), _page_shape(listing, after, limit + 1)  # a page and one more: is there a next?
+    parameters = {"on_day": day, "status": listing.status, "issued_from": listing.from_, "issued_to": listing.to,
+                  "after_created": after.created if after else None, "after_id": after.id if after else None}
+    counted = await _count_and_read(lookup_id, secret, ("page", *shape), parameters)
+    if not isinstance(counted, _Counted):
+        return counted
+    principal, usage, stamp = counted.principal, counted.usage, (day, get_settings().origin)
+    filters = list_filters(listing, None)
+    if after is not None:
+        try:
+            decode_cursor(listing.cursor, "invoices", principal.account_id, filters)  # this account's, these filters'
+        except ValidationFailed as error:
+            return Answer(None, error, usage)
+    page_ids, created, versions = (list(column or ()) for column in counted.read)
+    items = RENDERED_ITEMS.kept_as(page_ids, versions, stamp)
+    if None in items:  # read the page whole, as it is now, and render what is not kept
+        text, layout = _page_statement(shape)
+        rows = await _query_all(raw.postgres_connections(), text.sql,
+                                text.arguments({**parameters, "account_id": principal.account_id}))
+        page_ids, created = [row["id"] for row in rows], [row["created"] for row in rows]
+        items = [kept or _rendered_item(row, layout, stamp)
+                 for row, kept in zip(rows, RENDERED_ITEMS.kept_as(page_ids, [row[0] for row in rows], stamp), strict=True)]
+    next_cursor = None
+    if len(items) > limit:
+        items = items[:limit]
+        next_cursor = encode_cursor("invoices", principal.account_id, filters, Position(created[limit - 1],
+                                                                                       page_ids[limit - 1]))
+    body = b'{"data":[' + b",".join(items) + b'],"next_cursor":' + orjson.dumps(next_cursor) + b"}"
+    return Answer(body, None, usage)
+
+
+def _rendered_item(row, layout: invoice_reads.Layout, stamp: tuple) -> bytes:
+    values = tuple(row)
+    encoded = dumps_read(invoice_reads.render(values, layout, today=stamp[0], with_lines=False))
+    RENDERED_ITEMS.keep(row["id"], values[0], stamp, encoded)
+    return encoded
 
 
 async def _query(connections: raw.Connections, sql: str, arguments: list):
     return await connections.fetchrow(sql, arguments)
+
+
+async def _query_all(connections: raw.Connections, sql: str, arguments: list) -> list:
+    return await connections.fetch(sql, arguments)
 
 
 def _get_invoice_sqlite(lookup_id: str, secret: str, invoice_id, invoice_ref: str) -> Answer | None:
@@ -207,4 +354,4 @@ def _get_invoice_sqlite(lookup_id: str, secret: str, invoice_id, invoice_ref: st
         lines = connection.execute(LINES_STATEMENT, {"invoice_id": invoice_id}).all() if row is not None else []
     if row is None:
         return Answer(None, _not_found(invoice_ref), usage)
-    return Answer(dumps_read(invoice_reads.render(tuple(row), SQLITE_LAYOUT, lines, today=today())), None, usage)
+    return Answer(_data(dumps_read(invoice_reads.render(tuple(row), SQLITE_LAYOUT, lines, today=today()))), None, usage)

@@ -47,6 +47,6 @@ def create_rest_app() -> Starlette:
 
 def _fast(route: Route) -> Route:
     """The route, with the fast read path in front where there is one."""
-    if route.path != "/invoices/{id}":
+    if route.path not in ("/invoices/{id}", "/invoices"):
         return route
     return Route(route.path, fast_reads.invoice_reads(route.endpoint), methods=sorted(route.methods - {"HEAD"}))

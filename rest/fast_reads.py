@@ -1,4 +1,4 @@
-"""`GET /invoices/{id}` on the fast read path (`operations.fast_reads`).
+"""`GET /invoices/{id}` and `GET /invoices` on the fast read path (`operations.fast_reads`).
 
 Two ways in: `FastLane` (mounted by `service.app` in front of the whole application, so the hot read
 skips the routing and middleware stacks; its request id, access line and metrics are written as
@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 
+from starlette.datastructures import QueryParams
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
@@ -23,15 +24,21 @@ from rest.framework import rate_limit_headers, request_id_of
 from rest.problems import problem_response
 
 Endpoint = Callable[[Request], Awaitable[Response]]
-PREFIX = "/api/v1/invoices/"
+Target = str | QueryParams  # an invoice's id, or the list's query
+LIST = "/api/v1/invoices"  # the path and route template of the list
+PREFIX = LIST + "/"
 ROUTE = "/api/v1/invoices/{id}"
 log = logging.getLogger("invoicing.operations")
 
 
-async def answer(authorization: str | None, invoice_ref: str, request_id: str) -> Response | None:
-    """The response to GET /invoices/{invoice_ref}, or None: the full stack answers."""
+async def answer(authorization: str | None, target: Target, request_id: str) -> Response | None:
+    """The response to GET /invoices/{id} (`target` the id) or GET /invoices (`target` the query), or
+    None: the full stack answers."""
     try:
-        found = await fast_reads.get_invoice(authorization, invoice_ref)
+        if isinstance(target, str):
+            found = await fast_reads.get_invoice(authorization, target)
+        else:
+            found = await fast_reads.list_invoices(authorization, dict(target))
     except Exception:  # a fault of ours: as the pipeline, never leaked, always logged
         log.error("unexpected error (request %s)", request_id, exc_info=True)
         return problem_response(InternalError("An unexpected error occurred; retry the request. Request id: "
@@ -42,37 +49,48 @@ async def answer(authorization: str | None, invoice_ref: str, request_id: str) -
     if found.error is not None:
         return problem_response(found.error, request_id, headers=headers,
                                 resource_metadata=resources.metadata_url(resources.rest_api()))
-    return Response(b'{"data":' + found.invoice_json + b"}", headers=headers, media_type="application/json")
+    return Response(found.body, headers=headers, media_type="application/json")
 
 
 def invoice_reads(pipeline: Endpoint) -> Endpoint:
-    """The endpoint of `/invoices/{id}` in the REST app: GET by the fast path, the rest by `pipeline`."""
+    """The endpoint of `/invoices/{id}` or `/invoices` in the REST app: GET by the fast path, the rest
+    by `pipeline`."""
 
     async def endpoint(request: Request) -> Response:
         if request.method != "GET":
             return await pipeline(request)
         request_id, header_error = request_id_of(request)
-        response = None if header_error else await answer(request.headers.get("authorization"),
-                                                          request.path_params["id"], request_id)
+        target = request.path_params["id"] if "id" in request.path_params else request.query_params
+        response = None if header_error else await answer(request.headers.get("authorization"), target, request_id)
         return response if response is not None else await pipeline(request)
 
     return endpoint
 
 
-def lane_target(scope: Scope) -> str | None:
-    """The invoice id of a request the lane takes: GET /api/v1/invoices/{id} without a body."""
-    if scope["type"] != "http" or scope["method"] != "GET" or not scope["path"].startswith(PREFIX):
+def lane_target(scope: Scope) -> Target | None:
+    """What the lane takes: GET /api/v1/invoices/{id} (the id) or GET /api/v1/invoices (its query),
+    without a body."""
+    if scope["type"] != "http" or scope["method"] != "GET" or scope.get("root_path"):
         return None
-    invoice_ref = scope["path"][len(PREFIX):]
-    if not invoice_ref or "/" in invoice_ref or scope.get("root_path"):
+    path = scope["path"]
+    if path == LIST:
+        target: Target = QueryParams(scope["query_string"])
+    elif path.startswith(PREFIX) and (invoice_ref := path[len(PREFIX):]) and "/" not in invoice_ref:
+        target = invoice_ref
+    else:
         return None
     for name, value in scope["headers"]:
         if (name == b"content-length" and value != b"0") or name == b"transfer-encoding":
             return None
-    return invoice_ref
+    return target
 
 
-async def serve_in_lane(scope: Scope, receive: Receive, send: Send, invoice_ref: str) -> int | None:
+def route_of(target: Target) -> str:
+    """The route template of the lane's request, for its access line and metrics."""
+    return ROUTE if isinstance(target, str) else LIST
+
+
+async def serve_in_lane(scope: Scope, receive: Receive, send: Send, target: Target) -> int | None:
     """Answer the request (its status) or None, having sent nothing: the full stack answers."""
     authorization, supplied = None, None
     for name, value in scope["headers"]:
@@ -82,7 +100,7 @@ async def serve_in_lane(scope: Scope, receive: Receive, send: Send, invoice_ref:
             supplied = value.decode("latin-1")
     if supplied is not None and not context.acceptable_request_id(supplied):
         return None  # the pipeline refuses it after authenticating and counting
-    response = await answer(authorization, invoice_ref, context.request_id())
+    response = await answer(authorization, target, context.request_id())
     if response is None:
         return None
     # Sent as Starlette would, without building its objects: the headers are ours, the body is ready.

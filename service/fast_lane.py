@@ -1,4 +1,4 @@
-"""The fast lane: in front of the whole application, the hottest read answered without the routing
+"""The fast lane: in front of the whole application, the hottest reads answered without the routing
 and middleware stacks (`rest.fast_reads`); everything else, and whatever the lane leaves, goes to the
 application. Off while traces are on (the request's span is the instrumented stack's)."""
 
@@ -17,12 +17,12 @@ class FastLane:
         self.app, self.enabled = app, enabled
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        invoice_ref = fast_reads.lane_target(scope) if self.enabled else None
-        if invoice_ref is not None:
+        target = fast_reads.lane_target(scope) if self.enabled else None
+        if target is not None:
             observability.begin(scope)
             started = time.perf_counter()
-            status = await fast_reads.serve_in_lane(scope, receive, send, invoice_ref)
+            status = await fast_reads.serve_in_lane(scope, receive, send, target)
             if status is not None:
-                observability.finish(scope, fast_reads.ROUTE, status, started)
+                observability.finish(scope, fast_reads.route_of(target), status, started)
                 return
         await self.app(scope, receive, send)

@@ -56,9 +56,15 @@ class Connections:
         self.waiting: collections.deque[asyncio.Future] = collections.deque()
 
     async def fetchrow(self, sql: str, arguments: list):
+        return await self._run("fetchrow", sql, arguments)
+
+    async def fetch(self, sql: str, arguments: list) -> list:
+        return await self._run("fetch", sql, arguments)
+
+    async def _run(self, method: str, sql: str, arguments: list):
         connection = await self._take()
         try:
-            row = await connection.fetchrow(sql, *arguments)
+            result = await getattr(connection, method)(sql, *arguments)
         except BaseException:
             self._drop(connection)
             for idle in self.idle:
@@ -66,7 +72,7 @@ class Connections:
             self.idle = []
             raise
         self._give_back(connection)
-        return row
+        return result
 
     async def _take(self):
         while True:

@@ -14,7 +14,7 @@ from datetime import date
 from decimal import Decimal
 
 import orjson
-from sqlalchemy import Text, bindparam, cast, func, literal, literal_column, select, tuple_
+from sqlalchemy import Text, and_, bindparam, cast, func, literal, literal_column, or_, select, tuple_
 from sqlalchemy.dialects.postgresql import aggregate_order_by
 
 from core.base.jsonout import json_number
@@ -33,12 +33,17 @@ LINE_ORDER = (LINES.c.position, LINES.c.created, LINES.c.id)
 JSON_FIELDS = frozenset({"c_address", "b_address", "b_bank", "customer_snapshot", "issuer_snapshot", "k_scopes"})
 
 
+def _shown_columns() -> list:
+    """The invoice's columns with the customer and business profile a draft shows (`c_…`, `b_…`)."""
+    return [*INVOICES.c, *(CUSTOMERS.c[name].label(f"c_{name}") for name in CUSTOMER_COLUMNS),
+            *(BUSINESSES.c[name].label(f"b_{name}") for name in BUSINESS_COLUMNS)]
+
+
 def invoice_statement(*, lines_in_row: bool, account=None, with_version: bool = False):
     """The invoice of `:invoice_id` in `:account_id` (or the column `account`) with the customer and
     business profile a draft shows (`c_…`, `b_…`), and on PostgreSQL its lines as one array of
     records (`lines`, null for none); `with_version`: first, the version of all of it (`version`)."""
-    columns = [*INVOICES.c, *(CUSTOMERS.c[name].label(f"c_{name}") for name in CUSTOMER_COLUMNS),
-               *(BUSINESSES.c[name].label(f"b_{name}") for name in BUSINESS_COLUMNS)]
+    columns = _shown_columns()
     if lines_in_row:  # an array of records, which asyncpg reads as tuples of typed values
         record = tuple_(*(LINES.c[name] for name in LINE_COLUMNS))
         lines = select(func.array_agg(aggregate_order_by(record, *LINE_ORDER))
@@ -56,19 +61,77 @@ def version_statement(*, account):
 
 
 def _of_invoice(columns: list, account):
-    return (select(*columns)
-            .select_from(INVOICES.outerjoin(CUSTOMERS, CUSTOMERS.c.id == INVOICES.c.customer_id)
-                         .outerjoin(BUSINESSES, BUSINESSES.c.account_id == INVOICES.c.account_id))
-            .where(INVOICES.c.id == bindparam("invoice_id"), INVOICES.c.account_id == account))
+    return _with_parties(select(*columns)).where(INVOICES.c.id == bindparam("invoice_id"),
+                                                 INVOICES.c.account_id == account)
 
 
-def _version():
-    """The row versions of the invoice, its customer, the business profile and every line, so any
-    write to any of them, by any code path, gives another."""
-    line_versions = select(func.md5(func.string_agg(_row_version(LINES), aggregate_order_by(literal(","), *LINE_ORDER)))
-                           ).where(LINES.c.invoice_id == INVOICES.c.id).scalar_subquery()
-    return func.concat(_row_version(INVOICES), ".", _row_version(CUSTOMERS), ".", _row_version(BUSINESSES), ".",
-                       line_versions).label("version")
+def _with_parties(statement):
+    return statement.select_from(INVOICES.outerjoin(CUSTOMERS, CUSTOMERS.c.id == INVOICES.c.customer_id)
+                                 .outerjoin(BUSINESSES, BUSINESSES.c.account_id == INVOICES.c.account_id))
+
+
+def _version(*, with_lines: bool = True):
+    """The row versions of the invoice, its customer, the business profile and (`with_lines`) every
+    line, so any write to any of them, by any code path, gives another."""
+    parts = [_row_version(INVOICES), ".", _row_version(CUSTOMERS), ".", _row_version(BUSINESSES)]
+    if with_lines:
+        parts += [".", select(func.md5(func.string_agg(_row_version(LINES), aggregate_order_by(literal(","), *LINE_ORDER)))
+                              ).where(LINES.c.invoice_id == INVOICES.c.id).scalar_subquery()]
+    return func.concat(*parts).label("version")
+
+
+# --- a page of the list ---------------------------------------------------------------------------
+# PostgreSQL. A page is the account's invoices under `list_conditions` (`core.billing.invoices`), newest first (as
+# `core.mechanisms.pagination` reads it), a page and one more of them, after the
+# position `:after_created`, `:after_id` when a cursor gives one. Its items show no lines, so their
+# version is that of the invoice, its customer and the business profile.
+
+PAGE_ORDER = (INVOICES.c.created.desc(), INVOICES.c.id.desc())
+
+
+def _page(*, account, conditions: list, after: bool, rows: int):
+    """The page's `rows` invoices (a subquery `chosen`, with each invoice's own row version as
+    `invoice_version`) and the parties they show, joined, and the page's order. The page is chosen
+    among the invoices alone (the account's index gives them newest first and only `rows` are read)
+    before their parties are joined: joined first, every invoice of the account would be read and
+    sorted. `rows` is written into the statement: as a parameter, PostgreSQL's plan for any value
+    would read a tenth of the account's invoices and sort them."""
+    chosen = select(*INVOICES.c, _row_version(INVOICES).label("invoice_version")).where(
+        INVOICES.c.account_id == account, *conditions)
+    if after:
+        created = bindparam("after_created", type_=INVOICES.c.created.type)
+        row_id = bindparam("after_id", type_=INVOICES.c.id.type)
+        chosen = chosen.where(or_(INVOICES.c.created < created,
+                                  and_(INVOICES.c.created == created, INVOICES.c.id < row_id)))
+    chosen = chosen.order_by(*PAGE_ORDER).limit(literal_column(str(int(rows)))).subquery("chosen")
+    parties = (chosen.outerjoin(CUSTOMERS, CUSTOMERS.c.id == chosen.c.customer_id)
+               .outerjoin(BUSINESSES, BUSINESSES.c.account_id == chosen.c.account_id))
+    return chosen, parties, (chosen.c.created.desc(), chosen.c.id.desc())
+
+
+def _item_version(chosen):
+    """An item's version: the row versions of the invoice, its customer and the business profile."""
+    return func.concat(chosen.c.invoice_version, ".", _row_version(CUSTOMERS), ".", _row_version(BUSINESSES)
+                       ).label("version")
+
+
+def page_versions_statement(*, account, conditions: list, after: bool, rows: int):
+    """The page's ids, creation times and item versions, as three arrays in its order (`ids`,
+    `created`, `versions`; null for an empty page)."""
+    chosen, parties, order = _page(account=account, conditions=conditions, after=after, rows=rows)
+    return (select(*(func.array_agg(aggregate_order_by(column, *order)).label(label)
+                     for column, label in ((chosen.c.id, "ids"), (chosen.c.created, "created"),
+                                           (_item_version(chosen), "versions"))))
+            .select_from(parties))
+
+
+def page_statement(*, conditions: list, after: bool, rows: int):
+    """The page in `:account_id` whole, each row with its item version first (`version`)."""
+    chosen, parties, order = _page(account=bindparam("account_id"), conditions=conditions, after=after, rows=rows)
+    columns = [_item_version(chosen), *(chosen.c[column.name] for column in INVOICES.c),
+               *(CUSTOMERS.c[name].label(f"c_{name}") for name in CUSTOMER_COLUMNS),
+               *(BUSINESSES.c[name].label(f"b_{name}") for name in BUSINESS_COLUMNS)]
+    return select(*columns).select_from(parties).order_by(*order)
 
 
 def _row_version(table):
@@ -145,12 +208,16 @@ def _number(text: str):
     return json_number(Decimal(text))
 
 
-def render(values: tuple, layout: Layout, lines: list | None = None, *, today: date | None = None) -> dict:
+def render(values: tuple, layout: Layout, lines: list | None = None, *, today: date | None = None,
+           with_lines: bool = True) -> dict:
     """The invoice's API object from the values of the statement's row, laid out by `layout`, and its
-    lines: rows of `lines_statement`, or None to take the row's array of records."""
+    lines: rows of `lines_statement`, or None to take the row's array of records; without them
+    (`with_lines=False`) as a list shows it."""
     parts = layout.parts
     invoice, customer, business = parts[""].view(values), parts["c_"].view(values), parts["b_"].view(values)
-    if lines is None:
+    if not with_lines:
+        lines = None
+    elif lines is None:
         lines = [RecordLine(values) for values in invoice.lines or ()]
     if is_frozen(invoice):
         customer_shown, issuer = invoice.customer_snapshot, invoice.issuer_snapshot
@@ -184,6 +251,18 @@ class Rendered:
             return None
         self.entries.move_to_end(invoice_id)
         return entry[0], entry[2]
+
+    def kept_as(self, invoice_ids: list, versions: list, stamp: tuple) -> list[bytes | None]:
+        """For each invoice, the JSON kept under its version in `versions` and `stamp`, else None."""
+        entries, found = self.entries, []
+        for invoice_id, version in zip(invoice_ids, versions, strict=True):
+            entry = entries.get(invoice_id)
+            if entry is not None and entry[0] == version and entry[1] == stamp:
+                entries.move_to_end(invoice_id)
+                found.append(entry[2])
+            else:
+                found.append(None)
+        return found
 
     def keep(self, invoice_id, version: str, stamp: tuple, encoded: bytes) -> None:
         previous = self.entries.pop(invoice_id, None)

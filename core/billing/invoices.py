@@ -72,28 +72,47 @@ def get_by_public_token(session: Session, token: str) -> Invoice:
 
 
 def list_invoices(session: Session, account_id: uuid.UUID, q: InvoiceListQuery) -> Page:
-    query = select(Invoice).where(Invoice.account_id == account_id)
-    status = q.status if q.status in INVOICE_STATUSES else None
-    if status == "overdue":
-        query = query.where(Invoice.status == "open", Invoice.due_date < today())
-    elif status == "open":
-        query = query.where(Invoice.status == "open", or_(Invoice.due_date.is_(None), Invoice.due_date >= today()))
-    elif status is not None:
-        query = query.where(Invoice.status == status)
     customer_id = get_customer(session, account_id, q.customer).id if q.customer is not None else None
+    conditions = list_conditions(q.status, customer_id, q.from_, q.to, q.number, today())
+    return paginate(session, select(Invoice).where(Invoice.account_id == account_id, *conditions), Invoice,
+                    kind="invoices", account_id=account_id, filters=list_filters(q, customer_id), cursor=q.cursor,
+                    limit=q.limit)
+
+
+def list_conditions(status: str | None, customer_id: uuid.UUID | None, issued_from: date | None,
+                    issued_to: date | None, number: str | None, on_day: date, bind=lambda _name, value: value) -> list:
+    """The conditions of a list of invoices on the `invoices` table: its status as shown (`overdue`:
+    open and due before `on_day`; unknown statuses are ignored), customer, issue dates and number.
+    `bind(name, value)` gives what stands for a value in the statement: the value itself, or a named
+    parameter for a statement written once (`core.billing.invoice_reads`)."""
+    columns = Invoice.__table__.c
+    status = status if status in INVOICE_STATUSES else None
+    conditions = []
+    if status == "overdue":
+        conditions += [columns.status == "open", columns.due_date < bind("on_day", on_day)]
+    elif status == "open":
+        conditions += [columns.status == "open",
+                       or_(columns.due_date.is_(None), columns.due_date >= bind("on_day", on_day))]
+    elif status is not None:
+        conditions.append(columns.status == bind("status", status))
     if customer_id is not None:
-        query = query.where(Invoice.customer_id == customer_id)
-    if q.from_ is not None:
-        query = query.where(Invoice.issue_date >= q.from_)
-    if q.to is not None:
-        query = query.where(Invoice.issue_date <= q.to)
-    if q.number:
-        query = query.where(func.lower(Invoice.number).startswith(q.number.lower(), autoescape=True))
-    filters = {"status": status, "customer": customer_id, "from": q.from_, "to": q.to}
+        conditions.append(columns.customer_id == bind("customer_id", customer_id))
+    if issued_from is not None:
+        conditions.append(columns.issue_date >= bind("issued_from", issued_from))
+    if issued_to is not None:
+        conditions.append(columns.issue_date <= bind("issued_to", issued_to))
+    if number:
+        conditions.append(func.lower(columns.number).startswith(number.lower(), autoescape=True))
+    return conditions
+
+
+def list_filters(q: InvoiceListQuery, customer_id: uuid.UUID | None) -> dict:
+    """What a list's cursors are bound to."""
+    filters = {"status": q.status if q.status in INVOICE_STATUSES else None, "customer": customer_id,
+               "from": q.from_, "to": q.to}
     if q.number:  # only when given: cursors issued before this filter existed stay valid
         filters["number"] = q.number
-    return paginate(session, query, Invoice, kind="invoices", account_id=account_id, filters=filters,
-                    cursor=q.cursor, limit=q.limit)
+    return filters
 
 
 def get_item(session: Session, account_id: uuid.UUID, id_text: str) -> InvoiceLine:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import uuid
@@ -37,7 +38,13 @@ class Position:
 
 
 def _key() -> OctKey:
-    return OctKey.import_key(hashlib.sha256(b"cursor:" + get_settings().signing_key).digest())
+    return _key_of(get_settings().signing_key)
+
+
+@functools.lru_cache(maxsize=4)
+def _key_of(signing_key: bytes) -> OctKey:
+    """Derived once per signing key (a page of a list signs its cursor on every request)."""
+    return OctKey.import_key(hashlib.sha256(b"cursor:" + signing_key).digest())
 
 
 def _fingerprint(filters: dict[str, Any]) -> str:
@@ -57,15 +64,28 @@ def encode_cursor(kind: str, account_id: uuid.UUID, filters: dict[str, Any], aft
 def decode_cursor(cursor: str, kind: str, account_id: uuid.UUID, filters: dict[str, Any]) -> Position:
     invalid = ValidationFailed.at(
         "cursor", "is not a cursor of this list: send the next_cursor of the previous page with the same filters")
-    if len(cursor) > 1000:
+    payload = _payload(cursor)
+    if payload is None or (payload["k"], payload["a"], payload["f"]) != (kind, str(account_id), _fingerprint(filters)):
         raise invalid
+    return payload["position"]
+
+
+def position_of(cursor: str) -> Position | None:
+    """The position a cursor of ours holds, before its account and filters are known (`decode_cursor`
+    checks those); None for anything that is not such a cursor."""
+    payload = _payload(cursor)
+    return payload["position"] if payload is not None else None
+
+
+def _payload(cursor: str) -> dict | None:
+    if len(cursor) > 1000:
+        return None
     try:
         payload = json.loads(jws.deserialize_compact(cursor, _key(), algorithms=["HS256"]).payload)
-        if (payload["k"], payload["a"], payload["f"]) != (kind, str(account_id), _fingerprint(filters)):
-            raise invalid
-        return Position(datetime.fromisoformat(payload["t"]), uuid.UUID(payload["i"]))
+        return {"k": payload["k"], "a": payload["a"], "f": payload["f"],
+                "position": Position(datetime.fromisoformat(payload["t"]), uuid.UUID(payload["i"]))}
     except (JoseError, ValueError, KeyError, TypeError):
-        raise invalid from None
+        return None
 
 
 @dataclass(frozen=True)

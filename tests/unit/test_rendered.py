@@ -36,3 +36,11 @@ def test_json_larger_than_the_limit_is_not_kept():
     rendered = Rendered(limit=3)
     rendered.keep("a", "v", STAMP, b"1234")
     assert rendered.kept("a", STAMP) is None and rendered.size == 0
+
+
+def test_kept_as_finds_each_invoice_under_its_version_only():
+    rendered = Rendered(limit=100)
+    rendered.keep("a", "v1", STAMP, b"A")
+    rendered.keep("b", "v1", STAMP, b"B")
+    assert rendered.kept_as(["a", "b", "c"], ["v1", "v2", "v1"], STAMP) == [b"A", None, None]
+    assert rendered.kept_as(["a"], ["v1"], ("another day", STAMP[1])) == [None]

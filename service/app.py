@@ -86,7 +86,7 @@ def create_app() -> ASGIApp:
                                 Middleware(BodyLimits, limits=body_limits(), session_cookie=SESSION_COOKIE)])
     tracing.configure(app)
     # The hot read in front of it all (not while traces are on: their spans are the stack's).
-    return FastLane(app, enabled=not tracing.requested())
+    return FastLane(app, mcp.lane(), enabled=not tracing.requested())
 
 
 def body_limits() -> list[BodyLimit]:

@@ -1,19 +1,20 @@
-"""The fast read path: `get_invoice` for an API key, as the pipeline runs it, in a fraction of its time.
+"""The fast read path: `get_invoice` and `list_invoices` for an API key, as the pipeline runs them, in
+a fraction of their time.
 
 The pipeline (`operations.pipeline`) serves every operation through the ORM in a worker thread. The
-most frequent read is served here instead: on PostgreSQL on the event loop with asyncpg, one
-statement (the key's check, the request's count, the key's last use, the invoice with its parties
-and lines), no ORM, no response models; on SQLite with Core statements in one thread. It keeps the
-pipeline's order and answers: a credential it would refuse (401), a missing scope (403) or an id it would not read is
-left to the pipeline before anything is counted (`None`), so those answers stay the pipeline's
-own; a limit reached is the same 429, an invoice not found the same 404, and the object is rendered
-by the same functions (`core.billing.invoice_render`). `tests/api/test_fast_reads.py` checks the
-bytes against the pipeline's, on both databases.
+most frequent reads are served here instead (REST's lane, and MCP's for `get_invoice`). An invoice:
+on PostgreSQL on the event loop with asyncpg, one statement (the key's check, the request's count,
+the key's last use, the version of the invoice's rows), no ORM, no response models; only when that
+version differs from the one whose JSON this process keeps (`invoice_reads.Rendered`) does a second
+statement read the invoice whole with its parties and lines. On SQLite, Core statements in one
+thread, every read rendered. A page of the list likewise (below).
 
-On PostgreSQL the statement also reads the version of the invoice's rows (`invoice_reads.version_statement`);
-only when it differs from the version whose JSON this process keeps (`invoice_reads.Rendered`) does a
-second statement read the invoice whole: a read of an unchanged invoice is one short statement and
-renders nothing.
+It keeps the pipeline's order and answers: a credential it would refuse (401), a missing scope (403)
+or an id it would not read is left to the pipeline before anything is counted (`None`), so those
+answers stay the pipeline's own; a limit reached is the same 429, an invoice not found the same 404,
+and the objects are rendered by the same functions (`core.billing.invoice_render`).
+`tests/api/test_fast_reads.py` and `test_fast_lists.py` check the bytes against the pipeline's, on
+both databases.
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ from core.mechanisms.ratelimit import Usage
 from core.models import ApiKey
 from operations import invoices as invoice_operations
 
-READ_SCOPE = invoice_operations.get_invoice.scope  # the operation this path serves
+READ_SCOPE = invoice_operations.get_invoice.scope  # the operations this path serves need it, and nothing else
+assert invoice_operations.list_invoices.scope == READ_SCOPE
 KEYS = ApiKey.__table__
 
 
@@ -159,11 +161,16 @@ async def get_invoice(authorization: str | None, invoice_ref: str) -> Answer | N
         return None
     if get_engine().dialect.name != "postgresql":
         return await anyio.to_thread.run_sync(_get_invoice_sqlite, *caller, invoice_ref)
+    return await _once_more_if_dropped(_get_invoice_postgresql, *caller, invoice_ref)
+
+
+async def _once_more_if_dropped(read, *arguments) -> Answer | None:
+    """`read`, once more on a new connection when the database dropped the first (a restart)."""
     try:
-        return await _get_invoice_postgresql(*caller, invoice_ref)
-    except _DROPPED:  # a connection the database dropped (a restart): once more, on a new one
+        return await read(*arguments)
+    except _DROPPED:
         try:
-            return await _get_invoice_postgresql(*caller, invoice_ref)
+            return await read(*arguments)
         except _DROPPED:
             return Answer(None, UpstreamFailed("The database is unavailable; retry the request."), None)
 
@@ -235,16 +242,17 @@ def _data(encoded: bytes) -> bytes:
 
 
 # --- GET /invoices --------------------------------------------------------------------------------
-# A page of the list, on PostgreSQL: the counted statement reads the page's ids and versions; the
+# A page of the list. On PostgreSQL the counted statement reads the page's ids and versions; the
 # items whose JSON this process keeps under their version are not read again, and when any is not,
-# a second statement reads the page whole. A filter by customer or number, an invalid query or a
-# cursor that is not ours goes to the pipeline, before anything is counted.
+# a second statement reads the page whole. On SQLite the page is read whole and rendered. A filter
+# by customer or number, an invalid query or a cursor that is not ours goes to the pipeline, before
+# anything is counted.
 
 
 async def list_invoices(authorization: str | None, query: dict[str, str]) -> Answer | None:
     """GET /invoices for an API key; None: let the pipeline answer (nothing was counted)."""
     credential = _credential(authorization)
-    if credential is None or get_engine().dialect.name != "postgresql":
+    if credential is None:
         return None
     try:
         listing = parse(InvoiceListQuery, query)
@@ -254,13 +262,9 @@ async def list_invoices(authorization: str | None, query: dict[str, str]) -> Ans
     after = position_of(listing.cursor) if listing.cursor else None
     if listing.customer is not None or listing.number or (listing.cursor and after is None):
         return None
-    try:
-        return await _list_invoices_postgresql(*credential, listing, limit, after)
-    except _DROPPED:
-        try:
-            return await _list_invoices_postgresql(*credential, listing, limit, after)
-        except _DROPPED:
-            return Answer(None, UpstreamFailed("The database is unavailable; retry the request."), None)
+    if get_engine().dialect.name != "postgresql":
+        return await anyio.to_thread.run_sync(_list_invoices_sqlite, *credential, listing, limit, after)
+    return await _once_more_if_dropped(_list_invoices_postgresql, *credential, listing, limit, after)
 
 
 def _page_shape(listing: InvoiceListQuery, after: Position | None, rows: int) -> tuple:
@@ -272,8 +276,10 @@ def _page_shape(listing: InvoiceListQuery, after: Position | None, rows: int) ->
 
 def _page_conditions(status: str | None, issued_from: bool, issued_to: bool) -> list:
     """`list_conditions` with parameters for the values, for the shape's statement written once."""
-    from sqlalchemy import Date, String, bindparam
-    types = {"on_day": Date, "status": String, "issued_from": Date, "issued_to": Date}
+    from sqlalchemy import bindparam
+    columns = invoice_reads.INVOICES.c
+    types = {"on_day": columns.due_date.type, "status": columns.status.type, "issued_from": columns.issue_date.type,
+             "issued_to": columns.issue_date.type}
     return list_conditions("draft" if status == "exact" else status, None, date.min if issued_from else None,
                            date.min if issued_to else None, None, date.min,
                            bind=lambda name, _value: bindparam(name, type_=types[name]))
@@ -287,13 +293,12 @@ def _page_statement(shape: tuple) -> tuple[raw.Text, invoice_reads.Layout]:
 
 async def _list_invoices_postgresql(lookup_id: str, secret: str, listing: InvoiceListQuery, limit: int,
                                     after: Position | None) -> Answer | None:
-    day, shape = today(), _page_shape(listing, after, limit + 1)  # a page and one more: is there a next?
-    parameters = {"on_day": day, "status": listing.status, "issued_from": listing.from_, "issued_to": listing.to,
-                  "after_created": after.created if after else None, "after_id": after.id if after else None}
+    stamp, shape = _stamp(), _page_shape(listing, after, limit + 1)  # a page and one more: is there a next?
+    parameters = _page_parameters(listing, after, stamp[0])
     counted = await _count_and_read(lookup_id, secret, ("page", *shape), parameters)
     if not isinstance(counted, _Counted):
         return counted
-    principal, usage, stamp = counted.principal, counted.usage, (day, get_settings().origin)
+    principal, usage = counted.principal, counted.usage
     filters = list_filters(listing, None)
     if after is not None:
         try:
@@ -309,13 +314,24 @@ async def _list_invoices_postgresql(lookup_id: str, secret: str, listing: Invoic
         page_ids, created = [row["id"] for row in rows], [row["created"] for row in rows]
         items = [kept or _rendered_item(row, layout, stamp)
                  for row, kept in zip(rows, RENDERED_ITEMS.kept_as(page_ids, [row[0] for row in rows], stamp), strict=True)]
+    return Answer(_page_body(items, created, page_ids, limit, principal, filters), None, usage)
+
+
+def _page_parameters(listing: InvoiceListQuery, after: Position | None, day: date) -> dict:
+    return {"on_day": day, "status": listing.status, "issued_from": listing.from_, "issued_to": listing.to,
+            "after_created": after.created if after else None, "after_id": after.id if after else None}
+
+
+def _page_body(items: list[bytes], created: list, page_ids: list, limit: int, principal: Principal,
+               filters: dict) -> bytes:
+    """`{data, next_cursor}` of a page read with one row more than it shows (there is a next page when
+    that row is there)."""
     next_cursor = None
     if len(items) > limit:
         items = items[:limit]
         next_cursor = encode_cursor("invoices", principal.account_id, filters, Position(created[limit - 1],
                                                                                        page_ids[limit - 1]))
-    body = b'{"data":[' + b",".join(items) + b'],"next_cursor":' + orjson.dumps(next_cursor) + b"}"
-    return Answer(body, None, usage)
+    return b'{"data":[' + b",".join(items) + b'],"next_cursor":' + orjson.dumps(next_cursor) + b"}"
 
 
 def _rendered_item(row, layout: invoice_reads.Layout, stamp: tuple) -> bytes:
@@ -333,9 +349,10 @@ async def _query_all(connections: raw.Connections, sql: str, arguments: list) ->
     return await connections.fetch(sql, arguments)
 
 
-def _get_invoice_sqlite(lookup_id: str, secret: str, invoice_id, invoice_ref: str) -> Answer | None:
-    reads = engine_for_reads()
-    with reads.connect() as connection:  # a deferred BEGIN: no write turn taken for reading
+def _count_sqlite(lookup_id: str, secret: str) -> tuple[Principal, Usage] | Answer | None:
+    """SQLite: the key read, then the request counted in the write turn (and the key's use noted):
+    None when the pipeline must answer (nothing was counted), the 429 when the limit is reached."""
+    with engine_for_reads().connect() as connection:  # a deferred BEGIN: no write turn taken for reading
         key = connection.execute(KEY_STATEMENT, {"lookup_id": lookup_id}).first()
     moment = now()
     principal = _principal(key, secret, moment)
@@ -348,10 +365,49 @@ def _get_invoice_sqlite(lookup_id: str, secret: str, invoice_id, invoice_ref: st
             connection.execute(TOUCH_STATEMENT, {"key_id": principal.api_key_id, "moment": moment})
     if usage.exceeded:
         return Answer(None, usage.error("requests"), usage)
-    with reads.connect() as connection:
+    return principal, usage
+
+
+def _get_invoice_sqlite(lookup_id: str, secret: str, invoice_id, invoice_ref: str) -> Answer | None:
+    counted = _count_sqlite(lookup_id, secret)
+    if not isinstance(counted, tuple):
+        return counted
+    principal, usage = counted
+    with engine_for_reads().connect() as connection:
         row = connection.execute(INVOICE_STATEMENT_SQLITE, {"invoice_id": invoice_id,
                                                             "account_id": principal.account_id}).first()
         lines = connection.execute(LINES_STATEMENT, {"invoice_id": invoice_id}).all() if row is not None else []
     if row is None:
         return Answer(None, _not_found(invoice_ref), usage)
     return Answer(_data(dumps_read(invoice_reads.render(tuple(row), SQLITE_LAYOUT, lines, today=today()))), None, usage)
+
+
+def _list_invoices_sqlite(lookup_id: str, secret: str, listing: InvoiceListQuery, limit: int,
+                          after: Position | None) -> Answer | None:
+    """SQLite: counted as a read of an invoice is, then the page read whole and every item rendered
+    (no row versions to keep rendered items under)."""
+    counted = _count_sqlite(lookup_id, secret)
+    if not isinstance(counted, tuple):
+        return counted
+    principal, usage = counted
+    filters = list_filters(listing, None)
+    if after is not None:
+        try:
+            decode_cursor(listing.cursor, "invoices", principal.account_id, filters)
+        except ValidationFailed as error:
+            return Answer(None, error, usage)
+    day = today()
+    statement, layout = _page_statement_sqlite(_page_shape(listing, after, limit + 1))
+    with engine_for_reads().connect() as connection:
+        rows = connection.execute(statement, {**_page_parameters(listing, after, day),
+                                              "account_id": principal.account_id}).all()
+    items = [dumps_read(invoice_reads.render(tuple(row), layout, today=day, with_lines=False)) for row in rows]
+    return Answer(_page_body(items, [row.created for row in rows], [row.id for row in rows], limit, principal, filters),
+                  None, usage)
+
+
+@functools.cache
+def _page_statement_sqlite(shape: tuple):
+    statement = invoice_reads.page_statement(conditions=_page_conditions(*shape[:3]), after=shape[3], rows=shape[4],
+                                             with_versions=False)
+    return statement, invoice_reads.Layout.of(statement)

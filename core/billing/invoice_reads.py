@@ -81,23 +81,23 @@ def _version(*, with_lines: bool = True):
 
 
 # --- a page of the list ---------------------------------------------------------------------------
-# PostgreSQL. A page is the account's invoices under `list_conditions` (`core.billing.invoices`), newest first (as
+# A page is the account's invoices under `list_conditions` (`core.billing.invoices`), newest first (as
 # `core.mechanisms.pagination` reads it), a page and one more of them, after the
 # position `:after_created`, `:after_id` when a cursor gives one. Its items show no lines, so their
-# version is that of the invoice, its customer and the business profile.
+# version (PostgreSQL's) is that of the invoice, its customer and the business profile.
 
 PAGE_ORDER = (INVOICES.c.created.desc(), INVOICES.c.id.desc())
 
 
-def _page(*, account, conditions: list, after: bool, rows: int):
+def _page(*, account, conditions: list, after: bool, rows: int, versions: bool = True):
     """The page's `rows` invoices (a subquery `chosen`, with each invoice's own row version as
     `invoice_version`) and the parties they show, joined, and the page's order. The page is chosen
     among the invoices alone (the account's index gives them newest first and only `rows` are read)
     before their parties are joined: joined first, every invoice of the account would be read and
     sorted. `rows` is written into the statement: as a parameter, PostgreSQL's plan for any value
     would read a tenth of the account's invoices and sort them."""
-    chosen = select(*INVOICES.c, _row_version(INVOICES).label("invoice_version")).where(
-        INVOICES.c.account_id == account, *conditions)
+    own_version = [_row_version(INVOICES).label("invoice_version")] if versions else []
+    chosen = select(*INVOICES.c, *own_version).where(INVOICES.c.account_id == account, *conditions)
     if after:
         created = bindparam("after_created", type_=INVOICES.c.created.type)
         row_id = bindparam("after_id", type_=INVOICES.c.id.type)
@@ -125,10 +125,12 @@ def page_versions_statement(*, account, conditions: list, after: bool, rows: int
             .select_from(parties))
 
 
-def page_statement(*, conditions: list, after: bool, rows: int):
-    """The page in `:account_id` whole, each row with its item version first (`version`)."""
-    chosen, parties, order = _page(account=bindparam("account_id"), conditions=conditions, after=after, rows=rows)
-    columns = [_item_version(chosen), *(chosen.c[column.name] for column in INVOICES.c),
+def page_statement(*, conditions: list, after: bool, rows: int, with_versions: bool = True):
+    """The page in `:account_id` whole, each row with its item version first (`version`; PostgreSQL's,
+    left out `with_versions=False`)."""
+    chosen, parties, order = _page(account=bindparam("account_id"), conditions=conditions, after=after, rows=rows,
+                                   versions=with_versions)
+    columns = [*([_item_version(chosen)] if with_versions else []), *(chosen.c[column.name] for column in INVOICES.c),
                *(CUSTOMERS.c[name].label(f"c_{name}") for name in CUSTOMER_COLUMNS),
                *(BUSINESSES.c[name].label(f"b_{name}") for name in BUSINESS_COLUMNS)]
     return select(*columns).select_from(parties).order_by(*order)

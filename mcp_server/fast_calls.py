@@ -14,6 +14,7 @@ else, the body replayed, goes to the gate and the SDK, uncounted.
 from __future__ import annotations
 
 import json
+import logging
 
 import orjson
 import pydantic_core
@@ -25,10 +26,12 @@ from core.base import context, metrics
 from core.base.errors import NotFound
 from core.base.jsonout import dumps
 from mcp_server import resources
+from mcp_server.gate import replaying
 from mcp_server.server import with_formatted_money
 from operations import fast_reads
 from operations.rendering import error_payload
 
+log = logging.getLogger("invoicing.mcp")
 PATH = "/mcp"
 ROUTE = "/mcp"
 TOOL = "get_invoice"
@@ -55,12 +58,16 @@ class Lane:
         if not _plain(headers):
             return None, receive
         body = await _body(receive, int(headers[b"content-length"]))
-        replay = _replaying(body, receive)
+        replay = replaying(body, receive)
         call = _call(body)
         if call is None or await self.security.validate_request(Request(scope), is_post=True) is not None:
             return None, replay
         request_id, invoice_ref = call
-        found = await fast_reads.get_invoice(_text(headers.get(b"authorization")), invoice_ref)
+        try:
+            found = await fast_reads.get_invoice(_text(headers.get(b"authorization")), invoice_ref)
+        except Exception:  # a fault of ours: logged, and the SDK's path answers as it answers faults
+            log.error("the MCP lane's read failed (request %s)", context.request_id(), exc_info=True)
+            return None, replay
         if found is None or (found.error is not None and not isinstance(found.error, NotFound)):
             return None, replay  # nothing counted, or refused uncounted (a limit): the SDK's answer
         result = self._result(invoice_ref, found)
@@ -82,7 +89,7 @@ class Lane:
             return kept[1]
         invoice = orjson.loads(found.body)["data"]
         text = dumps(with_formatted_money(invoice))
-        structured = orjson.loads(text)  # as the SDK path parses the text the pipeline kept
+        structured = json.loads(text)  # as `server._act` parses the text the pipeline kept
         # The SDK writes the protocol's objects with their members in name order.
         links = [dict(sorted(link.model_dump(by_alias=True, mode="json", exclude_none=True).items()))
                  for link in (resources.pdf_link(structured), resources.public_link(structured)) if link]
@@ -134,18 +141,6 @@ async def _body(receive: Receive, length: int) -> bytes:
         if not message.get("more_body", False) or size > length:
             break
     return b"".join(chunks)
-
-
-def _replaying(body: bytes, receive: Receive) -> Receive:
-    sent = False
-
-    async def replay() -> dict:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-    return replay
 
 
 def _call(body: bytes) -> tuple[int | str, str] | None:

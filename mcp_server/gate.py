@@ -113,7 +113,7 @@ class Gate:
                 return
         if isinstance(message, dict) and message.get("method") == "initialize":
             send = _with_session_id(send, principal, traits_of(_params(message).get("capabilities")))
-        await self.inner(scope, _replay(body, receive), send)
+        await self.inner(scope, replaying(body, receive), send)
 
     async def _take_answer(self, scope: Scope, receive: Receive, send: Send, message: dict,
                            principal: Principal) -> None:
@@ -164,7 +164,7 @@ class Gate:
         async def no_more() -> dict:
             return {"type": "http.disconnect"}
 
-        await self.inner({**scope, confirmations.CONFIRMED: True}, _replay(body, no_more), capture)
+        await self.inner({**scope, confirmations.CONFIRMED: True}, replaying(body, no_more), capture)
         return json.loads(b"".join(chunks))
 
 
@@ -280,7 +280,8 @@ def _message(body: bytes) -> object:
         return None
 
 
-def _replay(body: bytes, receive: Receive) -> Receive:
+def replaying(body: bytes, receive: Receive) -> Receive:
+    """`receive` with the body already read given first (the request passed on as it came)."""
     sent = False
 
     async def replay() -> dict:

@@ -174,7 +174,14 @@ async def _connect():
                                                   # What these connections write is the request's count
                                                   # and a key's last use: a crash may lose the last
                                                   # instants of them, never an invoice.
-                                                  "synchronous_commit": "off"})
+                                                  "synchronous_commit": "off",
+                                                  # Every statement here is written for an index (a
+                                                  # page of the list: the account's, read backwards).
+                                                  # Their plans are made once per connection, maybe
+                                                  # while a table is nearly empty, when a full scan and
+                                                  # a sort look cheapest; later, without a new ANALYZE,
+                                                  # that plan read the whole account for each page.
+                                                  "enable_seqscan": "off", "enable_sort": "off"})
 
 
 _per_loop = _PerLoop()

@@ -25,9 +25,8 @@ from starlette.types import Receive, Scope, Send
 from core.base import context, metrics
 from core.base.errors import NotFound
 from core.base.jsonout import dumps
-from mcp_server import resources
 from mcp_server.gate import replaying
-from mcp_server.server import with_formatted_money
+from mcp_server.server import result_content, with_formatted_money
 from operations import fast_reads
 from operations.rendering import error_payload
 
@@ -91,10 +90,9 @@ class Lane:
         text = dumps(with_formatted_money(invoice))
         structured = json.loads(text)  # as `server._act` parses the text the pipeline kept
         # The SDK writes the protocol's objects with their members in name order.
-        links = [dict(sorted(link.model_dump(by_alias=True, mode="json", exclude_none=True).items()))
-                 for link in (resources.pdf_link(structured), resources.public_link(structured)) if link]
-        result = pydantic_core.to_json({"content": [{"text": text, "type": "text"}, *links], "isError": False,
-                                        "structuredContent": structured})
+        content = [dict(sorted(item.model_dump(by_alias=True, mode="json", exclude_none=True).items()))
+                   for item in result_content(TOOL, text, structured)]
+        result = pydantic_core.to_json({"content": content, "isError": False, "structuredContent": structured})
         if len(self.kept) >= 256:
             self.kept.pop(next(iter(self.kept)))
         self.kept[invoice_ref] = (found.body, result)

@@ -148,11 +148,17 @@ async def _act(tool: Tool, arguments: dict, authorization: str | None) -> types.
         metrics.tool_call(tool.name, str(body.get("code", "error")))
         return _error_result(body)
     metrics.tool_call(tool.name, "ok")
-    content: list = [types.TextContent(type="text", text=outcome.reply.body)]
-    if tool.name in LINKED:
+    return types.CallToolResult(content=result_content(tool.name, outcome.reply.body, body), structured_content=body)
+
+
+def result_content(tool_name: str, text: str, body: dict) -> list:
+    """A successful call's content: its result as text and, for a tool about one invoice, links to
+    the invoice's PDF and public page (`fast_calls` makes the same)."""
+    content: list = [types.TextContent(type="text", text=text)]
+    if tool_name in LINKED:
         invoice = body.get("data", body)
         content += [link for link in (resources.pdf_link(invoice), resources.public_link(invoice)) if link]
-    return types.CallToolResult(content=content, structured_content=body)
+    return content
 
 
 AUTHORIZATION_DENIAL = "io.modelcontextprotocol/authorization"  # the draft extension SEP-2643

@@ -223,9 +223,9 @@ async def _get_invoice_postgresql(lookup_id: str, secret: str, invoice_id, invoi
     if not isinstance(counted, _Counted):
         return counted
     (version,), usage, stamp = counted.read, counted.usage, _stamp()
-    kept = RENDERED.kept(invoice_id, stamp) if version is not None else None
-    if kept is not None and kept[0] == version:
-        return Answer(_data(kept[1]), None, usage)
+    kept = RENDERED.kept([invoice_id], [version], stamp)[0] if version is not None else None
+    if kept is not None:
+        return Answer(_data(kept), None, usage)
     read, read_layout = INVOICE_STATEMENT_POSTGRESQL
     row = await _query(raw.postgres_connections(), read.sql, read.arguments({
         "invoice_id": invoice_id, "account_id": counted.principal.account_id}))
@@ -306,14 +306,14 @@ async def _list_invoices_postgresql(lookup_id: str, secret: str, listing: Invoic
         except ValidationFailed as error:
             return Answer(None, error, usage)
     page_ids, created, versions = (list(column or ()) for column in counted.read)
-    items = RENDERED_ITEMS.kept_as(page_ids, versions, stamp)
+    items = RENDERED_ITEMS.kept(page_ids, versions, stamp)
     if None in items:  # read the page whole, as it is now, and render what is not kept
         text, layout = _page_statement(shape)
         rows = await _query_all(raw.postgres_connections(), text.sql,
                                 text.arguments({**parameters, "account_id": principal.account_id}))
         page_ids, created = [row["id"] for row in rows], [row["created"] for row in rows]
         items = [kept or _rendered_item(row, layout, stamp)
-                 for row, kept in zip(rows, RENDERED_ITEMS.kept_as(page_ids, [row[0] for row in rows], stamp), strict=True)]
+                 for row, kept in zip(rows, RENDERED_ITEMS.kept(page_ids, [row[0] for row in rows], stamp), strict=True)]
     return Answer(_page_body(items, created, page_ids, limit, principal, filters), None, usage)
 
 

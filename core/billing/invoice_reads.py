@@ -35,7 +35,11 @@ JSON_FIELDS = frozenset({"c_address", "b_address", "b_bank", "customer_snapshot"
 
 def _shown_columns() -> list:
     """The invoice's columns with the customer and business profile a draft shows (`c_…`, `b_…`)."""
-    return [*INVOICES.c, *(CUSTOMERS.c[name].label(f"c_{name}") for name in CUSTOMER_COLUMNS),
+    return [*INVOICES.c, *_party_columns()]
+
+
+def _party_columns() -> list:
+    return [*(CUSTOMERS.c[name].label(f"c_{name}") for name in CUSTOMER_COLUMNS),
             *(BUSINESSES.c[name].label(f"b_{name}") for name in BUSINESS_COLUMNS)]
 
 
@@ -131,8 +135,7 @@ def page_statement(*, conditions: list, after: bool, rows: int, with_versions: b
     chosen, parties, order = _page(account=bindparam("account_id"), conditions=conditions, after=after, rows=rows,
                                    versions=with_versions)
     columns = [*([_item_version(chosen)] if with_versions else []), *(chosen.c[column.name] for column in INVOICES.c),
-               *(CUSTOMERS.c[name].label(f"c_{name}") for name in CUSTOMER_COLUMNS),
-               *(BUSINESSES.c[name].label(f"b_{name}") for name in BUSINESS_COLUMNS)]
+               *_party_columns()]
     return select(*columns).select_from(parties).order_by(*order)
 
 
@@ -246,15 +249,7 @@ class Rendered:
         self.limit, self.size = limit, 0
         self.entries: OrderedDict = OrderedDict()  # invoice id -> (version, stamp, JSON)
 
-    def kept(self, invoice_id, stamp: tuple) -> tuple[str, bytes] | None:
-        """The version and JSON kept for the invoice under `stamp`, or None."""
-        entry = self.entries.get(invoice_id)
-        if entry is None or entry[1] != stamp:
-            return None
-        self.entries.move_to_end(invoice_id)
-        return entry[0], entry[2]
-
-    def kept_as(self, invoice_ids: list, versions: list, stamp: tuple) -> list[bytes | None]:
+    def kept(self, invoice_ids: list, versions: list, stamp: tuple) -> list[bytes | None]:
         """For each invoice, the JSON kept under its version in `versions` and `stamp`, else None."""
         entries, found = self.entries, []
         for invoice_id, version in zip(invoice_ids, versions, strict=True):

@@ -7,11 +7,13 @@ scoped to the caller's account.
 
 from __future__ import annotations
 
+import functools
 import uuid
 from datetime import date, datetime
 from decimal import Decimal
 from typing import Any, Literal
 
+from pydantic_core import PydanticUndefined
 from sqlalchemy import JSON, BigInteger, Index, LargeBinary, Text, UniqueConstraint, event, func
 from sqlalchemy import true as sa_true
 from sqlmodel import Field, SQLModel
@@ -436,3 +438,25 @@ class WebSession(SQLModel, table=True):
     user_id: uuid.UUID = Field(foreign_key="users.id", index=True)
     created_at: datetime = _ts()
     expires_at: datetime = Field(sa_type=UTCDateTime)
+
+
+@functools.cache
+def plain(model: type[SQLModel]) -> type:
+    """A light stand-in for rows of `model`: its fields with their defaults, the table (`__table__`)
+    and no ORM state or validation. For rows built in memory and written without the ORM (the fast
+    write path); ORM instances cost ~30 µs each, mostly looking up how to call default factories."""
+    fields = model.model_fields
+    defaults = {name: field.default for name, field in fields.items()
+                if field.default_factory is None and field.default is not PydanticUndefined}
+    factories = {name: field.default_factory for name, field in fields.items() if field.default_factory is not None}
+
+    def __init__(self, **values: Any) -> None:
+        for name, default in defaults.items():
+            setattr(self, name, default)
+        for name, factory in factories.items():
+            setattr(self, name, factory())
+        for name, value in values.items():
+            setattr(self, name, value)
+
+    return type(f"Plain{model.__name__}", (), {"__slots__": tuple(fields), "__table__": model.__table__,
+                                               "__init__": __init__})

@@ -121,7 +121,7 @@ def _invoice_statement() -> tuple[raw.Text, invoice_reads.Layout]:
 INVOICE_STATEMENT_POSTGRESQL = _invoice_statement()
 
 
-def _credential(authorization: str | None) -> tuple[str, str] | None:
+def api_key_of(authorization: str | None) -> tuple[str, str] | None:
     """The API key's lookup id and secret, or None for what the pipeline handles."""
     try:
         token = bearer_token(authorization)
@@ -134,16 +134,16 @@ def _credential(authorization: str | None) -> tuple[str, str] | None:
 
 def _caller(authorization: str | None, invoice_ref: str) -> tuple[str, str, object] | None:
     """The key's lookup id and secret and the invoice's id, or None for what the pipeline handles."""
-    credential = _credential(authorization)
+    credential = api_key_of(authorization)
     invoice_id = ids.try_parse("invoice", invoice_ref)
     return (*credential, invoice_id) if credential is not None and invoice_id is not None else None
 
 
-def _principal(key_row, secret: str, moment) -> Principal | None:
-    """The caller when the pipeline would let it read invoices; None when it would refuse it."""
+def principal_of(key_row, secret: str, moment, scope: str = READ_SCOPE) -> Principal | None:
+    """The caller when the pipeline would let it act with `scope`; None when it would refuse it."""
     try:
         principal = apikeys.verified(key_row, secret, moment)
-        principal.require(READ_SCOPE)
+        principal.require(scope)
     except (Unauthorized, Forbidden):
         return None
     context.note_caller(principal.account_id, principal.credential_label)
@@ -161,17 +161,17 @@ async def get_invoice(authorization: str | None, invoice_ref: str) -> Answer | N
         return None
     if get_engine().dialect.name != "postgresql":
         return await anyio.to_thread.run_sync(_get_invoice_sqlite, *caller, invoice_ref)
-    return await _once_more_if_dropped(_get_invoice_postgresql, *caller, invoice_ref)
+    return await once_more_if_dropped(_get_invoice_postgresql, *caller, invoice_ref)
 
 
-async def _once_more_if_dropped(read, *arguments) -> Answer | None:
+async def once_more_if_dropped(read, *arguments) -> Answer | None:
     """`read`, once more on a new connection when the database dropped the first (a restart)."""
     try:
         return await read(*arguments)
-    except _DROPPED:
+    except DROPPED:
         try:
             return await read(*arguments)
-        except _DROPPED:
+        except DROPPED:
             return Answer(None, UpstreamFailed("The database is unavailable; retry the request."), None)
 
 
@@ -180,7 +180,7 @@ def _dropped() -> tuple[type[BaseException], ...]:
     return (asyncpg.PostgresConnectionError, asyncpg.InterfaceError, ConnectionError, asyncio.TimeoutError)
 
 
-_DROPPED = _dropped()
+DROPPED = _dropped()
 
 
 @dataclass(frozen=True)
@@ -204,7 +204,7 @@ async def _count_and_read(lookup_id: str, secret: str, reading: tuple, parameter
     if row is None:
         return None  # refused by the gate, and not counted: the pipeline says why
     values = tuple(row)
-    principal = _principal(invoice_reads.key_view(values, layout), secret, moment)
+    principal = principal_of(invoice_reads.key_view(values, layout), secret, moment)
     if principal is None:
         return None
     usage = count.usage(values[:width])
@@ -251,7 +251,7 @@ def _data(encoded: bytes) -> bytes:
 
 async def list_invoices(authorization: str | None, query: dict[str, str]) -> Answer | None:
     """GET /invoices for an API key; None: let the pipeline answer (nothing was counted)."""
-    credential = _credential(authorization)
+    credential = api_key_of(authorization)
     if credential is None:
         return None
     try:
@@ -264,7 +264,7 @@ async def list_invoices(authorization: str | None, query: dict[str, str]) -> Ans
         return None
     if get_engine().dialect.name != "postgresql":
         return await anyio.to_thread.run_sync(_list_invoices_sqlite, *credential, listing, limit, after)
-    return await _once_more_if_dropped(_list_invoices_postgresql, *credential, listing, limit, after)
+    return await once_more_if_dropped(_list_invoices_postgresql, *credential, listing, limit, after)
 
 
 def _page_shape(listing: InvoiceListQuery, after: Position | None, rows: int) -> tuple:
@@ -355,7 +355,7 @@ def _count_sqlite(lookup_id: str, secret: str) -> tuple[Principal, Usage] | Answ
     with engine_for_reads().connect() as connection:  # a deferred BEGIN: no write turn taken for reading
         key = connection.execute(KEY_STATEMENT, {"lookup_id": lookup_id}).first()
     moment = now()
-    principal = _principal(key, secret, moment)
+    principal = principal_of(key, secret, moment)
     if principal is None:
         return None
     count = ratelimit.counting("sqlite", ratelimit.api_requests(), principal.rate_limit_subject)

@@ -12,6 +12,7 @@ from rest import (
     business,
     customers,
     fast_reads,
+    fast_writes,
     invoice_documents,
     invoice_items,
     invoices,
@@ -46,7 +47,10 @@ def create_rest_app() -> Starlette:
 
 
 def _fast(route: Route) -> Route:
-    """The route, with the fast read path in front where there is one."""
-    if route.path not in ("/invoices/{id}", "/invoices"):
+    """The route, with the fast read and write paths in front where there are."""
+    if route.path not in ("/invoices/{id}", "/invoices", *fast_writes.WRITES):
         return route
-    return Route(route.path, fast_reads.invoice_reads(route.endpoint), methods=sorted(route.methods - {"HEAD"}))
+    endpoint = fast_writes.fast_write(route.path, route.endpoint)
+    if route.path in ("/invoices/{id}", "/invoices"):
+        endpoint = fast_reads.invoice_reads(endpoint)
+    return Route(route.path, endpoint, methods=sorted(route.methods - {"HEAD"}))

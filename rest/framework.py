@@ -80,6 +80,10 @@ class Api:
                 for path, endpoints in by_path.items()]
 
 
+# Set on a request's scope by a fast path that counted it and left it to the pipeline.
+COUNTED = "invoicing.counted"
+
+
 def rate_limit_headers(usage: Usage | None) -> dict[str, str]:
     if usage is None:
         return {}
@@ -118,7 +122,7 @@ def _process(endpoint: Endpoint, request: Request, raw: bytes) -> Response:
         query_items=request.query_params.multi_items(), body=raw,
         idempotency_key=request.headers.get("idempotency-key"),
         idempotency_scope=(endpoint.method, request.url.path),
-        header_error=header_error,
+        header_error=header_error, counted=request.scope.get(COUNTED, False),
     )
     outcome = execute(endpoint, invocation, _Presenter(endpoint, request_id))
     limit_headers = rate_limit_headers(outcome.usage)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import functools
 import os
 import secrets
@@ -42,6 +43,10 @@ def postgres_text(statement: Any) -> Text:
     return Text(str(compiled), tuple(compiled.positiontup or ()), dict(compiled.params))
 
 
+class Rollback(Exception):
+    """Raised in the block of `Connections.transaction` to roll the transaction back."""
+
+
 class Connections:
     """At most `size` asyncpg connections of one event loop, handed out in the order they are asked
     for. Lighter than asyncpg's pool, whose release costs a task and a shield per request: a
@@ -66,13 +71,34 @@ class Connections:
         try:
             result = await getattr(connection, method)(sql, *arguments)
         except BaseException:
-            self._drop(connection)
-            for idle in self.idle:
-                self._drop(idle)
-            self.idle = []
+            self._drop_all(connection)
             raise
         self._give_back(connection)
         return result
+
+    @contextlib.asynccontextmanager
+    async def transaction(self):
+        """One connection for the statements of a transaction: committed when the block ends, rolled
+        back when it raises (`Rollback` on purpose; anything else closes the connection, as after a
+        failed statement)."""
+        connection = await self._take()
+        try:
+            async with connection.transaction():
+                yield connection
+        except Rollback:
+            self._give_back(connection)
+            raise
+        except BaseException:
+            self._drop_all(connection)
+            raise
+        self._give_back(connection)
+
+    def _drop_all(self, connection) -> None:
+        """Close `connection` and the idle ones: after a failure, maybe a restart of the database."""
+        self._drop(connection)
+        for idle in self.idle:
+            self._drop(idle)
+        self.idle = []
 
     async def _take(self):
         while True:
@@ -142,9 +168,10 @@ class _PerLoop:
     """The fast path's connections, per process and event loop (a test's client may run several
     loops in turn; connections of a loop that ended went with it)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, durable: bool = False) -> None:
         self.connections: Connections | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
+        self.durable = durable
 
     def get(self) -> Connections:
         loop = asyncio.get_running_loop()
@@ -152,7 +179,9 @@ class _PerLoop:
             self.terminate()
             # Few connections: requests queue here, in order, rather than as many PostgreSQL backends
             # competing with this process for the CPU (p99 at 16 clients: 15 ms with 2, 25-45 ms with 8).
-            self.connections, self.loop = Connections(get_settings().fast_read_connections, _connect), loop
+            self.connections = Connections(get_settings().fast_read_connections,
+                                           functools.partial(_connect, durable=self.durable))
+            self.loop = loop
         return self.connections
 
     def terminate(self) -> None:
@@ -166,15 +195,16 @@ class _PerLoop:
         self.connections, self.loop = None, None
 
 
-async def _connect():
+async def _connect(*, durable: bool = False):
     import asyncpg
     url = make_url(get_settings().database_url).set(drivername="postgresql")
     return await asyncpg.connect(url.render_as_string(hide_password=False), statement_cache_size=64,
                                  server_settings={"application_name": application_name(),
-                                                  # What these connections write is the request's count
-                                                  # and a key's last use: a crash may lose the last
-                                                  # instants of them, never an invoice.
-                                                  "synchronous_commit": "off",
+                                                  # What the reads' connections write is the request's
+                                                  # count, a key's last use and an idempotency key's
+                                                  # claim: a crash may lose the last instants of them.
+                                                  # An invoice is written on a durable connection.
+                                                  "synchronous_commit": "on" if durable else "off",
                                                   # Every statement here is written for an index (a
                                                   # page of the list: the account's, read backwards).
                                                   # Their plans are made once per connection, maybe
@@ -184,16 +214,18 @@ async def _connect():
                                                   "enable_seqscan": "off", "enable_sort": "off"})
 
 
-_per_loop = _PerLoop()
+_per_loop, _durable_per_loop = _PerLoop(), _PerLoop(durable=True)
 
 
-def postgres_connections() -> Connections:
-    """The fast path's connections for this event loop."""
-    return _per_loop.get()
+def postgres_connections(*, durable: bool = False) -> Connections:
+    """The fast path's connections for this event loop; `durable`: those whose commits are flushed
+    to disk before they return (for what a crash must not lose)."""
+    return (_durable_per_loop if durable else _per_loop).get()
 
 
 async def close_postgres_connections() -> None:
     await _per_loop.close()
+    await _durable_per_loop.close()
 
 
 def application_name() -> str:

@@ -56,10 +56,7 @@ def record(session: Session, invoice: Invoice, type: str, meta: dict | None) -> 
     session.flush()
     event_id = uuid.uuid4()
     created_at = _next_timestamp(session, invoice, type)
-    data = {"object": jsonable(invoice_to_api(session, invoice, with_lines=False))}
-    if type == "invoice.finalized":  # where its e-invoices are fetched (with a key that reads invoices)
-        data["e_invoices"] = e_invoice_links(ids.public_id("invoice", invoice.id))
-    payload = {"id": str(event_id), "type": type, "created_at": iso(created_at), "data": data}
+    payload = event_payload(event_id, type, created_at, invoice_to_api(session, invoice, with_lines=False))
     event = InvoiceEvent(id=event_id, account_id=invoice.account_id, invoice_id=invoice.id, type=type,
                          meta=jsonable(meta) if meta is not None else None, payload=payload,
                          created_at=created_at)
@@ -67,6 +64,14 @@ def record(session: Session, invoice: Invoice, type: str, meta: dict | None) -> 
     session.flush()
     outbox.enqueue(session, event)
     return event
+
+
+def event_payload(event_id: uuid.UUID, type: str, created_at, invoice: dict) -> dict:
+    """The webhook body of an event about `invoice` (its API object without lines)."""
+    data = {"object": jsonable(invoice)}
+    if type == "invoice.finalized":  # where its e-invoices are fetched (with a key that reads invoices)
+        data["e_invoices"] = e_invoice_links(invoice["id"])
+    return {"id": str(event_id), "type": type, "created_at": iso(created_at), "data": data}
 
 
 E_INVOICE_FORMATS = ("peppol", "cii", "facturx")

@@ -96,9 +96,11 @@ def _active_price(session: Session, invoice: Invoice, price_text: str, path: str
     return price
 
 
-def build_line(session: Session, invoice: Invoice, item: ItemFields, *, prefix: str = "") -> InvoiceLine:
-    """A new (unsaved) line of `invoice`; field errors name paths under `prefix` (`items.0.`)."""
-    line = InvoiceLine(account_id=invoice.account_id, invoice_id=invoice.id, quantity=item.quantity,
+def build_line(session: Session | None, invoice: Invoice, item: ItemFields, *, prefix: str = "",
+               line_type: type = InvoiceLine) -> InvoiceLine:
+    """A new (unsaved) line of `invoice` (of `line_type`: `InvoiceLine` or its `models.plain`); field
+    errors name paths under `prefix` (`items.0.`)."""
+    line = line_type(account_id=invoice.account_id, invoice_id=invoice.id, quantity=item.quantity,
                        unit=item.unit, discount_percent=item.discount_percent, tax_category=item.tax_category,
                        tax_exemption_reason=item.tax_exemption_reason or None)
     description = item.description or None

@@ -35,10 +35,10 @@ JSON_FIELDS = frozenset({"c_address", "b_address", "b_bank", "customer_snapshot"
 
 def _shown_columns() -> list:
     """The invoice's columns with the customer and business profile a draft shows (`c_…`, `b_…`)."""
-    return [*INVOICES.c, *_party_columns()]
+    return [*INVOICES.c, *party_columns()]
 
 
-def _party_columns() -> list:
+def party_columns() -> list:
     return [*(CUSTOMERS.c[name].label(f"c_{name}") for name in CUSTOMER_COLUMNS),
             *(BUSINESSES.c[name].label(f"b_{name}") for name in BUSINESS_COLUMNS)]
 
@@ -135,7 +135,7 @@ def page_statement(*, conditions: list, after: bool, rows: int, with_versions: b
     chosen, parties, order = _page(account=bindparam("account_id"), conditions=conditions, after=after, rows=rows,
                                    versions=with_versions)
     columns = [*([_item_version(chosen)] if with_versions else []), *(chosen.c[column.name] for column in INVOICES.c),
-               *_party_columns()]
+               *party_columns()]
     return select(*columns).select_from(parties).order_by(*order)
 
 

@@ -152,9 +152,10 @@ def _check_dates(invoice: Invoice) -> None:
         raise ValidationFailed.at("due_date", "must not be before issue_date")
 
 
-def _build_lines(session: Session, invoice: Invoice, items) -> list[InvoiceLine]:
+def _build_lines(session: Session | None, invoice: Invoice, items, line_type: type = InvoiceLine) -> list[InvoiceLine]:
     """New (unsaved) lines of `invoice` from the elements of `items`; errors name `items.N.…`."""
-    return [build_line(session, invoice, item, prefix=f"items.{index}.") for index, item in enumerate(items)]
+    return [build_line(session, invoice, item, prefix=f"items.{index}.", line_type=line_type)
+            for index, item in enumerate(items)]
 
 
 def _replace_lines(session: Session, invoice: Invoice, old: list[InvoiceLine], items) -> list[InvoiceLine]:
@@ -194,7 +195,6 @@ def preview_lines(session: Session, account_id: uuid.UUID, id_text: str,
 
 def _new_draft(session: Session, principal: Principal, data: InvoiceCreate) -> tuple[Invoice, list[InvoiceLine]]:
     """The draft `data` describes and its lines, built, priced and computed in memory: nothing saved."""
-    sent = data.sent()
     customer = keep(session, _billable_customer(session, principal.account_id, data.customer))
     currency = data.currency
     if currency is None:
@@ -202,17 +202,26 @@ def _new_draft(session: Session, principal: Principal, data: InvoiceCreate) -> t
         if profile is None:
             raise ValidationFailed.at("currency", "is required until the business profile sets a default")
         currency = profile.currency
+    return draft_of(session, principal.account_id, customer.id, currency, data)
+
+
+def draft_of(session: Session | None, account_id: uuid.UUID, customer_id: uuid.UUID, currency: str,
+             data: InvoiceCreate, *, rows: tuple[type, type] = (Invoice, InvoiceLine)) -> tuple[Invoice, list[InvoiceLine]]:
+    """The draft `data` describes for a customer found billable, in `currency`: built, priced and
+    computed in memory, nothing saved. Without a session, for lines without a price only, and `rows`
+    the types of the invoice and its lines (the fast write path's are `models.plain`)."""
+    invoice_type, line_type = rows
     issue_date = data.issue_date or today()
-    if "due_date" in sent:
+    if "due_date" in data.sent():
         due_date = data.due_date
     else:
         due_date = _due_after(issue_date, data.days_until_due)
-    invoice = Invoice(account_id=principal.account_id, customer_id=customer.id, currency=currency,
+    invoice = invoice_type(account_id=account_id, customer_id=customer_id, currency=currency,
                       collection_method=data.collection_method or "send_invoice", issue_date=issue_date,
                       due_date=due_date, description=data.description, footer=data.footer,
                       buyer_reference=data.buyer_reference, order_reference=data.order_reference)
     _check_dates(invoice)
-    lines = _build_lines(session, invoice, data.items)
+    lines = _build_lines(session, invoice, data.items, line_type)
     renumber(lines)
     _price_and_compute(session, invoice, lines, path="items")
     return invoice, lines

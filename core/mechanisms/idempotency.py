@@ -40,6 +40,8 @@ RETENTION = timedelta(hours=24)
 LEASE = timedelta(seconds=30)
 
 log = logging.getLogger("invoicing.idempotency")
+LOST_CLAIM = ("This request outlived its claim on the Idempotency-Key and a retry took it over; its work was not "
+              "saved. Retry to get the retry's answer.")
 
 
 @dataclass(frozen=True)
@@ -142,8 +144,7 @@ def finish(session: Session, claim: Claim, response: StoredResponse) -> None:
         state="done", response_status=response.status, response_body=response.body,
         response_headers=response.headers))
     if stored.rowcount != 1:
-        raise Conflict("This request outlived its claim on the Idempotency-Key and a retry took it over; "
-                       "its work was not saved. Retry to get the retry's answer.")
+        raise Conflict(LOST_CLAIM)
 
 
 def release(claim: Claim) -> None:

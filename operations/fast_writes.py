@@ -1,0 +1,482 @@
+"""The fast write path: `POST /invoices` for an API key on PostgreSQL, as the pipeline runs it, in two
+statements and no ORM.
+
+The pipeline (`operations.pipeline`) creates a draft in four transactions through the ORM in a
+worker thread: the key's check and the request's count, the idempotency key's claim, the draft with
+its lines, history and outbox rows, and the stored answer. Here, on the event loop with asyncpg:
+
+1. One statement checks the key (with the write scope), counts the request, notes the key's use,
+   reads the customer and the business profile, and claims the idempotency key: only when the request
+   is allowed and the draft can be made (the customer is the account's and not archived, a currency
+   is known).
+2. The draft is built and computed by the same functions as the pipeline's (`invoices.draft_of`,
+   `invoice_render`), its answer and event rendered from them.
+3. One statement, on a connection whose commit is flushed to disk, stores the answer under the claim
+   and, only when the claim is still this request's, writes the invoice, its lines, its event and
+   the event's outbox rows: all of it or none.
+
+Whatever is not that plain success is left to the pipeline: before anything is counted (`None`: a
+malformed body, a line with a catalog price, another credential, a missing scope), or after the count
+(`Handover`: a key taken already, an unknown or archived customer, no currency), when the pipeline
+runs uncounted and gives its own answer. `tests/api/test_fast_writes.py` checks the rows and bytes
+against the pipeline's.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import secrets
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+
+from core.access import apikeys
+from core.access.principal import Principal
+from core.base import crypto, ids, money, raw
+from core.base.clock import now
+from core.base.db import DecimalText, UTCDateTime, get_engine
+from core.base.errors import Conflict, DomainError, UpstreamFailed
+from core.base.jsonout import dumps, jsonable
+from core.base.validation import load_json, parse
+from core.billing import events, invoice_reads, invoices
+from core.billing.business import business_to_api
+from core.billing.invoice_inputs import InvoiceCreate
+from core.billing.invoice_render import assembled, customer_details, invoice_fields
+from core.billing.numbering import format_number
+from core.mechanisms import idempotency, ratelimit
+from core.mechanisms.idempotency import StoredResponse as Reply
+from core.models import (
+    IdempotencyRecord,
+    Invoice,
+    InvoiceCounter,
+    InvoiceEvent,
+    InvoiceLine,
+    WebhookDelivery,
+    WebhookEndpoint,
+    plain,
+)
+from operations import fast_reads
+from operations import invoices as invoice_operations
+from operations.fast_reads import Answer
+
+CREATE, FINALIZE = invoice_operations.create_invoice, invoice_operations.finalize_invoice
+RECORDS, KEYS = IdempotencyRecord.__table__, fast_reads.KEYS
+INVOICES, CUSTOMERS, BUSINESSES = invoice_reads.INVOICES, invoice_reads.CUSTOMERS, invoice_reads.BUSINESSES
+COUNTERS, LINES = InvoiceCounter.__table__, InvoiceLine.__table__
+log = logging.getLogger("invoicing.operations")
+PLACEHOLDER_CURRENCY, NO_ACCOUNT = "EUR", uuid.UUID(int=0)
+PLAIN_ROWS = plain(Invoice), plain(InvoiceLine)
+UNAVAILABLE = "The database is unavailable; retry the request."
+
+
+@dataclass(frozen=True)
+class Handover:
+    """The pipeline answers, with the request counted already (its standing: `usage`)."""
+
+    usage: ratelimit.Usage
+
+
+@dataclass(frozen=True)
+class Request:
+    """A write as the surface received it."""
+
+    authorization: str | None
+    body: bytes
+    idempotency_key: str | None
+    scope: tuple[str, str]  # the method and path the key is claimed under
+    query_items: list
+    params: dict  # the ids the path names
+    request_id: str
+    status: int  # of the answer when it succeeds
+
+    def claimable(self) -> tuple[str, str] | None:
+        """The API key's lookup id and secret, when the fast path may serve the request; None: the pipeline's."""
+        credential = fast_reads.api_key_of(self.authorization)
+        if credential is None or self.idempotency_key is None or get_engine().dialect.name != "postgresql":
+            return None
+        try:
+            idempotency.check_key(self.idempotency_key)
+        except DomainError:
+            return None
+        return credential
+
+    def fingerprint(self, body_json) -> str:
+        """As the pipeline fingerprints the request (`pipeline._claim`)."""
+        request: dict = {"body": body_json, "query": sorted(self.query_items)}
+        if self.params:
+            request["params"] = self.params
+        return idempotency.request_fingerprint(request)
+
+
+@dataclass(frozen=True)
+class _Claimed:
+    """A request counted, allowed and holding its idempotency key: the caller and what was read."""
+
+    principal: Principal
+    usage: ratelimit.Usage
+    claim: idempotency.Claim
+    values: tuple
+    layout: invoice_reads.Layout
+
+
+async def _served(work, request: Request, *arguments) -> Answer | Handover | None:
+    try:
+        return await work(request, *arguments)
+    except fast_reads.DROPPED:  # not repeated: the claim or the write may have been done
+        return Answer(None, UpstreamFailed(UNAVAILABLE), None)
+
+
+async def _count_and_claim(request: Request, credential: tuple[str, str], operation, fingerprint: str,
+                           parameters: dict) -> _Claimed | Answer | Handover | None:
+    """Run the claiming statement of `operation`: None when the pipeline must answer uncounted, the
+    429, a `Handover` when the key is not claimed, else the claim."""
+    lookup_id, secret = credential
+    moment = now()
+    claim = idempotency.Claim(uuid.uuid4(), secrets.token_hex(16))
+    gate = _gate(operation.scope)
+    count = ratelimit.counting("postgresql", ratelimit.api_requests(), "", source=gate)
+    text, width, layout = _claiming_statement(count.statement, operation.name)
+    method, path = request.scope
+    row = await raw.postgres_connections().fetchrow(text.sql, text.arguments({
+        **count.parameters, **parameters, "lookup_id": lookup_id, "secret_hash": crypto.sha256_hex(secret),
+        "moment": moment, "stale_before": apikeys.stale_before(moment), "claim_id": claim.record_id, "method": method,
+        "path": path, "key": request.idempotency_key, "request_hash": fingerprint,
+        "locked_until": moment + idempotency.LEASE, "claim_token": claim.token}))
+    if row is None:
+        return None  # refused by the gate, and not counted: the pipeline says why
+    values = tuple(row)
+    principal = fast_reads.principal_of(invoice_reads.key_view(values, layout), secret, moment, operation.scope)
+    if principal is None:
+        return None
+    usage = count.usage(values[:width])
+    if usage.exceeded:
+        return Answer(None, usage.error("requests"), usage)
+    if values[width] is None:  # not claimed: the key is taken, or the pipeline refuses the request
+        return Handover(usage)
+    return _Claimed(principal.with_request_id(request.request_id), usage, claim, values, layout)
+
+
+async def _release(claim: idempotency.Claim) -> None:
+    """Forget the claim, as the pipeline does after a fault (a retry with the key runs again)."""
+    try:
+        await raw.postgres_connections().fetchrow(RELEASE_STATEMENT, [claim.record_id, claim.token])
+    except Exception:  # the lease lapses in its time, and a retry takes the key over
+        log.warning("could not release an idempotency claim", exc_info=True)
+
+
+# --- POST /invoices -------------------------------------------------------------------------------
+
+
+async def create_invoice(request: Request) -> Answer | Handover | None:
+    """POST /invoices; None or a `Handover`: let the pipeline answer."""
+    credential = request.claimable()
+    if credential is None:
+        return None
+    try:
+        body_json = load_json(request.body)
+        data = parse(InvoiceCreate, body_json)
+        customer_id = ids.try_parse("customer", data.customer)
+        if customer_id is None or any(item.price is not None for item in data.items):
+            return None  # the pipeline's 404, or lines read from the catalog
+        # Built before the account and its default currency are known (set once they are): a draft
+        # the pipeline would refuse is its own to refuse.
+        draft = invoices.draft_of(None, NO_ACCOUNT, customer_id, data.currency or PLACEHOLDER_CURRENCY, data,
+                                  rows=PLAIN_ROWS)
+    except DomainError:
+        return None  # the pipeline's error, after counting the request
+    return await _served(_create, request, credential, body_json, data, customer_id, draft)
+
+
+async def _create(request: Request, credential, body_json, data: InvoiceCreate, customer_id: uuid.UUID,
+                  draft: tuple) -> Answer | Handover | None:
+    claimed = await _count_and_claim(request, credential, CREATE, request.fingerprint(body_json), {
+        "customer_id": customer_id, "currency_given": data.currency is not None})
+    if not isinstance(claimed, _Claimed):
+        return claimed
+    try:
+        return await _write_draft(claimed, request, data, draft)
+    except BaseException:
+        await _release(claimed.claim)
+        raise
+
+
+async def _write_draft(claimed: _Claimed, request: Request, data: InvoiceCreate, draft: tuple) -> Answer:
+    principal, parts = claimed.principal, claimed.layout.parts
+    customer, business = parts["c_"].view(claimed.values), parts["b_"].view(claimed.values)
+    invoice, lines = draft
+    invoice.account_id = principal.account_id
+    for line in lines:
+        line.account_id = principal.account_id
+    if data.currency is None:  # the business profile's, as the pipeline's draft takes it
+        invoice.currency = business.currency
+        invoice.amount_in_words = money.amount_in_words(invoice.total, invoice.currency)
+    invoice.updated = invoice.created  # as the ORM's insert sets it (core.models)
+    shown = invoice_fields(invoice), customer_details(customer), business_to_api(business) if business.id else None
+    reply = _reply(request, assembled(*shown, lines))
+    history = _history(invoice, "invoice.created", assembled(*shown, None), principal)
+    written = await raw.postgres_connections(durable=True).fetchrow(CREATE_STATEMENT, [
+        *_finishing(claimed.claim, reply), *history, _row_json(invoice), _rows_json(lines)])
+    if not written[0]:
+        return Answer(None, Conflict(idempotency.LOST_CLAIM), claimed.usage)
+    return Answer(reply.body.encode(), None, claimed.usage)
+
+
+# --- POST /invoices/{id}/finalize -----------------------------------------------------------------
+
+
+async def finalize_invoice(request: Request) -> Answer | Handover | None:
+    """POST /invoices/{id}/finalize; None or a `Handover`: let the pipeline answer."""
+    credential = request.claimable()
+    invoice_id = ids.try_parse("invoice", request.params.get("id"))
+    if credential is None or invoice_id is None:
+        return None
+    return await _served(_finalize, request, credential, invoice_id)
+
+
+class _NotFinalizable(Exception):
+    """Not a draft with lines of this account, or no business profile: the pipeline says which."""
+
+
+async def _finalize(request: Request, credential, invoice_id: uuid.UUID) -> Answer | Handover | None:
+    claimed = await _count_and_claim(request, credential, FINALIZE, request.fingerprint(None), {})
+    if not isinstance(claimed, _Claimed):
+        return claimed
+    try:
+        return await _number_and_write(claimed, request, invoice_id)
+    except _NotFinalizable:
+        await _release(claimed.claim)
+        return Handover(claimed.usage)
+    except BaseException:
+        await _release(claimed.claim)
+        raise
+
+
+async def _number_and_write(claimed: _Claimed, request: Request, invoice_id: uuid.UUID) -> Answer:
+    """In one transaction: the draft locked and numbered (`NUMBERING`), then finalized as
+    `invoices.finalize` does, with its event, and the answer stored under the claim; rolled back
+    (the number given back) when the claim was lost meanwhile."""
+    principal = claimed.principal
+    numbering_text, layout = NUMBERING
+    try:
+        async with raw.postgres_connections(durable=True).transaction() as connection:
+            row = await connection.fetchrow(numbering_text.sql, *numbering_text.arguments({
+                "invoice_id": invoice_id, "account_id": principal.account_id}))
+            if row is None:
+                raise _NotFinalizable
+            values = tuple(row)
+            invoice = PLAIN_ROWS[0](**{name: getattr(layout.parts[""].view(values), name) for name in INVOICES.c.keys()})
+            customer, business = layout.parts["c_"].view(values), layout.parts["b_"].view(values)
+            invoice.number = format_number(business.invoice_prefix, values[0])
+            invoice.customer_snapshot = customer_details(customer)
+            invoice.issuer_snapshot = jsonable(business_to_api(business))
+            invoice.public_url_token = secrets.token_urlsafe(32)
+            invoice.status = "open"
+            invoice.finalized_at = invoice.updated = now()
+            shown = assembled(invoice_fields(invoice), invoice.customer_snapshot, invoice.issuer_snapshot, None)
+            reply = _reply(request, shown)
+            written = await connection.fetchval(
+                FINALIZE_STATEMENT, *_finishing(claimed.claim, reply),
+                *_history(invoice, "invoice.finalized", shown, principal), invoice.id, invoice.number,
+                json.dumps(invoice.customer_snapshot), json.dumps(invoice.issuer_snapshot), invoice.public_url_token,
+                invoice.finalized_at, invoice.updated)
+            if not written:
+                raise raw.Rollback
+    except raw.Rollback:
+        return Answer(None, Conflict(idempotency.LOST_CLAIM), claimed.usage)
+    return Answer(reply.body.encode(), None, claimed.usage)
+
+
+def _numbering_statement() -> tuple[raw.Text, invoice_reads.Layout]:
+    """The draft `:invoice_id` of `:account_id` locked, when it has a line and the account a business
+    profile, and the account's next number taken (`invoices.finalize`, `numbering.next_number`): the
+    number, the invoice's columns, its customer's (`c_…`) and the profile's (`b_…`); no row (and no
+    number taken) otherwise. A concurrent finalization of the same draft waits on the lock and then
+    finds it no longer a draft."""
+    from sqlalchemy import and_, bindparam, exists, literal, select, true
+    from sqlalchemy.dialects.postgresql import insert
+
+    account = bindparam("account_id", type_=INVOICES.c.account_id.type)
+    locked = (select(INVOICES).where(INVOICES.c.id == bindparam("invoice_id", type_=INVOICES.c.id.type),
+                                     INVOICES.c.account_id == account, INVOICES.c.status == "draft",
+                                     exists().where(LINES.c.invoice_id == INVOICES.c.id))
+              .with_for_update(of=INVOICES).cte("locked"))
+    with_profile = locked.join(BUSINESSES, BUSINESSES.c.account_id == locked.c.account_id)
+    taken = (insert(COUNTERS).from_select(["account_id", "last_number"],
+                                          select(locked.c.account_id, literal(1)).select_from(with_profile))
+             .on_conflict_do_update(index_elements=["account_id"], set_={"last_number": COUNTERS.c.last_number + 1})
+             .returning(COUNTERS.c.last_number).cte("taken"))
+    statement = (select(taken.c.last_number.label("number_taken"), *locked.c, *invoice_reads.party_columns())
+                 .select_from(with_profile.join(taken, true())
+                              .outerjoin(CUSTOMERS, and_(CUSTOMERS.c.id == locked.c.customer_id)))
+                 .where(locked.c.account_id == account))
+    return raw.postgres_text(statement), invoice_reads.Layout.of(statement, skip=1, parse_json=True)
+
+
+# --- shared by both -------------------------------------------------------------------------------
+
+
+def _reply(request: Request, data: dict) -> Reply:
+    """The answer as the REST presenter keeps it (`rest.framework`)."""
+    return Reply(request.status, dumps({"data": data}), {"content-type": "application/json"})
+
+
+def _finishing(claim: idempotency.Claim, reply: Reply) -> list:
+    """The parameters $1–$5 of a write: the claim, and the answer stored under it."""
+    return [claim.record_id, claim.token, reply.status, reply.body, json.dumps(reply.headers)]
+
+
+def _history(invoice, kind: str, shown: dict, principal: Principal) -> list:
+    """The parameters $6–$8 of a write: the event as `events.record` writes it (`shown`: the invoice
+    without lines), its outbox row's columns, its kind."""
+    event_id, created_at = uuid.uuid4(), now()
+    event = plain(InvoiceEvent)(id=event_id, account_id=invoice.account_id, invoice_id=invoice.id, type=kind,
+                                meta=jsonable(principal.event_meta()),
+                                payload=events.event_payload(event_id, kind, created_at, shown), created_at=created_at)
+    delivery = plain(WebhookDelivery)(account_id=invoice.account_id, event_id=event_id, endpoint_id=NO_ACCOUNT,
+                                      next_attempt_at=now())
+    return [_row_json(event), _row_json(delivery), kind]
+
+
+@functools.cache
+def _gate(scope: str):
+    return apikeys.valid_key(scope, ratelimit.bucket_prefix(ratelimit.API_REQUESTS))
+
+
+@functools.cache
+def _claiming_statement(counting_statement, operation: str) -> tuple[raw.Text, int, invoice_reads.Layout]:
+    """The gate of the operation's scope; the request counted only when it passed; the key's last use
+    written when it is a minute old; the idempotency key claimed when the count allowed the request
+    and (`create_invoice`) the draft can be made: its customer (`c_…`) is the account's and not
+    archived, and a currency is given or the business profile (`b_…`) has one. Its row: the count's
+    columns (how many: the second value), the claim's record id (`claimed`, null when not claimed),
+    the parties (`create_invoice`), the key's (`k_…`); no row when the gate refused the key."""
+    from sqlalchemy import Boolean, and_, bindparam, or_, select, true, update
+    from sqlalchemy.dialects.postgresql import insert
+
+    gate = _gate(CREATE.scope if operation == CREATE.name else FINALIZE.scope)
+    counted = counting_statement.cte("counted")
+    touched = (update(KEYS).where(KEYS.c.id == gate.c.id, counted.c.allowed, apikeys.stale_use_clause(gate.c.last_used_at))
+               .values(last_used_at=bindparam("moment")).returning(KEYS.c.id).cte("touched"))
+    sources, ready, read = gate.join(counted, true()), counted.c.allowed, []
+    if operation == CREATE.name:
+        parties = (select(CUSTOMERS.c.id.label("c_id"), CUSTOMERS.c.archived_at.label("c_archived_at"),
+                          *invoice_reads.party_columns())
+                   .select_from(gate.outerjoin(CUSTOMERS, and_(CUSTOMERS.c.id == bindparam("customer_id"),
+                                                               CUSTOMERS.c.account_id == gate.c.account_id))
+                                .outerjoin(BUSINESSES, BUSINESSES.c.account_id == gate.c.account_id))).cte("parties")
+        sources, read = sources.join(parties, true()), list(parties.c)
+        ready = and_(ready, parties.c.c_id.is_not(None), parties.c.c_archived_at.is_(None),
+                     or_(bindparam("currency_given", type_=Boolean), parties.c.b_id.is_not(None)))
+    claimed_values = {"id": "claim_id", "method": "method", "path": "path", "key": "key",
+                      "request_hash": "request_hash", "locked_until": "locked_until", "claim_token": "claim_token",
+                      "created_at": "moment"}
+    claim = (select(*(bindparam(name, type_=RECORDS.c[column].type) for column, name in claimed_values.items()),
+                    gate.c.account_id, bindparam("state", "running", type_=RECORDS.c.state.type))
+             .select_from(sources).where(ready))
+    claimed = (insert(RECORDS).from_select([*claimed_values, "account_id", "state"], claim)
+               .on_conflict_do_nothing().returning(RECORDS.c.id).cte("claimed"))
+    statement = (select(*counted.c, claimed.c.id.label("claimed"), *read,
+                        *(gate.c[name].label(f"k_{name}") for name in apikeys.KEY_COLUMNS))
+                 .select_from(sources.outerjoin(claimed, true())).add_cte(touched))
+    width = len(counted.c)
+    return raw.postgres_text(statement), width, invoice_reads.Layout.of(statement, skip=width + 1, parse_json=True)
+
+
+# --- the write statement --------------------------------------------------------------------------
+# Rows go in as JSON objects of their columns (`json_populate_record`), valued as the ORM writes them
+# (`_column_value`): the statement names no column and stays right as the models change.
+
+
+def _is_json(column) -> bool:
+    return column.type.__class__.__name__ == "JSON"
+
+
+def _names(table) -> str:
+    return ", ".join(f'"{column.name}"' for column in table.c)
+
+
+def _from_record(table, record: str, *, replaced: dict | None = None) -> str:
+    """The select list of a row of `table` from the record `record`: a JSON column the ORM wrote as
+    JSON `null` (never SQL NULL) stays so, and `replaced` columns take other expressions."""
+    replaced = replaced or {}
+    parts = []
+    for column in table.c:
+        if column.name in replaced:
+            parts.append(replaced[column.name])
+        elif _is_json(column):
+            parts.append(f"coalesce({record}.\"{column.name}\", 'null'::json)")
+        else:
+            parts.append(f'{record}."{column.name}"')
+    return ", ".join(parts)
+
+
+def _write_statement(invoice_change: str) -> str:
+    """A write in one statement: the answer stored under the claim ($1–$5), and only when it was
+    still this request's, `invoice_change` (CTEs reading `finished`, parameters from $9), the event
+    ($6) and its outbox rows for the endpoints that subscribe to its kind ($7, $8). Its value: whether
+    the claim was this request's."""
+    events_, deliveries, endpoints = InvoiceEvent.__table__, WebhookDelivery.__table__, WebhookEndpoint.__table__
+    return f"""
+WITH finished AS (
+  UPDATE {RECORDS.name} SET state = 'done', response_status = $3, response_body = $4, response_headers = $5::json
+  WHERE id = $1 AND claim_token = $2 AND state = 'running' RETURNING id),
+{invoice_change},
+event AS (
+  INSERT INTO {events_.name} ({_names(events_)})
+  SELECT {_from_record(events_, "r")} FROM finished, json_populate_record(NULL::{events_.name}, $6::json) AS r
+  RETURNING id),
+deliveries AS (
+  INSERT INTO {deliveries.name} ({_names(deliveries)})
+  SELECT {_from_record(deliveries, "r", replaced={"id": "gen_random_uuid()", "endpoint_id": "e.id"})}
+  FROM finished, json_populate_record(NULL::{deliveries.name}, $7::json) AS r, {endpoints.name} AS e
+  WHERE e.account_id = r.account_id AND e.active
+    AND (e.events IS NULL OR e.events::jsonb = 'null'::jsonb OR e.events::jsonb ? $8::text))
+SELECT count(*) > 0 FROM finished"""
+
+
+CREATE_STATEMENT = _write_statement(f"""invoice AS (
+  INSERT INTO {INVOICES.name} ({_names(INVOICES)})
+  SELECT {_from_record(INVOICES, "r")} FROM finished, json_populate_record(NULL::{INVOICES.name}, $9::json) AS r),
+lines AS (
+  INSERT INTO {LINES.name} ({_names(LINES)})
+  SELECT {_from_record(LINES, "r")} FROM finished, json_populate_recordset(NULL::{LINES.name}, $10::json) AS r)""")
+# The columns `invoices.finalize` changes, as the ORM's UPDATE writes them.
+FINALIZE_STATEMENT = _write_statement(f"""invoice AS (
+  UPDATE {INVOICES.name} SET number = $10, customer_snapshot = $11::json, issuer_snapshot = $12::json,
+    public_url_token = $13, status = 'open', finalized_at = $14, updated = $15
+  FROM finished WHERE {INVOICES.name}.id = $9)""")
+NUMBERING = _numbering_statement()
+RELEASE_STATEMENT = f"DELETE FROM {RECORDS.name} WHERE id = $1 AND claim_token = $2 AND state = 'running'"
+
+
+def _writer(column):
+    """How a column's value is written as the ORM writes it, into a JSON object (nested JSON as
+    `json.dumps` writes it, as SQLAlchemy does, so the stored text is the same)."""
+    if isinstance(column.type, DecimalText):
+        return lambda value: None if value is None else column.type.process_bind_param(value, None)
+    if isinstance(column.type, UTCDateTime):
+        return lambda value: None if value is None else value.astimezone(UTC).isoformat()
+    python_type = getattr(column.type, "python_type", None) if not _is_json(column) else None
+    if python_type in (uuid.UUID, date, datetime):
+        return lambda value: None if value is None else str(value) if python_type is uuid.UUID else value.isoformat()
+    return None
+
+
+@functools.cache
+def _writers(table) -> tuple:
+    return tuple((column.name, _writer(column)) for column in table.c)
+
+
+def _values(row) -> dict:
+    return {name: getattr(row, name) if write is None else write(getattr(row, name))
+            for name, write in _writers(row.__table__)}
+
+
+def _row_json(row) -> str:
+    return json.dumps(_values(row))
+
+
+def _rows_json(rows: list) -> str:
+    return json.dumps([_values(row) for row in rows])

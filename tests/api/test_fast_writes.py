@@ -1,0 +1,534 @@
+"""The fast write path of POST /invoices (`operations.fast_writes`, PostgreSQL) answers and writes exactly
+as the pipeline: the same answer, rows, history, outbox and stored reply for any draft (hypothesis);
+the same order of checks (401 before counting, 429 before claiming); what it does not serve (priced
+lines, a taken key, an unknown customer, a missing scope…) is the pipeline's answer, counted once.
+On SQLite every request is the pipeline's, and these tests check that it stays so."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import select, text
+
+from core.base import db, ids
+from core.base.clock import now, today
+from core.models import IdempotencyRecord, Invoice, InvoiceEvent, InvoiceLine, WebhookDelivery, WebhookEndpoint
+from operations import fast_writes
+from tests import hostile
+from tests.api.invoicing import add_webhook_endpoint, adhoc, customer, outbox_rows, price, stored_events
+from tests.conftest import make_tenant
+
+texts = st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=30).filter(str.strip)
+items = st.fixed_dictionaries({
+    "description": texts,
+    "unit_amount": st.integers(min_value=0, max_value=10**9),
+}, optional={
+    "quantity": st.decimals(min_value=Decimal("0.000001"), max_value=Decimal(10**4), places=6).map(str),
+    "discount_percent": st.decimals(min_value=0, max_value=100, places=2).map(str),
+    "tax_rate": st.sampled_from(["0", "7", "19", "20", "5.5"]),
+    "unit": st.sampled_from(["NOS", "HRS", "DAY", "KGS"]),
+})
+bodies = st.fixed_dictionaries({"items": st.lists(items, min_size=1, max_size=5)}, optional={
+    "currency": st.sampled_from(["USD", "EUR", "JPY", "BHD"]),
+    "description": texts, "footer": texts, "buyer_reference": texts, "order_reference": texts,
+    "days_until_due": st.integers(min_value=0, max_value=90),
+    "issue_date": st.dates(min_value=today() - timedelta(days=400), max_value=today()).map(str),
+    "collection_method": st.sampled_from(["send_invoice", "charge_automatically"]),
+})
+postgresql = pytest.mark.usefixtures("postgresql_only")
+
+
+@pytest.fixture
+def postgresql_only():
+    if db.get_engine().dialect.name != "postgresql":
+        pytest.skip("the fast write path is PostgreSQL's")
+
+
+@pytest.fixture
+def served(monkeypatch) -> list:
+    """What the fast path answered, one entry per request: "written", "handed over" or "left"."""
+    outcomes: list = []
+    create = fast_writes.create_invoice
+
+    async def noted(*arguments):
+        found = await create(*arguments)
+        outcomes.append("left" if found is None else "handed over" if isinstance(found, fast_writes.Handover)
+                        else "written")
+        return found
+
+    monkeypatch.setattr(fast_writes, "create_invoice", noted)
+    return outcomes
+
+
+@pytest.fixture
+def pipeline_only(monkeypatch):
+    """Turn the fast path off: every POST /invoices is the pipeline's."""
+    async def left(*_arguments):
+        return None
+
+    def off() -> None:
+        monkeypatch.setattr(fast_writes, "create_invoice", left)
+    return off
+
+
+def remaining(tenant) -> int:
+    return int(tenant.get("/business").headers["ratelimit-remaining"])
+
+
+def _post(tenant, body: dict, key: str | None = None, **headers):
+    return tenant.post("/invoices", json=body, idem=key or uuid.uuid4().hex, headers=headers)
+
+
+# --- the same answer and the same rows ----------------------------------------------------------
+
+
+def _answer_shape(data: dict) -> dict:
+    """The answer with what differs between two creations (ids, moments) taken out."""
+    shape = {key: value for key, value in data.items() if key not in ("id", "created", "updated")}
+    shape["lines"] = {"data": [{key: value for key, value in line.items() if key not in ("id", "invoice")}
+                               for line in data["lines"]["data"]]}
+    return shape
+
+
+def _rows(invoice_id: str) -> dict:
+    """Everything the creation wrote, as stored (JSON columns as their text), without its ids and moments."""
+    row_id = ids.parse("invoice", invoice_id)
+    with db.get_engine().connect() as connection:
+        invoice = connection.execute(select(Invoice.__table__).where(Invoice.__table__.c.id == row_id)).one()._asdict()
+        lines = [row._asdict() for row in connection.execute(
+            select(InvoiceLine.__table__).where(InvoiceLine.__table__.c.invoice_id == row_id)
+            .order_by(InvoiceLine.__table__.c.position))]
+        event = connection.execute(select(InvoiceEvent.__table__).where(
+            InvoiceEvent.__table__.c.invoice_id == row_id)).one()._asdict()
+        texts_ = connection.execute(text(
+            "SELECT e.payload::text, e.meta::text, i.customer_snapshot::text FROM invoice_events e "
+            "JOIN invoices i ON i.id = e.invoice_id WHERE e.invoice_id = :id"), {"id": row_id}).one()
+        deliveries = connection.execute(select(WebhookDelivery.__table__.c.endpoint_id, WebhookDelivery.__table__.c.status,
+                                               WebhookDelivery.__table__.c.attempts)
+                                        .where(WebhookDelivery.__table__.c.event_id == event["id"])).all()
+    for name in ("id", "created", "updated"):
+        invoice.pop(name)
+    for line in lines:
+        for name in ("id", "invoice_id", "created"):
+            line.pop(name)
+    payload = event.pop("payload")
+    payload["data"]["object"] = _answer_shape({**payload["data"]["object"], "lines": {"data": []}})
+    for name in ("id", "invoice_id", "created_at"):
+        event.pop(name)
+    event["meta"] = {key: value for key, value in event["meta"].items() if key != "request_id"}
+    # The JSON columns' text is written as the ORM writes it (`json.dumps`), whoever writes it.
+    payload_text, meta_text, snapshot_text = texts_
+    stored_as_the_orm_writes = [text_ == json.dumps(json.loads(text_)) for text_ in (payload_text, meta_text)]
+    stored_as_the_orm_writes.append(snapshot_text)  # JSON null, not SQL NULL
+    return {"invoice": invoice, "lines": lines, "event": event, "payload": {**payload, "id": None, "created_at": None},
+            "deliveries": sorted(map(tuple, deliveries)), "json_texts": stored_as_the_orm_writes}
+
+
+def _stored_reply(tenant, key: str) -> tuple:
+    with db.transaction() as session:
+        record = session.exec(select(IdempotencyRecord).where(IdempotencyRecord.account_id == tenant.account_id,
+                                                              IdempotencyRecord.key == key)).one()[0]
+        return record.state, record.response_status, record.response_body, record.response_headers
+
+
+@postgresql
+@settings(max_examples=hostile.EXAMPLES, deadline=None, database=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(body=bodies, name=texts)
+def test_any_draft_is_answered_and_written_as_the_pipeline_does(tenant, served, pipeline_only, monkeypatch,
+                                                                body, name):
+    from config.settings import get_settings
+    monkeypatch.setattr(get_settings(), "rate_limit_requests", 10**6)  # many examples, one key
+    body = {**body, "customer": customer(tenant, name=name, address={"city": name, "country": "DE"})["id"]}
+    fast_key, pipeline_key = uuid.uuid4().hex, uuid.uuid4().hex
+    fast = _post(tenant, body, fast_key)
+    assert fast.status_code == 201, fast.text
+    assert served[-1] == "written"
+    with monkeypatch.context() as scoped:
+        scoped.setattr(fast_writes, "create_invoice", _left)
+        slow = _post(tenant, body, pipeline_key)
+    assert slow.status_code == 201
+    assert _answer_shape(fast.json()["data"]) == _answer_shape(slow.json()["data"])
+    assert [name for name in fast.headers if name != "date"] == [name for name in slow.headers if name != "date"]
+    assert _rows(fast.json()["data"]["id"]) == _rows(slow.json()["data"]["id"])
+    state, status, stored, headers = _stored_reply(tenant, fast_key)
+    assert (state, status, stored.encode(), headers) == ("done", 201, fast.content, {"content-type": "application/json"})
+    assert _stored_reply(tenant, pipeline_key)[3] == headers
+
+
+async def _left(*_arguments):
+    return None
+
+
+@postgresql
+def test_the_draft_takes_the_business_currency_when_none_is_given(tenant, served):
+    response = _post(tenant, {"customer": customer(tenant)["id"], "items": [adhoc(unit_amount=150)]})
+    assert response.status_code == 201 and served == ["written"]
+    data = response.json()["data"]
+    assert data["currency"] == "USD" and data["amount_in_words"] == "One US dollar and fifty cents"
+
+
+@postgresql
+def test_a_retry_with_the_key_gets_the_same_bytes(tenant, served):
+    body = {"customer": customer(tenant)["id"], "items": [adhoc()]}
+    first = _post(tenant, body, "retry-me")
+    again = _post(tenant, body, "retry-me")
+    assert again.status_code == 201 and again.content == first.content
+    assert again.headers["idempotent-replayed"] == "true"
+    assert served == ["written", "handed over"]
+
+
+@postgresql
+def test_the_key_with_another_body_is_the_pipelines_mismatch_counted_once(tenant, served):
+    buyer = customer(tenant)["id"]
+    assert _post(tenant, {"customer": buyer, "items": [adhoc()]}, "once").status_code == 201
+    before = remaining(tenant)
+    response = _post(tenant, {"customer": buyer, "items": [adhoc(unit_amount=5)]}, "once")
+    assert response.status_code == 422 and response.json()["code"] == "idempotency_mismatch"
+    assert remaining(tenant) == before - 2  # the request and the /business read
+    assert int(response.headers["ratelimit-remaining"]) == before - 1
+
+
+def test_every_request_is_counted_once(tenant, served):
+    body = {"customer": customer(tenant)["id"], "items": [adhoc()]}
+    before = remaining(tenant)
+    response = _post(tenant, body)
+    assert response.status_code == 201 and int(response.headers["ratelimit-remaining"]) == before - 1
+
+
+# --- what the pipeline answers -----------------------------------------------------------------
+
+
+def test_an_unknown_customer_is_the_pipelines_404_kept_under_the_key(tenant, served):
+    unknown = "cus_" + "0" * 32
+    first = _post(tenant, {"customer": unknown, "items": [adhoc()]}, "no-such-customer")
+    assert first.status_code == 404 and first.json()["code"] == "not_found"
+    again = _post(tenant, {"customer": unknown, "items": [adhoc()]}, "no-such-customer")
+    assert again.status_code == 404 and again.headers["idempotent-replayed"] == "true"
+    assert "written" not in served
+
+
+def test_another_accounts_customer_is_not_found(tenant, other_tenant, served):
+    response = _post(other_tenant, {"customer": customer(tenant)["id"], "items": [adhoc()]})
+    assert response.status_code == 404 and "written" not in served
+
+
+def test_an_archived_customer_is_the_pipelines_422(tenant, served):
+    buyer = customer(tenant)["id"]
+    assert tenant.delete(f"/customers/{buyer}").status_code in (200, 204)
+    response = _post(tenant, {"customer": buyer, "items": [adhoc()]})
+    assert response.status_code == 422 and response.json()["errors"][0]["path"] == "customer"
+    assert "written" not in served
+
+
+def test_no_currency_before_onboarding_is_the_pipelines_422(client, served):
+    newcomer = make_tenant(client, business=None)
+    response = _post(newcomer, {"customer": customer(newcomer)["id"], "items": [adhoc()]})
+    assert response.status_code == 422 and response.json()["errors"][0]["path"] == "currency"
+    assert "written" not in served
+
+
+def test_a_body_the_pipeline_refuses_is_its_422_counted_once(tenant, served):
+    before = remaining(tenant)
+    response = _post(tenant, {"customer": customer(tenant)["id"], "items": [{"description": "no amount"}]})
+    assert response.status_code == 422 and response.json()["errors"][0]["path"] == "items.0.unit_amount"
+    assert served[-1] == "left"
+    assert remaining(tenant) == before - 3  # the customer, the request and the /business read
+
+
+def test_no_idempotency_key_is_the_pipelines_428(tenant, served):
+    response = tenant.post("/invoices", json={"customer": customer(tenant)["id"], "items": [adhoc()]})
+    assert response.status_code == 428 and response.json()["code"] == "idempotency_key_required"
+
+
+def test_a_priced_line_is_the_pipelines(tenant, served):
+    catalog = price(tenant)
+    response = _post(tenant, {"customer": customer(tenant)["id"], "items": [{"price": catalog["id"]}]})
+    assert response.status_code == 201 and response.json()["data"]["lines"]["data"][0]["price"] == catalog["id"]
+    assert served[-1] == "left"
+
+
+def test_an_unknown_key_is_refused_before_anything_is_counted(tenant, served):
+    buyer = customer(tenant)["id"]
+    before = remaining(tenant)
+    wrong = tenant.as_key(tenant.key[:-4] + "zzzz")
+    assert _post(wrong, {"customer": buyer, "items": [adhoc()]}).status_code == 401
+    assert remaining(tenant) == before - 1  # only the /business read itself
+
+
+def test_a_missing_scope_is_the_pipelines_403_counted_once(tenant, served):
+    buyer = customer(tenant)["id"]
+    reader = tenant.as_key(tenant.key_with(["invoices:read"]))
+    response = _post(reader, {"customer": buyer, "items": [adhoc()]})
+    assert response.status_code == 403 and response.json()["code"] == "forbidden"
+    assert int(response.headers["ratelimit-remaining"]) == int(response.headers["ratelimit-limit"]) - 1
+    assert "written" not in served
+
+
+def test_the_limit_refuses_before_the_key_is_claimed(client, monkeypatch, served):
+    from config.settings import get_settings
+    monkeypatch.setattr(get_settings(), "rate_limit_requests", 1)
+    tenant = make_tenant(client)
+    body = {"customer": customer(tenant)["id"], "items": [adhoc()]}  # the one request allowed
+    refused = _post(tenant, body, "over-the-limit")
+    assert refused.status_code == 429 and int(refused.headers["retry-after"]) >= 1
+    with db.transaction() as session:
+        assert session.exec(select(IdempotencyRecord).where(IdempotencyRecord.key == "over-the-limit")).first() is None
+
+
+def test_a_malformed_request_id_is_the_pipelines_422(tenant):
+    response = _post(tenant, {"customer": customer(tenant)["id"], "items": [adhoc()]}, **{"X-Request-Id": "x" * 300})
+    assert response.status_code == 422 and response.json()["errors"][0]["path"] == "X-Request-Id"
+
+
+# --- webhooks, history and the claim -------------------------------------------------------------
+
+
+def test_the_event_is_queued_for_the_endpoints_that_subscribe(tenant, served):
+    every = add_webhook_endpoint(tenant.account_id)  # no list: every kind (stored as JSON null)
+    created_only = add_webhook_endpoint(tenant.account_id, ["invoice.created"])
+    add_webhook_endpoint(tenant.account_id, ["invoice.paid"])
+    paused = add_webhook_endpoint(tenant.account_id)
+    with db.transaction() as session:  # as the delivery worker leaves an endpoint that keeps failing
+        session.get(WebhookEndpoint, paused).active = False
+    invoice_id = _post(tenant, {"customer": customer(tenant)["id"], "items": [adhoc()]}).json()["data"]["id"]
+    assert sorted(outbox_rows(tenant.account_id)) == sorted([("invoice.created", every),
+                                                             ("invoice.created", created_only)])
+    event = stored_events(tenant.account_id)[0]
+    assert event.invoice_id == ids.parse("invoice", invoice_id) and event.meta["actor"] == "api_key"
+
+
+@postgresql
+def test_a_claim_taken_over_meanwhile_writes_nothing(tenant, served, monkeypatch):
+    """Between the claim and the write a retry took the key over (the lease lapsed): the write stores
+    nothing, as the pipeline's `idempotency.finish`, and the answer is its 409."""
+    original = fast_writes._write_draft
+
+    async def taken_over(claimed, *rest):
+        with db.transaction() as session:
+            session.get(IdempotencyRecord, claimed.claim.record_id).claim_token = "someone-else"
+        return await original(claimed, *rest)
+
+    monkeypatch.setattr(fast_writes, "_write_draft", taken_over)
+    before = _count(Invoice)
+    response = _post(tenant, {"customer": customer(tenant)["id"], "items": [adhoc()]})
+    assert response.status_code == 409 and response.json()["code"] == "conflict"
+    assert _count(Invoice) == before
+
+
+@postgresql
+def test_a_fault_after_the_claim_releases_it(tenant, served, monkeypatch):
+    async def broken(*_arguments):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(fast_writes, "_write_draft", broken)
+    body = {"customer": customer(tenant)["id"], "items": [adhoc()]}
+    assert _post(tenant, body, "after-a-fault").status_code == 500
+    monkeypatch.undo()
+    assert _post(tenant, body, "after-a-fault").status_code == 201  # a retry runs again
+
+
+def _count(model) -> int:
+    with db.get_engine().connect() as connection:
+        return len(connection.execute(select(model.__table__.c.id)).all())
+
+
+def test_the_new_draft_reads_back_as_answered(tenant, served):
+    created = _post(tenant, {"customer": customer(tenant)["id"], "items": [adhoc(quantity="1.5")]})
+    read = tenant.get(f"/invoices/{created.json()['data']['id']}")
+    assert read.json() == created.json()
+    assert read.json()["data"]["created"] == read.json()["data"]["updated"]
+    assert now() - timedelta(minutes=1) < _created_at(read.json()["data"]["id"]) <= now()
+
+
+def _created_at(invoice_id: str):
+    with db.transaction() as session:
+        return session.get(Invoice, ids.parse("invoice", invoice_id)).created
+
+
+# --- POST /invoices/{id}/finalize ----------------------------------------------------------------
+
+
+@pytest.fixture
+def served_finalize(monkeypatch) -> list:
+    """What the fast finalize answered, one entry per request, as `served`."""
+    outcomes: list = []
+    finalize_ = fast_writes.finalize_invoice
+
+    async def noted(*arguments):
+        found = await finalize_(*arguments)
+        outcomes.append("left" if found is None else "handed over" if isinstance(found, fast_writes.Handover)
+                        else "written")
+        return found
+
+    monkeypatch.setattr(fast_writes, "finalize_invoice", noted)
+    return outcomes
+
+
+FINALIZED_MOMENTS = ("id", "number", "public_url_token", "public_url", "public_pdf_url", "finalized_at", "created",
+                     "updated")
+
+
+def _finalized_rows(invoice_id: str) -> dict:
+    row_id = ids.parse("invoice", invoice_id)
+    with db.get_engine().connect() as connection:
+        invoice = connection.execute(select(Invoice.__table__).where(Invoice.__table__.c.id == row_id)).one()._asdict()
+        event = connection.execute(select(InvoiceEvent.__table__).where(
+            InvoiceEvent.__table__.c.invoice_id == row_id, InvoiceEvent.__table__.c.type == "invoice.finalized")
+        ).one()._asdict()
+        texts_ = connection.execute(text(
+            "SELECT i.customer_snapshot::text, i.issuer_snapshot::text, e.payload::text FROM invoices i "
+            "JOIN invoice_events e ON e.invoice_id = i.id AND e.type = 'invoice.finalized' WHERE i.id = :id"),
+            {"id": row_id}).one()
+    assert invoice["finalized_at"] == invoice["updated"] and invoice["status"] == "open"
+    assert invoice["number"].startswith("INV-") and len(invoice["public_url_token"]) == 43
+    payload = event["payload"]
+    assert payload["data"]["e_invoices"]["peppol"].endswith(f"/invoices/{invoice_id}/e-invoice?format=peppol")
+    for name in ("id", "number", "public_url_token", "finalized_at", "created", "updated"):
+        invoice.pop(name)
+    customer_text, issuer_text, payload_text = texts_
+    return {"invoice": invoice, "type": event["type"], "meta": {k: v for k, v in event["meta"].items() if k != "request_id"},
+            "object": {k: v for k, v in payload["data"]["object"].items() if k not in FINALIZED_MOMENTS},
+            "texts": [customer_text, issuer_text, payload_text == json.dumps(json.loads(payload_text))]}
+
+
+def _finalize(tenant, invoice_id: str, key: str | None = None):
+    return tenant.post(f"/invoices/{invoice_id}/finalize", idem=key or uuid.uuid4().hex)
+
+
+def _drafts(tenant, count: int, **fields) -> list[str]:
+    buyer = customer(tenant, address={"city": "Köln", "country": "DE"}, tax_id="DE123")["id"]
+    return [_post(tenant, {"customer": buyer, "items": [adhoc(quantity="1.5", tax_rate="19")], **fields}
+                  ).json()["data"]["id"] for _ in range(count)]
+
+
+@postgresql
+@pytest.mark.parametrize("fields", [{}, {"days_until_due": 0, "issue_date": "2020-01-01"},
+                                    {"description": "Thanks — merci", "footer": "IBAN …", "currency": "JPY"}])
+def test_a_draft_is_finalized_as_the_pipeline_does(tenant, served_finalize, monkeypatch, fields):
+    fast_id, pipeline_id = _drafts(tenant, 2, **fields)
+    fast_key, pipeline_key = uuid.uuid4().hex, uuid.uuid4().hex
+    fast = _finalize(tenant, fast_id, fast_key)
+    assert fast.status_code == 200, fast.text
+    assert served_finalize == ["written"]
+    with monkeypatch.context() as scoped:
+        scoped.setattr(fast_writes, "finalize_invoice", _left)
+        slow = _finalize(tenant, pipeline_id, pipeline_key)
+    assert slow.status_code == 200
+    fast_data, slow_data = fast.json()["data"], slow.json()["data"]
+    assert {k: v for k, v in fast_data.items() if k not in FINALIZED_MOMENTS} == \
+        {k: v for k, v in slow_data.items() if k not in FINALIZED_MOMENTS}
+    assert fast_data["public_url"].endswith(fast_data["public_url_token"])
+    assert [name for name in fast.headers if name != "date"] == [name for name in slow.headers if name != "date"]
+    assert _finalized_rows(fast_id) == _finalized_rows(pipeline_id)
+    assert _stored_reply(tenant, fast_key)[:3] == ("done", 200, fast.text)
+    assert tenant.get(f"/invoices/{fast_id}").json()["data"]["number"] == fast_data["number"]
+
+
+@postgresql
+def test_numbers_follow_on_with_no_gap_whichever_path_finalizes(tenant, served_finalize, monkeypatch):
+    drafts = _drafts(tenant, 4)
+    numbers = [_finalize(tenant, drafts[0]).json()["data"]["number"]]
+    with monkeypatch.context() as scoped:
+        scoped.setattr(fast_writes, "finalize_invoice", _left)
+        numbers.append(_finalize(tenant, drafts[1]).json()["data"]["number"])
+    numbers += [_finalize(tenant, draft_id).json()["data"]["number"] for draft_id in drafts[2:]]
+    assert numbers == ["INV-0001", "INV-0002", "INV-0003", "INV-0004"]
+
+
+@postgresql
+def test_a_finalize_retried_with_its_key_gets_the_same_bytes(tenant, served_finalize):
+    draft_id = _drafts(tenant, 1)[0]
+    first = _finalize(tenant, draft_id, "finalize-once")
+    again = _finalize(tenant, draft_id, "finalize-once")
+    assert again.status_code == 200 and again.content == first.content
+    assert again.headers["idempotent-replayed"] == "true" and served_finalize == ["written", "handed over"]
+
+
+@postgresql
+def test_an_open_invoice_is_the_pipelines_409_counted_once_and_kept(tenant, served_finalize):
+    draft_id = _drafts(tenant, 1)[0]
+    assert _finalize(tenant, draft_id).status_code == 200
+    before = remaining(tenant)
+    refused = _finalize(tenant, draft_id, "too-late")
+    assert refused.status_code == 409 and refused.json()["code"] == "invalid_state"
+    assert int(refused.headers["ratelimit-remaining"]) == before - 1
+    assert served_finalize[-1] == "handed over"
+    assert _finalize(tenant, draft_id, "too-late").headers["idempotent-replayed"] == "true"
+
+
+@postgresql
+def test_a_draft_without_lines_is_the_pipelines_422(tenant, served_finalize):
+    draft_id = _drafts(tenant, 1)[0]
+    line = tenant.get(f"/invoices/{draft_id}").json()["data"]["lines"]["data"][0]["id"]
+    assert tenant.delete(f"/invoice-items/{line}").status_code == 200
+    refused = _finalize(tenant, draft_id)
+    assert refused.status_code == 422 and refused.json()["errors"][0]["path"] == "lines"
+    assert _finalize(tenant, _drafts(tenant, 1)[0]).json()["data"]["number"] == "INV-0001"  # none taken
+
+
+def test_no_business_profile_is_the_pipelines_409(client, served_finalize):
+    newcomer = make_tenant(client, business=None)
+    draft_id = _post(newcomer, {"customer": customer(newcomer)["id"], "currency": "EUR",
+                                "items": [adhoc()]}).json()["data"]["id"]
+    refused = _finalize(newcomer, draft_id)
+    assert refused.status_code == 409 and "business profile" in refused.json()["detail"]
+
+
+def test_an_unknown_or_foreign_invoice_is_not_found(tenant, other_tenant, served_finalize):
+    assert _finalize(tenant, "in_" + "0" * 32).status_code == 404
+    assert _finalize(other_tenant, _drafts(tenant, 1)[0]).status_code == 404
+    assert _finalize(tenant, "in_not-an-id").status_code == 404
+
+
+def test_a_key_without_the_finalize_scope_is_the_pipelines_403(tenant, served_finalize):
+    writer = tenant.as_key(tenant.key_with(["invoices:read", "invoices:write"]))
+    refused = _finalize(writer, _drafts(tenant, 1)[0])
+    assert refused.status_code == 403 and "written" not in served_finalize
+
+
+@postgresql
+def test_a_lost_claim_gives_the_number_back(tenant, served_finalize, monkeypatch):
+    first, second = _drafts(tenant, 2)
+    original = fast_writes._number_and_write
+
+    async def taken_over(claimed, *rest):
+        with db.transaction() as session:
+            session.get(IdempotencyRecord, claimed.claim.record_id).claim_token = "someone-else"
+        return await original(claimed, *rest)
+
+    monkeypatch.setattr(fast_writes, "_number_and_write", taken_over)
+    refused = _finalize(tenant, first)
+    assert refused.status_code == 409 and refused.json()["code"] == "conflict"
+    monkeypatch.setattr(fast_writes, "_number_and_write", original)
+    assert tenant.get(f"/invoices/{first}").json()["data"]["status"] == "draft"
+    assert _finalize(tenant, second).json()["data"]["number"] == "INV-0001"
+
+
+@postgresql
+def test_two_finalizations_of_one_draft_at_once_take_one_number(tenant):
+    import asyncio
+    draft_id = _drafts(tenant, 1)[0]
+
+    def request(key: str) -> fast_writes.Request:
+        return fast_writes.Request(f"Bearer {tenant.key}", b"", key, ("POST", f"/api/v1/invoices/{draft_id}/finalize"),
+                                   [], {"id": draft_id}, "req_both", 200)
+
+    async def both():
+        from core.base import raw
+        try:
+            return await asyncio.gather(*(fast_writes.finalize_invoice(request(key)) for key in ("one", "two")))
+        finally:
+            await raw.close_postgres_connections()
+
+    outcomes = asyncio.run(both())
+    assert sorted(type(outcome).__name__ for outcome in outcomes) == ["Answer", "Handover"]
+    answer = next(outcome for outcome in outcomes if isinstance(outcome, fast_writes.Answer))
+    assert json.loads(answer.body)["data"]["number"] == "INV-0001"
+    assert _finalize(tenant, _drafts(tenant, 1)[0]).json()["data"]["number"] == "INV-0002"

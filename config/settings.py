@@ -45,7 +45,7 @@ class Settings(BaseSettings):
     # Threads per server process that run requests' database work. Python runs one at a time, so
     # more only contend for the interpreter (measured in docs/performance.md); a slow PDF or SMTP
     # exchange holds one.
-    request_threads: int = Field(default=8, ge=1, le=256)
+    request_threads: int = Field(default=4, ge=1, le=256)
     # Who may read /metrics: client addresses or networks (comma-separated), and/or a bearer token.
     # Both empty (the default): metrics are off, nothing is recorded and /metrics is 404.
     metrics_allow: str = ""

@@ -33,7 +33,7 @@ from core.access.credentials import bearer_token
 from core.access.principal import Principal
 from core.base import context, crypto, ids, raw
 from core.base.clock import now, today
-from core.base.db import engine_for_reads, get_engine
+from core.base.db import get_engine
 from core.base.errors import DomainError, Forbidden, NotFound, Unauthorized, UpstreamFailed, ValidationFailed
 from core.base.jsonout import dumps_read
 from core.base.validation import parse
@@ -349,58 +349,59 @@ async def _query_all(connections: raw.Connections, sql: str, arguments: list) ->
     return await connections.fetch(sql, arguments)
 
 
-def _count_sqlite(lookup_id: str, secret: str) -> tuple[Principal, Usage] | Answer | None:
+def _count_sqlite(connection, lookup_id: str, secret: str) -> tuple[Principal, Usage] | Answer | None:
     """SQLite: the key read, then the request counted in the write turn (and the key's use noted):
     None when the pipeline must answer (nothing was counted), the 429 when the limit is reached."""
-    with engine_for_reads().connect() as connection:  # a deferred BEGIN: no write turn taken for reading
-        key = connection.execute(KEY_STATEMENT, {"lookup_id": lookup_id}).first()
+    found = raw.sqlite_text(KEY_STATEMENT).run(connection, {"lookup_id": lookup_id})
     moment = now()
-    principal = principal_of(key, secret, moment)
+    principal = principal_of(found[0] if found else None, secret, moment)
     if principal is None:
         return None
     count = ratelimit.counting("sqlite", ratelimit.api_requests(), principal.rate_limit_subject)
-    with get_engine().begin() as connection:  # the write turn and BEGIN IMMEDIATE of core.base.db
-        usage = count.usage(tuple(connection.execute(count.statement, count.parameters).one()))
-        if not usage.exceeded and apikeys.stale_use(key, moment):
-            connection.execute(TOUCH_STATEMENT, {"key_id": principal.api_key_id, "moment": moment})
+    with raw.sqlite_writing(connection):
+        usage = count.usage(tuple(raw.sqlite_text(count.statement).run(connection, count.parameters)[0]))
+        if not usage.exceeded and apikeys.stale_use(found[0], moment):
+            raw.sqlite_text(TOUCH_STATEMENT).run(connection, {"key_id": principal.api_key_id, "moment": moment})
     if usage.exceeded:
         return Answer(None, usage.error("requests"), usage)
     return principal, usage
 
 
 def _get_invoice_sqlite(lookup_id: str, secret: str, invoice_id, invoice_ref: str) -> Answer | None:
-    counted = _count_sqlite(lookup_id, secret)
-    if not isinstance(counted, tuple):
-        return counted
-    principal, usage = counted
-    with engine_for_reads().connect() as connection:
-        row = connection.execute(INVOICE_STATEMENT_SQLITE, {"invoice_id": invoice_id,
-                                                            "account_id": principal.account_id}).first()
-        lines = connection.execute(LINES_STATEMENT, {"invoice_id": invoice_id}).all() if row is not None else []
-    if row is None:
+    with raw.sqlite_connection() as connection:
+        counted = _count_sqlite(connection, lookup_id, secret)
+        if not isinstance(counted, tuple):
+            return counted
+        principal, usage = counted
+        with raw.sqlite_reading(connection):
+            found = raw.sqlite_text(INVOICE_STATEMENT_SQLITE).run(connection, {
+                "invoice_id": invoice_id, "account_id": principal.account_id})
+            lines = raw.sqlite_text(LINES_STATEMENT).run(connection, {"invoice_id": invoice_id}) if found else []
+    if not found:
         return Answer(None, _not_found(invoice_ref), usage)
-    return Answer(_data(dumps_read(invoice_reads.render(tuple(row), SQLITE_LAYOUT, lines, today=today()))), None, usage)
+    return Answer(_data(dumps_read(invoice_reads.render(tuple(found[0]), SQLITE_LAYOUT, lines, today=today()))), None,
+                  usage)
 
 
 def _list_invoices_sqlite(lookup_id: str, secret: str, listing: InvoiceListQuery, limit: int,
                           after: Position | None) -> Answer | None:
     """SQLite: counted as a read of an invoice is, then the page read whole and every item rendered
     (no row versions to keep rendered items under)."""
-    counted = _count_sqlite(lookup_id, secret)
-    if not isinstance(counted, tuple):
-        return counted
-    principal, usage = counted
-    filters = list_filters(listing, None)
-    if after is not None:
-        try:
-            decode_cursor(listing.cursor, "invoices", principal.account_id, filters)
-        except ValidationFailed as error:
-            return Answer(None, error, usage)
-    day = today()
-    statement, layout = _page_statement_sqlite(_page_shape(listing, after, limit + 1))
-    with engine_for_reads().connect() as connection:
-        rows = connection.execute(statement, {**_page_parameters(listing, after, day),
-                                              "account_id": principal.account_id}).all()
+    with raw.sqlite_connection() as connection:
+        counted = _count_sqlite(connection, lookup_id, secret)
+        if not isinstance(counted, tuple):
+            return counted
+        principal, usage = counted
+        filters = list_filters(listing, None)
+        if after is not None:
+            try:
+                decode_cursor(listing.cursor, "invoices", principal.account_id, filters)
+            except ValidationFailed as error:
+                return Answer(None, error, usage)
+        day = today()
+        statement, layout = _page_statement_sqlite(_page_shape(listing, after, limit + 1))
+        rows = raw.sqlite_text(statement).run(connection, {**_page_parameters(listing, after, day),
+                                                           "account_id": principal.account_id})
     items = [dumps_read(invoice_reads.render(tuple(row), layout, today=day, with_lines=False)) for row in rows]
     return Answer(_page_body(items, [row.created for row in rows], [row.id for row in rows], limit, principal, filters),
                   None, usage)

@@ -237,3 +237,86 @@ def application_name() -> str:
 @functools.cache
 def _process_mark(_pid: int) -> str:
     return secrets.token_hex(4)
+
+
+# --- SQLite ---------------------------------------------------------------------------------------
+# The same Core statements, compiled once for SQLite and run on the engine's own sqlite3 connections
+# without SQLAlchemy's execution layer (~60 µs a statement): values converted both ways by the types'
+# own processors, so rows come back as the ORM would read them (UUIDs, aware datetimes, JSON, decimals).
+
+
+@dataclass(frozen=True)
+class SqliteText:
+    sql: str
+    names: tuple[str, ...]
+    fixed: dict
+    binds: dict
+    results: tuple  # per column, its type's result processor or None
+    row: type  # a named tuple of the columns
+
+    def arguments(self, parameters: dict) -> list:
+        values = []
+        for name in self.names:
+            value = parameters[name] if name in parameters else self.fixed[name]
+            process = self.binds.get(name)
+            values.append(process(value) if process is not None and value is not None else value)
+        return values
+
+    def rows(self, cursor) -> list:
+        processors, make = self.results, self.row._make
+        return [make([value if process is None or value is None else process(value)
+                      for process, value in zip(processors, values, strict=True)]) for values in cursor]
+
+    def run(self, connection, parameters: dict) -> list:
+        return self.rows(connection.execute(self.sql, self.arguments(parameters)))
+
+
+@functools.cache
+def sqlite_text(statement: Any) -> SqliteText:
+    from sqlalchemy.dialects.sqlite import pysqlite
+    dialect = pysqlite.dialect()
+    compiled = statement.compile(dialect=dialect, compile_kwargs={"render_postcompile": True})
+    columns = compiled._result_columns
+    results = tuple(column[3]._cached_result_processor(dialect, None) for column in columns)
+    return SqliteText(str(compiled), tuple(compiled.positiontup or ()), dict(compiled.params),
+                      dict(compiled._bind_processors), results,
+                      collections.namedtuple("Row", [column[0] for column in columns], rename=True))
+
+
+@contextlib.contextmanager
+def sqlite_connection():
+    """One of the engine's sqlite3 connections (autocommit unless a transaction is begun)."""
+    from core.base.db import get_engine
+    pooled = get_engine().raw_connection()
+    try:
+        yield pooled.dbapi_connection
+    finally:
+        pooled.close()
+
+
+@contextlib.contextmanager
+def sqlite_reading(connection):
+    """One snapshot for the statements of the block (a deferred BEGIN: no write lock)."""
+    connection.execute("BEGIN")
+    try:
+        yield
+    finally:
+        connection.execute("COMMIT")
+
+
+@contextlib.contextmanager
+def sqlite_writing(connection):
+    """The block as one write transaction, after this process's writers before it (`db._WriterTurns`)
+    and SQLite's write lock (BEGIN IMMEDIATE): committed when it ends, rolled back when it raises."""
+    connection.take_turn()
+    try:
+        connection.execute("BEGIN IMMEDIATE")
+    except BaseException:
+        connection.give_turn_back()
+        raise
+    try:
+        yield
+    except BaseException:
+        connection.rollback()
+        raise
+    connection.commit()

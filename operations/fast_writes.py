@@ -15,6 +15,9 @@ its lines, history and outbox rows, and the stored answer. Here, on the event lo
    and, only when the claim is still this request's, writes the invoice, its lines, its event and
    the event's outbox rows: all of it or none.
 
+On SQLite (`operations.fast_writes_sqlite`) the same steps run on the engine's sqlite3 connections in
+two write turns.
+
 Whatever is not that plain success is left to the pipeline: before anything is counted (`None`: a
 malformed body, a line with a catalog price, another credential, a missing scope), or after the count
 (`Handover`: a key taken already, an unknown or archived customer, no currency), when the pipeline
@@ -31,6 +34,8 @@ import secrets
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
+
+import anyio
 
 from core.access import apikeys
 from core.access.principal import Principal
@@ -94,7 +99,7 @@ class Request:
     def claimable(self) -> tuple[str, str] | None:
         """The API key's lookup id and secret, when the fast path may serve the request; None: the pipeline's."""
         credential = fast_reads.api_key_of(self.authorization)
-        if credential is None or self.idempotency_key is None or get_engine().dialect.name != "postgresql":
+        if credential is None or self.idempotency_key is None:
             return None
         try:
             idempotency.check_key(self.idempotency_key)
@@ -122,6 +127,10 @@ class _Claimed:
 
 
 async def _served(work, request: Request, *arguments) -> Answer | Handover | None:
+    """`work` on PostgreSQL, or its SQLite twin (`fast_writes_sqlite`) in a thread."""
+    if get_engine().dialect.name != "postgresql":
+        from operations import fast_writes_sqlite  # it builds on this module
+        return await anyio.to_thread.run_sync(getattr(fast_writes_sqlite, work.__name__), request, *arguments)
     try:
         return await work(request, *arguments)
     except fast_reads.DROPPED:  # not repeated: the claim or the write may have been done
@@ -214,7 +223,7 @@ async def _write_draft(claimed: _Claimed, request: Request, data: InvoiceCreate,
         invoice.amount_in_words = money.amount_in_words(invoice.total, invoice.currency)
     invoice.updated = invoice.created  # as the ORM's insert sets it (core.models)
     shown = invoice_fields(invoice), customer_details(customer), business_to_api(business) if business.id else None
-    reply = _reply(request, assembled(*shown, lines))
+    reply = reply_of(request, assembled(*shown, lines))
     history = _history(invoice, "invoice.created", assembled(*shown, None), principal)
     written = await raw.postgres_connections(durable=True).fetchrow(CREATE_STATEMENT, [
         *_finishing(claimed.claim, reply), *history, _row_json(invoice), _rows_json(lines)])
@@ -275,7 +284,7 @@ async def _number_and_write(claimed: _Claimed, request: Request, invoice_id: uui
             invoice.status = "open"
             invoice.finalized_at = invoice.updated = now()
             shown = assembled(invoice_fields(invoice), invoice.customer_snapshot, invoice.issuer_snapshot, None)
-            reply = _reply(request, shown)
+            reply = reply_of(request, shown)
             written = await connection.fetchval(
                 FINALIZE_STATEMENT, *_finishing(claimed.claim, reply),
                 *_history(invoice, "invoice.finalized", shown, principal), invoice.id, invoice.number,
@@ -317,7 +326,7 @@ def _numbering_statement() -> tuple[raw.Text, invoice_reads.Layout]:
 # --- shared by both -------------------------------------------------------------------------------
 
 
-def _reply(request: Request, data: dict) -> Reply:
+def reply_of(request: Request, data: dict) -> Reply:
     """The answer as the REST presenter keeps it (`rest.framework`)."""
     return Reply(request.status, dumps({"data": data}), {"content-type": "application/json"})
 
@@ -327,16 +336,25 @@ def _finishing(claim: idempotency.Claim, reply: Reply) -> list:
     return [claim.record_id, claim.token, reply.status, reply.body, json.dumps(reply.headers)]
 
 
-def _history(invoice, kind: str, shown: dict, principal: Principal) -> list:
-    """The parameters $6–$8 of a write: the event as `events.record` writes it (`shown`: the invoice
-    without lines), its outbox row's columns, its kind."""
+def event_row(invoice, kind: str, shown: dict, principal: Principal):
+    """The history row of `invoice` as `events.record` writes it (`shown`: the invoice without lines)."""
     event_id, created_at = uuid.uuid4(), now()
-    event = plain(InvoiceEvent)(id=event_id, account_id=invoice.account_id, invoice_id=invoice.id, type=kind,
-                                meta=jsonable(principal.event_meta()),
-                                payload=events.event_payload(event_id, kind, created_at, shown), created_at=created_at)
-    delivery = plain(WebhookDelivery)(account_id=invoice.account_id, event_id=event_id, endpoint_id=NO_ACCOUNT,
-                                      next_attempt_at=now())
-    return [_row_json(event), _row_json(delivery), kind]
+    return plain(InvoiceEvent)(id=event_id, account_id=invoice.account_id, invoice_id=invoice.id, type=kind,
+                               meta=jsonable(principal.event_meta()),
+                               payload=events.event_payload(event_id, kind, created_at, shown), created_at=created_at)
+
+
+def delivery_row(event, endpoint_id: uuid.UUID):
+    """An outbox row of `event` for an endpoint, as `outbox.enqueue` writes it."""
+    return plain(WebhookDelivery)(account_id=event.account_id, event_id=event.id, endpoint_id=endpoint_id,
+                                  next_attempt_at=now())
+
+
+def _history(invoice, kind: str, shown: dict, principal: Principal) -> list:
+    """The parameters $6–$8 of a write: the event, its outbox row's columns (for every endpoint that
+    subscribes), its kind."""
+    event = event_row(invoice, kind, shown, principal)
+    return [_row_json(event), _row_json(delivery_row(event, NO_ACCOUNT)), kind]
 
 
 @functools.cache

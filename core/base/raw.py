@@ -259,7 +259,7 @@ class SqliteText:
         for name in self.names:
             value = parameters[name] if name in parameters else self.fixed[name]
             process = self.binds.get(name)
-            values.append(process(value) if process is not None and value is not None else value)
+            values.append(process(value) if process is not None else value)  # JSON's None is `null`
         return values
 
     def rows(self, cursor) -> list:
@@ -269,6 +269,10 @@ class SqliteText:
 
     def run(self, connection, parameters: dict) -> list:
         return self.rows(connection.execute(self.sql, self.arguments(parameters)))
+
+    def execute(self, connection, parameters: dict):
+        """The statement run, its cursor returned (a write's `rowcount`)."""
+        return connection.execute(self.sql, self.arguments(parameters))
 
 
 @functools.cache

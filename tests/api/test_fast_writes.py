@@ -14,12 +14,13 @@ from decimal import Decimal
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import select, text
+from sqlalchemy import bindparam, select, text
 
 from core.base import db, ids
 from core.base.clock import now, today
+from core.mechanisms import idempotency
 from core.models import IdempotencyRecord, Invoice, InvoiceEvent, InvoiceLine, WebhookDelivery, WebhookEndpoint
-from operations import fast_writes
+from operations import fast_writes, fast_writes_sqlite
 from tests import hostile
 from tests.api.invoicing import add_webhook_endpoint, adhoc, customer, outbox_rows, price, stored_events
 from tests.conftest import make_tenant
@@ -41,13 +42,15 @@ bodies = st.fixed_dictionaries({"items": st.lists(items, min_size=1, max_size=5)
     "issue_date": st.dates(min_value=today() - timedelta(days=400), max_value=today()).map(str),
     "collection_method": st.sampled_from(["send_invoice", "charge_automatically"]),
 })
-postgresql = pytest.mark.usefixtures("postgresql_only")
+def _path():
+    """The module of the fast write path on this database."""
+    return fast_writes if db.get_engine().dialect.name == "postgresql" else fast_writes_sqlite
 
 
-@pytest.fixture
-def postgresql_only():
-    if db.get_engine().dialect.name != "postgresql":
-        pytest.skip("the fast write path is PostgreSQL's")
+def _claim_in(arguments) -> IdempotencyRecord:
+    """The claim among the arguments of a step of either path (PostgreSQL's carry it in `_Claimed`)."""
+    return next(getattr(value, "claim", value) for value in arguments
+                if isinstance(getattr(value, "claim", value), idempotency.Claim))
 
 
 @pytest.fixture
@@ -107,8 +110,8 @@ def _rows(invoice_id: str) -> dict:
         event = connection.execute(select(InvoiceEvent.__table__).where(
             InvoiceEvent.__table__.c.invoice_id == row_id)).one()._asdict()
         texts_ = connection.execute(text(
-            "SELECT e.payload::text, e.meta::text, i.customer_snapshot::text FROM invoice_events e "
-            "JOIN invoices i ON i.id = e.invoice_id WHERE e.invoice_id = :id"), {"id": row_id}).one()
+            "SELECT CAST(e.payload AS TEXT), CAST(e.meta AS TEXT), CAST(i.customer_snapshot AS TEXT) FROM invoice_events e "
+            "JOIN invoices i ON i.id = e.invoice_id WHERE e.invoice_id = :id").bindparams(_an_id()), {"id": row_id}).one()
         deliveries = connection.execute(select(WebhookDelivery.__table__.c.endpoint_id, WebhookDelivery.__table__.c.status,
                                                WebhookDelivery.__table__.c.attempts)
                                         .where(WebhookDelivery.__table__.c.event_id == event["id"])).all()
@@ -130,6 +133,10 @@ def _rows(invoice_id: str) -> dict:
             "deliveries": sorted(map(tuple, deliveries)), "json_texts": stored_as_the_orm_writes}
 
 
+def _an_id():
+    return bindparam("id", type_=Invoice.__table__.c.id.type)
+
+
 def _stored_reply(tenant, key: str) -> tuple:
     with db.transaction() as session:
         record = session.exec(select(IdempotencyRecord).where(IdempotencyRecord.account_id == tenant.account_id,
@@ -137,7 +144,6 @@ def _stored_reply(tenant, key: str) -> tuple:
         return record.state, record.response_status, record.response_body, record.response_headers
 
 
-@postgresql
 @settings(max_examples=hostile.EXAMPLES, deadline=None, database=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(body=bodies, name=texts)
@@ -166,7 +172,6 @@ async def _left(*_arguments):
     return None
 
 
-@postgresql
 def test_the_draft_takes_the_business_currency_when_none_is_given(tenant, served):
     response = _post(tenant, {"customer": customer(tenant)["id"], "items": [adhoc(unit_amount=150)]})
     assert response.status_code == 201 and served == ["written"]
@@ -174,7 +179,6 @@ def test_the_draft_takes_the_business_currency_when_none_is_given(tenant, served
     assert data["currency"] == "USD" and data["amount_in_words"] == "One US dollar and fifty cents"
 
 
-@postgresql
 def test_a_retry_with_the_key_gets_the_same_bytes(tenant, served):
     body = {"customer": customer(tenant)["id"], "items": [adhoc()]}
     first = _post(tenant, body, "retry-me")
@@ -184,7 +188,6 @@ def test_a_retry_with_the_key_gets_the_same_bytes(tenant, served):
     assert served == ["written", "handed over"]
 
 
-@postgresql
 def test_the_key_with_another_body_is_the_pipelines_mismatch_counted_once(tenant, served):
     buyer = customer(tenant)["id"]
     assert _post(tenant, {"customer": buyer, "items": [adhoc()]}, "once").status_code == 201
@@ -304,34 +307,49 @@ def test_the_event_is_queued_for_the_endpoints_that_subscribe(tenant, served):
     assert event.invoice_id == ids.parse("invoice", invoice_id) and event.meta["actor"] == "api_key"
 
 
-@postgresql
 def test_a_claim_taken_over_meanwhile_writes_nothing(tenant, served, monkeypatch):
     """Between the claim and the write a retry took the key over (the lease lapsed): the write stores
     nothing, as the pipeline's `idempotency.finish`, and the answer is its 409."""
-    original = fast_writes._write_draft
-
-    async def taken_over(claimed, *rest):
-        with db.transaction() as session:
-            session.get(IdempotencyRecord, claimed.claim.record_id).claim_token = "someone-else"
-        return await original(claimed, *rest)
-
-    monkeypatch.setattr(fast_writes, "_write_draft", taken_over)
+    monkeypatch.setattr(_path(), "_write_draft", _taken_over(_path()._write_draft))
     before = _count(Invoice)
     response = _post(tenant, {"customer": customer(tenant)["id"], "items": [adhoc()]})
     assert response.status_code == 409 and response.json()["code"] == "conflict"
     assert _count(Invoice) == before
 
 
-@postgresql
 def test_a_fault_after_the_claim_releases_it(tenant, served, monkeypatch):
-    async def broken(*_arguments):
+    def broken(*_arguments):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(fast_writes, "_write_draft", broken)
+    monkeypatch.setattr(_path(), "_write_draft", broken if _path() is fast_writes_sqlite else _awaitable(broken))
     body = {"customer": customer(tenant)["id"], "items": [adhoc()]}
     assert _post(tenant, body, "after-a-fault").status_code == 500
     monkeypatch.undo()
     assert _post(tenant, body, "after-a-fault").status_code == 201  # a retry runs again
+
+
+def _taken_over(step):
+    """`step` of either path, after a retry took the claim over (the lease lapsed)."""
+    def take_over(arguments) -> None:
+        with db.transaction() as session:
+            session.get(IdempotencyRecord, _claim_in(arguments).record_id).claim_token = "someone-else"
+
+    if _path() is fast_writes_sqlite:
+        def taken_over(*arguments):
+            take_over(arguments)
+            return step(*arguments)
+        return taken_over
+
+    async def taken_over_async(*arguments):
+        take_over(arguments)
+        return await step(*arguments)
+    return taken_over_async
+
+
+def _awaitable(function):
+    async def awaited(*arguments):
+        return function(*arguments)
+    return awaited
 
 
 def _count(model) -> int:
@@ -383,9 +401,9 @@ def _finalized_rows(invoice_id: str) -> dict:
             InvoiceEvent.__table__.c.invoice_id == row_id, InvoiceEvent.__table__.c.type == "invoice.finalized")
         ).one()._asdict()
         texts_ = connection.execute(text(
-            "SELECT i.customer_snapshot::text, i.issuer_snapshot::text, e.payload::text FROM invoices i "
-            "JOIN invoice_events e ON e.invoice_id = i.id AND e.type = 'invoice.finalized' WHERE i.id = :id"),
-            {"id": row_id}).one()
+            "SELECT CAST(i.customer_snapshot AS TEXT), CAST(i.issuer_snapshot AS TEXT), CAST(e.payload AS TEXT) FROM invoices i "
+            "JOIN invoice_events e ON e.invoice_id = i.id AND e.type = 'invoice.finalized' WHERE i.id = :id")
+            .bindparams(_an_id()), {"id": row_id}).one()
     assert invoice["finalized_at"] == invoice["updated"] and invoice["status"] == "open"
     assert invoice["number"].startswith("INV-") and len(invoice["public_url_token"]) == 43
     payload = event["payload"]
@@ -408,7 +426,6 @@ def _drafts(tenant, count: int, **fields) -> list[str]:
                   ).json()["data"]["id"] for _ in range(count)]
 
 
-@postgresql
 @pytest.mark.parametrize("fields", [{}, {"days_until_due": 0, "issue_date": "2020-01-01"},
                                     {"description": "Thanks — merci", "footer": "IBAN …", "currency": "JPY"}])
 def test_a_draft_is_finalized_as_the_pipeline_does(tenant, served_finalize, monkeypatch, fields):
@@ -431,7 +448,6 @@ def test_a_draft_is_finalized_as_the_pipeline_does(tenant, served_finalize, monk
     assert tenant.get(f"/invoices/{fast_id}").json()["data"]["number"] == fast_data["number"]
 
 
-@postgresql
 def test_numbers_follow_on_with_no_gap_whichever_path_finalizes(tenant, served_finalize, monkeypatch):
     drafts = _drafts(tenant, 4)
     numbers = [_finalize(tenant, drafts[0]).json()["data"]["number"]]
@@ -442,7 +458,6 @@ def test_numbers_follow_on_with_no_gap_whichever_path_finalizes(tenant, served_f
     assert numbers == ["INV-0001", "INV-0002", "INV-0003", "INV-0004"]
 
 
-@postgresql
 def test_a_finalize_retried_with_its_key_gets_the_same_bytes(tenant, served_finalize):
     draft_id = _drafts(tenant, 1)[0]
     first = _finalize(tenant, draft_id, "finalize-once")
@@ -451,7 +466,6 @@ def test_a_finalize_retried_with_its_key_gets_the_same_bytes(tenant, served_fina
     assert again.headers["idempotent-replayed"] == "true" and served_finalize == ["written", "handed over"]
 
 
-@postgresql
 def test_an_open_invoice_is_the_pipelines_409_counted_once_and_kept(tenant, served_finalize):
     draft_id = _drafts(tenant, 1)[0]
     assert _finalize(tenant, draft_id).status_code == 200
@@ -463,7 +477,6 @@ def test_an_open_invoice_is_the_pipelines_409_counted_once_and_kept(tenant, serv
     assert _finalize(tenant, draft_id, "too-late").headers["idempotent-replayed"] == "true"
 
 
-@postgresql
 def test_a_draft_without_lines_is_the_pipelines_422(tenant, served_finalize):
     draft_id = _drafts(tenant, 1)[0]
     line = tenant.get(f"/invoices/{draft_id}").json()["data"]["lines"]["data"][0]["id"]
@@ -493,25 +506,17 @@ def test_a_key_without_the_finalize_scope_is_the_pipelines_403(tenant, served_fi
     assert refused.status_code == 403 and "written" not in served_finalize
 
 
-@postgresql
 def test_a_lost_claim_gives_the_number_back(tenant, served_finalize, monkeypatch):
     first, second = _drafts(tenant, 2)
-    original = fast_writes._number_and_write
-
-    async def taken_over(claimed, *rest):
-        with db.transaction() as session:
-            session.get(IdempotencyRecord, claimed.claim.record_id).claim_token = "someone-else"
-        return await original(claimed, *rest)
-
-    monkeypatch.setattr(fast_writes, "_number_and_write", taken_over)
+    original = _path()._number_and_write
+    monkeypatch.setattr(_path(), "_number_and_write", _taken_over(original))
     refused = _finalize(tenant, first)
     assert refused.status_code == 409 and refused.json()["code"] == "conflict"
-    monkeypatch.setattr(fast_writes, "_number_and_write", original)
+    monkeypatch.setattr(_path(), "_number_and_write", original)
     assert tenant.get(f"/invoices/{first}").json()["data"]["status"] == "draft"
     assert _finalize(tenant, second).json()["data"]["number"] == "INV-0001"
 
 
-@postgresql
 def test_two_finalizations_of_one_draft_at_once_take_one_number(tenant):
     import asyncio
     draft_id = _drafts(tenant, 1)[0]

@@ -1,0 +1,263 @@
+"""The fast write path on SQLite: `operations.fast_writes`' steps on the engine's sqlite3 connections
+(`core.base.raw.sqlite_text`: Core statements compiled once, values converted by the types' own
+processors, so the rows are those the ORM writes), in a thread.
+
+Two write turns, as the pipeline's transactions are serialized by SQLite's write lock anyway: the
+request counted and the idempotency key claimed (when the request is allowed and the pipeline would
+do the work); then the work, its event, its outbox rows and the stored answer, all or nothing, only
+while the claim is still this request's. Anything else is the pipeline's, as on PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import functools
+import secrets
+import uuid
+
+from sqlalchemy import and_, bindparam, exists, select, update
+from sqlalchemy.dialects.sqlite import insert
+
+from core.access import apikeys
+from core.base import money, raw
+from core.base.clock import now
+from core.base.errors import Conflict
+from core.base.jsonout import jsonable
+from core.billing import invoice_reads
+from core.billing.business import business_to_api
+from core.billing.invoice_inputs import InvoiceCreate
+from core.billing.invoice_render import assembled, customer_details, invoice_fields
+from core.billing.numbering import format_number
+from core.mechanisms import idempotency, ratelimit
+from core.models import InvoiceCounter, InvoiceEvent, WebhookDelivery, WebhookEndpoint
+from core.webhooks.outbox import subscribes
+from operations import fast_reads
+from operations.fast_reads import Answer
+from operations.fast_writes import (
+    BUSINESSES,
+    CREATE,
+    CUSTOMERS,
+    FINALIZE,
+    INVOICES,
+    LINES,
+    PLAIN_ROWS,
+    RECORDS,
+    Handover,
+    Request,
+    delivery_row,
+    event_row,
+    reply_of,
+)
+
+EVENTS, DELIVERIES, ENDPOINTS = InvoiceEvent.__table__, WebhookDelivery.__table__, WebhookEndpoint.__table__
+COUNTERS = InvoiceCounter.__table__
+
+
+def _create(request: Request, credential, body_json, data: InvoiceCreate, customer_id: uuid.UUID,
+            draft: tuple) -> Answer | Handover | None:
+    with raw.sqlite_connection() as connection:
+        claimed = _count_and_claim(connection, request, credential, CREATE, request.fingerprint(body_json),
+                                   lambda account_id: _draftable(connection, account_id, customer_id, data))
+        if not isinstance(claimed, tuple):
+            return claimed
+        principal, usage, claim, parties = claimed
+        try:
+            return _write_draft(connection, principal, usage, claim, parties, request, data, draft)
+        except BaseException:
+            _release(connection, claim)
+            raise
+
+
+def _draftable(connection, account_id: uuid.UUID, customer_id: uuid.UUID, data: InvoiceCreate):
+    """The customer and the business profile, when the pipeline would make the draft (the customer
+    is the account's and not archived, a currency is given or the profile has one); else None."""
+    found = raw.sqlite_text(PARTIES).run(connection, {"customer_id": customer_id, "account_id": account_id})
+    if not found or found[0].c_archived_at is not None:
+        return None
+    parties = found[0]
+    if data.currency is None and parties.b_id is None:
+        return None
+    return parties
+
+
+def _write_draft(connection, principal, usage, claim, parties, request: Request, data: InvoiceCreate,
+                 draft: tuple) -> Answer:
+    layout = _parties_layout()
+    customer, business = layout.parts["c_"].view(tuple(parties)), layout.parts["b_"].view(tuple(parties))
+    invoice, lines = draft
+    invoice.account_id = principal.account_id
+    for line in lines:
+        line.account_id = principal.account_id
+    if data.currency is None:  # the business profile's, as the pipeline's draft takes it
+        invoice.currency = business.currency
+        invoice.amount_in_words = money.amount_in_words(invoice.total, invoice.currency)
+    invoice.updated = invoice.created  # as the ORM's insert sets it (core.models)
+    shown = invoice_fields(invoice), customer_details(customer), business_to_api(business) if business.id else None
+    reply = reply_of(request, assembled(*shown, lines))
+    with raw.sqlite_writing(connection):
+        if not _finished(connection, claim, reply):
+            return Answer(None, Conflict(idempotency.LOST_CLAIM), usage)
+        _insert(connection, INVOICES, [invoice])
+        _insert(connection, LINES, lines)
+        _record(connection, event_row(invoice, "invoice.created", assembled(*shown, None), principal))
+    return Answer(reply.body.encode(), None, usage)
+
+
+def _finalize(request: Request, credential, invoice_id: uuid.UUID) -> Answer | Handover | None:
+    with raw.sqlite_connection() as connection:
+        claimed = _count_and_claim(connection, request, credential, FINALIZE, request.fingerprint(None),
+                                   lambda _account_id: ())
+        if not isinstance(claimed, tuple):
+            return claimed
+        principal, usage, claim, _ = claimed
+        try:
+            answer = _number_and_write(connection, principal, usage, claim, request, invoice_id)
+        except _LostClaim:
+            return Answer(None, Conflict(idempotency.LOST_CLAIM), usage)
+        except BaseException:
+            _release(connection, claim)
+            raise
+        if answer is None:  # not a draft with lines of the account, or no business profile: the pipeline says which
+            _release(connection, claim)
+            return Handover(usage)
+        return answer
+
+
+def _number_and_write(connection, principal, usage, claim, request: Request, invoice_id: uuid.UUID) -> Answer | None:
+    """In one write turn, as `invoices.finalize`: the draft read, numbered and finalized with its event,
+    and the answer stored under the claim; rolled back (the number given back) when the claim was lost."""
+    with raw.sqlite_writing(connection):
+        found = raw.sqlite_text(FINALIZABLE).run(connection, {"invoice_id": invoice_id, "account_id": principal.account_id})
+        if not found:
+            return None
+        layout = _finalizable_layout()
+        values = tuple(found[0])
+        invoice = PLAIN_ROWS[0](**layout.parts[""].view(values)._asdict())
+        customer, business = layout.parts["c_"].view(values), layout.parts["b_"].view(values)
+        taken = raw.sqlite_text(NEXT_NUMBER).run(connection, {"account_id": principal.account_id})[0].last_number
+        invoice.number = format_number(business.invoice_prefix, taken)
+        invoice.customer_snapshot = customer_details(customer)
+        invoice.issuer_snapshot = jsonable(business_to_api(business))
+        invoice.public_url_token = secrets.token_urlsafe(32)
+        invoice.status = "open"
+        invoice.finalized_at = invoice.updated = now()
+        shown = assembled(invoice_fields(invoice), invoice.customer_snapshot, invoice.issuer_snapshot, None)
+        reply = reply_of(request, shown)
+        if not _finished(connection, claim, reply):
+            raise _LostClaim
+        raw.sqlite_text(FINALIZED).execute(connection, {name: getattr(invoice, name) for name in FINALIZED_COLUMNS}
+                                           | {"invoice_id": invoice.id})
+        _record(connection, event_row(invoice, "invoice.finalized", shown, principal))
+    return Answer(reply.body.encode(), None, usage)
+
+
+class _LostClaim(Exception):
+    """The claim was taken over meanwhile: the turn rolls back, the number goes back."""
+
+
+# --- shared ---------------------------------------------------------------------------------------
+
+
+def _count_and_claim(connection, request: Request, credential: tuple[str, str], operation, fingerprint: str, ready):
+    """The key read; in one write turn the request counted (and the key's use noted) and, when it is
+    allowed and `ready(account_id)` gives what the work needs (not None), the key claimed. None when
+    the pipeline must answer uncounted, the 429, a `Handover` when not claimed; else (principal,
+    usage, claim, what `ready` gave)."""
+    lookup_id, secret = credential
+    found = raw.sqlite_text(fast_reads.KEY_STATEMENT).run(connection, {"lookup_id": lookup_id})
+    moment = now()
+    principal = fast_reads.principal_of(found[0] if found else None, secret, moment, operation.scope)
+    if principal is None:
+        return None
+    count = ratelimit.counting("sqlite", ratelimit.api_requests(), principal.rate_limit_subject)
+    claim = idempotency.Claim(uuid.uuid4(), secrets.token_hex(16))
+    method, path = request.scope
+    with raw.sqlite_writing(connection):
+        usage = count.usage(tuple(raw.sqlite_text(count.statement).run(connection, count.parameters)[0]))
+        if usage.exceeded:
+            return Answer(None, usage.error("requests"), usage)
+        if apikeys.stale_use(found[0], moment):
+            raw.sqlite_text(fast_reads.TOUCH_STATEMENT).run(connection, {"key_id": principal.api_key_id, "moment": moment})
+        prepared = ready(principal.account_id)
+        if prepared is None or not raw.sqlite_text(CLAIM).run(connection, {
+                "id": claim.record_id, "account_id": principal.account_id, "method": method, "path": path,
+                "key": request.idempotency_key, "request_hash": fingerprint, "state": "running",
+                "locked_until": moment + idempotency.LEASE, "claim_token": claim.token, "created_at": moment}):
+            return Handover(usage)
+    return principal.with_request_id(request.request_id), usage, claim, prepared
+
+
+def _finished(connection, claim: idempotency.Claim, reply) -> bool:
+    """The answer stored under the claim, when it is still this request's (`idempotency.finish`)."""
+    return raw.sqlite_text(FINISH).execute(connection, {
+        "record_id": claim.record_id, "token": claim.token, "status": reply.status, "body": reply.body,
+        "headers": reply.headers}).rowcount == 1
+
+
+def _record(connection, event) -> None:
+    """The event and its outbox rows for the endpoints that subscribe to its kind (`outbox.enqueue`)."""
+    _insert(connection, EVENTS, [event])
+    endpoints = raw.sqlite_text(ENDPOINTS_OF).run(connection, {"account_id": event.account_id})
+    _insert(connection, DELIVERIES, [delivery_row(event, endpoint.id) for endpoint in endpoints
+                                     if subscribes(endpoint, event.type)])
+
+
+def _insert(connection, table, rows: list) -> None:
+    if rows:
+        text = raw.sqlite_text(_insert_statement(table))
+        connection.executemany(text.sql, [text.arguments({name: getattr(row, name) for name in table.c.keys()})
+                                          for row in rows])
+
+
+def _release(connection, claim: idempotency.Claim) -> None:
+    """Forget the claim, as the pipeline does after a fault (a retry with the key runs again)."""
+    with raw.sqlite_writing(connection):
+        raw.sqlite_text(RELEASE).execute(connection, {"record_id": claim.record_id, "token": claim.token})
+
+
+@functools.cache
+def _insert_statement(table):
+    return table.insert()  # every column, as a parameter of its name
+
+
+def _held():
+    return and_(RECORDS.c.id == bindparam("record_id"), RECORDS.c.claim_token == bindparam("token"),
+                RECORDS.c.state == "running")
+
+
+PARTIES = (select(CUSTOMERS.c.id.label("c_id"), CUSTOMERS.c.archived_at.label("c_archived_at"),
+                  *invoice_reads.party_columns())
+           .select_from(CUSTOMERS.outerjoin(BUSINESSES, BUSINESSES.c.account_id == CUSTOMERS.c.account_id))
+           .where(CUSTOMERS.c.id == bindparam("customer_id"), CUSTOMERS.c.account_id == bindparam("account_id")))
+CLAIM = (insert(RECORDS).values({name: bindparam(name, type_=column.type) for name, column in RECORDS.c.items()
+                                 if name not in ("response_status", "response_body", "response_headers")})
+         .on_conflict_do_nothing().returning(RECORDS.c.id))
+FINISH = update(RECORDS).where(_held()).values(
+    state="done", response_status=bindparam("status", type_=RECORDS.c.response_status.type),
+    response_body=bindparam("body", type_=RECORDS.c.response_body.type),
+    response_headers=bindparam("headers", type_=RECORDS.c.response_headers.type))
+RELEASE = RECORDS.delete().where(_held())
+ENDPOINTS_OF = select(ENDPOINTS.c.id, ENDPOINTS.c.events).where(ENDPOINTS.c.account_id == bindparam("account_id"),
+                                                                ENDPOINTS.c.active.is_(True))
+FINALIZABLE = (select(*INVOICES.c, *invoice_reads.party_columns())
+               .select_from(INVOICES.join(BUSINESSES, BUSINESSES.c.account_id == INVOICES.c.account_id)
+                            .outerjoin(CUSTOMERS, CUSTOMERS.c.id == INVOICES.c.customer_id))
+               .where(INVOICES.c.id == bindparam("invoice_id"), INVOICES.c.account_id == bindparam("account_id"),
+                      INVOICES.c.status == "draft", exists().where(LINES.c.invoice_id == INVOICES.c.id)))
+NEXT_NUMBER = (insert(COUNTERS).values(account_id=bindparam("account_id"), last_number=1)
+               .on_conflict_do_update(index_elements=["account_id"], set_={"last_number": COUNTERS.c.last_number + 1})
+               .returning(COUNTERS.c.last_number))
+# The columns `invoices.finalize` changes.
+FINALIZED_COLUMNS = ("number", "customer_snapshot", "issuer_snapshot", "public_url_token", "status", "finalized_at",
+                     "updated")
+FINALIZED = update(INVOICES).where(INVOICES.c.id == bindparam("invoice_id")).values(
+    {name: bindparam(name, type_=INVOICES.c[name].type) for name in FINALIZED_COLUMNS})
+
+
+@functools.cache
+def _parties_layout() -> invoice_reads.Layout:
+    return invoice_reads.Layout.of(PARTIES)
+
+
+@functools.cache
+def _finalizable_layout() -> invoice_reads.Layout:
+    return invoice_reads.Layout.of(FINALIZABLE)

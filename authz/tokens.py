@@ -145,13 +145,11 @@ def store_pair(session: Session, grant: OAuthGrant, token: dict) -> None:
     row = {"id": uuid.uuid4(), "grant_id": grant.id, "kind": "access", "token_hash": _hash(token["access_token"]),
            "scopes": scopes, "created_at": issued, "expires_at": issued + ACCESS_TOKEN_LIFETIME, "revoked_at": None,
            "used_at": None}
-    if not token.get("refresh_token"):
-        session.execute(_STORE_ONE, row)
-        return
-    refresh = {**row, "id": uuid.uuid4(), "kind": "refresh", "token_hash": _hash(token["refresh_token"]),
-               "expires_at": issued + REFRESH_TOKEN_LIFETIME}
-    session.execute(_STORE_PAIR, {**{f"a_{name}": value for name, value in row.items()},
-                                  **{f"r_{name}": value for name, value in refresh.items()}})
+    rows = [row]
+    if token.get("refresh_token"):
+        rows.append({**row, "id": uuid.uuid4(), "kind": "refresh", "token_hash": _hash(token["refresh_token"]),
+                     "expires_at": issued + REFRESH_TOKEN_LIFETIME})
+    session.execute(_STORE, rows)  # one INSERT of both rows (SQLAlchemy's "insertmanyvalues")
 
 
 def find(session: Session, value: str, *, kind: str | None = None, lock: bool = False) -> StoredToken | None:
@@ -220,7 +218,5 @@ def revoke_grant(session: Session, grant_id: uuid.UUID) -> None:
 
 _REFRESH_STATEMENT = _refresh_statement()
 _ROTATE = update(TOKENS).where(TOKENS.c.id == bindparam("token_id")).values(used_at=bindparam("moment"))
-# Written once with a parameter per value, so they are compiled once (`values(rows)` compiled each time).
-_STORE_ONE = insert(TOKENS).values({name: bindparam(name, type_=column.type) for name, column in TOKENS.c.items()})
-_STORE_PAIR = insert(TOKENS).values([{name: bindparam(f"{prefix}_{name}", type_=column.type)
-                                      for name, column in TOKENS.c.items()} for prefix in ("a", "r")])
+# Written once with a parameter per value, so it is compiled once (`values(rows)` is compiled each time).
+_STORE = insert(TOKENS).values({name: bindparam(name, type_=column.type) for name, column in TOKENS.c.items()})

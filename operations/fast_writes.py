@@ -212,19 +212,10 @@ async def _create(request: Request, credential, body_json, data: InvoiceCreate, 
 
 
 async def _write_draft(claimed: _Claimed, request: Request, data: InvoiceCreate, draft: tuple) -> Answer:
-    principal, parts = claimed.principal, claimed.layout.parts
-    customer, business = parts["c_"].view(claimed.values), parts["b_"].view(claimed.values)
-    invoice, lines = draft
-    invoice.account_id = principal.account_id
-    for line in lines:
-        line.account_id = principal.account_id
-    if data.currency is None:  # the business profile's, as the pipeline's draft takes it
-        invoice.currency = business.currency
-        invoice.amount_in_words = money.amount_in_words(invoice.total, invoice.currency)
-    invoice.updated = invoice.created  # as the ORM's insert sets it (core.models)
-    shown = invoice_fields(invoice), customer_details(customer), business_to_api(business) if business.id else None
-    reply = reply_of(request, assembled(*shown, lines))
-    history = _history(invoice, "invoice.created", assembled(*shown, None), principal)
+    parts = claimed.layout.parts
+    invoice, lines, shown, reply = drafted(claimed.principal, parts["c_"].view(claimed.values),
+                                           parts["b_"].view(claimed.values), request, data, draft)
+    history = _history(invoice, "invoice.created", shown, claimed.principal)
     written = await raw.postgres_connections(durable=True).fetchrow(CREATE_STATEMENT, [
         *_finishing(claimed.claim, reply), *history, _row_json(invoice), _rows_json(lines)])
     if not written[0]:
@@ -275,16 +266,7 @@ async def _number_and_write(claimed: _Claimed, request: Request, invoice_id: uui
             if row is None:
                 raise _NotFinalizable
             values = tuple(row)
-            invoice = PLAIN_ROWS[0](**{name: getattr(layout.parts[""].view(values), name) for name in INVOICES.c.keys()})
-            customer, business = layout.parts["c_"].view(values), layout.parts["b_"].view(values)
-            invoice.number = format_number(business.invoice_prefix, values[0])
-            invoice.customer_snapshot = customer_details(customer)
-            invoice.issuer_snapshot = jsonable(business_to_api(business))
-            invoice.public_url_token = secrets.token_urlsafe(32)
-            invoice.status = "open"
-            invoice.finalized_at = invoice.updated = now()
-            shown = assembled(invoice_fields(invoice), invoice.customer_snapshot, invoice.issuer_snapshot, None)
-            reply = reply_of(request, shown)
+            invoice, shown, reply = finalized(layout, values, values[0], request)
             written = await connection.fetchval(
                 FINALIZE_STATEMENT, *_finishing(claimed.claim, reply),
                 *_history(invoice, "invoice.finalized", shown, principal), invoice.id, invoice.number,
@@ -323,7 +305,38 @@ def _numbering_statement() -> tuple[raw.Text, invoice_reads.Layout]:
     return raw.postgres_text(statement), invoice_reads.Layout.of(statement, skip=1, parse_json=True)
 
 
-# --- shared by both -------------------------------------------------------------------------------
+# --- shared by both, and by SQLite's --------------------------------------------------------------
+
+
+def drafted(principal: Principal, customer, business, request: Request, data: InvoiceCreate,
+            draft: tuple) -> tuple:
+    """The draft built before the account was known, made the account's (in the profile's currency when
+    none was given), with what its event shows and the answer: (invoice, lines, shown, reply)."""
+    invoice, lines = draft
+    invoice.account_id = principal.account_id
+    for line in lines:
+        line.account_id = principal.account_id
+    if data.currency is None:  # the business profile's, as the pipeline's draft takes it
+        invoice.currency = business.currency
+        invoice.amount_in_words = money.amount_in_words(invoice.total, invoice.currency)
+    invoice.updated = invoice.created  # as the ORM's insert sets it (core.models)
+    fields = invoice_fields(invoice), customer_details(customer), business_to_api(business) if business.id else None
+    return invoice, lines, assembled(*fields, None), reply_of(request, assembled(*fields, lines))
+
+
+def finalized(layout: invoice_reads.Layout, values: tuple, number_taken: int, request: Request) -> tuple:
+    """The draft read (its columns, customer `c_…` and profile `b_…` in `values`) finalized in memory as
+    `invoices.finalize` does, with the number taken: (invoice, shown, reply)."""
+    invoice = PLAIN_ROWS[0](**{name: getattr(layout.parts[""].view(values), name) for name in INVOICES.c.keys()})
+    customer, business = layout.parts["c_"].view(values), layout.parts["b_"].view(values)
+    invoice.number = format_number(business.invoice_prefix, number_taken)
+    invoice.customer_snapshot = customer_details(customer)
+    invoice.issuer_snapshot = jsonable(business_to_api(business))
+    invoice.public_url_token = secrets.token_urlsafe(32)
+    invoice.status = "open"
+    invoice.finalized_at = invoice.updated = now()
+    shown = assembled(invoice_fields(invoice), invoice.customer_snapshot, invoice.issuer_snapshot, None)
+    return invoice, shown, reply_of(request, shown)
 
 
 def reply_of(request: Request, data: dict) -> Reply:

@@ -18,15 +18,11 @@ from sqlalchemy import and_, bindparam, exists, select, update
 from sqlalchemy.dialects.sqlite import insert
 
 from core.access import apikeys
-from core.base import money, raw
+from core.base import raw
 from core.base.clock import now
 from core.base.errors import Conflict
-from core.base.jsonout import jsonable
 from core.billing import invoice_reads
-from core.billing.business import business_to_api
 from core.billing.invoice_inputs import InvoiceCreate
-from core.billing.invoice_render import assembled, customer_details, invoice_fields
-from core.billing.numbering import format_number
 from core.mechanisms import idempotency, ratelimit
 from core.models import InvoiceCounter, InvoiceEvent, WebhookDelivery, WebhookEndpoint
 from core.webhooks.outbox import subscribes
@@ -39,13 +35,13 @@ from operations.fast_writes import (
     FINALIZE,
     INVOICES,
     LINES,
-    PLAIN_ROWS,
     RECORDS,
     Handover,
     Request,
     delivery_row,
+    drafted,
     event_row,
-    reply_of,
+    finalized,
 )
 
 EVENTS, DELIVERIES, ENDPOINTS = InvoiceEvent.__table__, WebhookDelivery.__table__, WebhookEndpoint.__table__
@@ -81,24 +77,15 @@ def _draftable(connection, account_id: uuid.UUID, customer_id: uuid.UUID, data: 
 
 def _write_draft(connection, principal, usage, claim, parties, request: Request, data: InvoiceCreate,
                  draft: tuple) -> Answer:
-    layout = _parties_layout()
-    customer, business = layout.parts["c_"].view(tuple(parties)), layout.parts["b_"].view(tuple(parties))
-    invoice, lines = draft
-    invoice.account_id = principal.account_id
-    for line in lines:
-        line.account_id = principal.account_id
-    if data.currency is None:  # the business profile's, as the pipeline's draft takes it
-        invoice.currency = business.currency
-        invoice.amount_in_words = money.amount_in_words(invoice.total, invoice.currency)
-    invoice.updated = invoice.created  # as the ORM's insert sets it (core.models)
-    shown = invoice_fields(invoice), customer_details(customer), business_to_api(business) if business.id else None
-    reply = reply_of(request, assembled(*shown, lines))
+    parts = _parties_layout().parts
+    invoice, lines, shown, reply = drafted(principal, parts["c_"].view(tuple(parties)), parts["b_"].view(tuple(parties)),
+                                           request, data, draft)
     with raw.sqlite_writing(connection):
         if not _finished(connection, claim, reply):
             return Answer(None, Conflict(idempotency.LOST_CLAIM), usage)
         _insert(connection, INVOICES, [invoice])
         _insert(connection, LINES, lines)
-        _record(connection, event_row(invoice, "invoice.created", assembled(*shown, None), principal))
+        _record(connection, event_row(invoice, "invoice.created", shown, principal))
     return Answer(reply.body.encode(), None, usage)
 
 
@@ -129,19 +116,8 @@ def _number_and_write(connection, principal, usage, claim, request: Request, inv
         found = raw.sqlite_text(FINALIZABLE).run(connection, {"invoice_id": invoice_id, "account_id": principal.account_id})
         if not found:
             return None
-        layout = _finalizable_layout()
-        values = tuple(found[0])
-        invoice = PLAIN_ROWS[0](**layout.parts[""].view(values)._asdict())
-        customer, business = layout.parts["c_"].view(values), layout.parts["b_"].view(values)
         taken = raw.sqlite_text(NEXT_NUMBER).run(connection, {"account_id": principal.account_id})[0].last_number
-        invoice.number = format_number(business.invoice_prefix, taken)
-        invoice.customer_snapshot = customer_details(customer)
-        invoice.issuer_snapshot = jsonable(business_to_api(business))
-        invoice.public_url_token = secrets.token_urlsafe(32)
-        invoice.status = "open"
-        invoice.finalized_at = invoice.updated = now()
-        shown = assembled(invoice_fields(invoice), invoice.customer_snapshot, invoice.issuer_snapshot, None)
-        reply = reply_of(request, shown)
+        invoice, shown, reply = finalized(_finalizable_layout(), tuple(found[0]), taken, request)
         if not _finished(connection, claim, reply):
             raise _LostClaim
         raw.sqlite_text(FINALIZED).execute(connection, {name: getattr(invoice, name) for name in FINALIZED_COLUMNS}

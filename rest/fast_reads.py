@@ -39,17 +39,25 @@ async def answer(authorization: str | None, target: Target, request_id: str) -> 
             found = await fast_reads.get_invoice(authorization, target)
         else:
             found = await fast_reads.list_invoices(authorization, dict(target))
-    except Exception:  # a fault of ours: as the pipeline, never leaked, always logged
-        log.error("unexpected error (request %s)", request_id, exc_info=True)
-        return problem_response(InternalError("An unexpected error occurred; retry the request. Request id: "
-                                              + request_id), request_id)
-    if found is None:
-        return None
+    except Exception:
+        return internal_error(request_id)
+    return None if found is None else response_to(found, request_id)
+
+
+def internal_error(request_id: str) -> Response:
+    """A fault of ours, answered as the pipeline does: never leaked, always logged."""
+    log.error("unexpected error (request %s)", request_id, exc_info=True)
+    return problem_response(InternalError("An unexpected error occurred; retry the request. Request id: "
+                                          + request_id), request_id)
+
+
+def response_to(found: fast_reads.Answer, request_id: str, status: int = 200) -> Response:
+    """The response of a fast path's answer, with the headers the pipeline's has."""
     headers = {**rate_limit_headers(found.usage), "X-Request-Id": request_id}
     if found.error is not None:
         return problem_response(found.error, request_id, headers=headers,
                                 resource_metadata=resources.metadata_url(resources.rest_api()))
-    return Response(found.body, headers=headers, media_type="application/json")
+    return Response(found.body, status_code=status, headers=headers, media_type="application/json")
 
 
 def invoice_reads(pipeline: Endpoint) -> Endpoint:

@@ -53,20 +53,24 @@ def _claim_in(arguments) -> IdempotencyRecord:
                 if isinstance(getattr(value, "claim", value), idempotency.Claim))
 
 
-@pytest.fixture
-def served(monkeypatch) -> list:
-    """What the fast path answered, one entry per request: "written", "handed over" or "left"."""
+def _noted(monkeypatch, name: str) -> list:
+    """What the fast write `name` answered, one entry per request: "written", "handed over" or "left"."""
     outcomes: list = []
-    create = fast_writes.create_invoice
+    write = getattr(fast_writes, name)
 
     async def noted(*arguments):
-        found = await create(*arguments)
+        found = await write(*arguments)
         outcomes.append("left" if found is None else "handed over" if isinstance(found, fast_writes.Handover)
                         else "written")
         return found
 
-    monkeypatch.setattr(fast_writes, "create_invoice", noted)
+    monkeypatch.setattr(fast_writes, name, noted)
     return outcomes
+
+
+@pytest.fixture
+def served(monkeypatch) -> list:
+    return _noted(monkeypatch, "create_invoice")
 
 
 @pytest.fixture
@@ -375,18 +379,7 @@ def _created_at(invoice_id: str):
 
 @pytest.fixture
 def served_finalize(monkeypatch) -> list:
-    """What the fast finalize answered, one entry per request, as `served`."""
-    outcomes: list = []
-    finalize_ = fast_writes.finalize_invoice
-
-    async def noted(*arguments):
-        found = await finalize_(*arguments)
-        outcomes.append("left" if found is None else "handed over" if isinstance(found, fast_writes.Handover)
-                        else "written")
-        return found
-
-    monkeypatch.setattr(fast_writes, "finalize_invoice", noted)
-    return outcomes
+    return _noted(monkeypatch, "finalize_invoice")
 
 
 FINALIZED_MOMENTS = ("id", "number", "public_url_token", "public_url", "public_pdf_url", "finalized_at", "created",

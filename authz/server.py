@@ -107,11 +107,9 @@ class OAuthServer(AuthorizationServer):
         return clients.find(db(), client_id)
 
     def save_token(self, token, request):
-        if isinstance(request.refresh_token, tokens.StoredToken):
-            grant = request.refresh_token.grant
-        else:
-            grant = tokens.start_grant(db(), request.authorization_code)
-        tokens.store_pair(db(), grant, token)
+        rotating = request.refresh_token if isinstance(request.refresh_token, tokens.StoredToken) else None
+        grant = rotating.grant if rotating is not None else tokens.start_grant(db(), request.authorization_code)
+        tokens.store_pair(db(), grant, token, rotating=rotating)
         if grant.authorization_details is not None:  # RFC 9396 §7: the response says what was granted
             token["authorization_details"] = grant.authorization_details
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from types import SimpleNamespace
 
-from sqlalchemy import bindparam, insert, update
+from sqlalchemy import bindparam, insert, union_all, update
 from sqlmodel import Session, select
 
 from authz.models import OAuthAuthorizationCode, OAuthGrant, OAuthToken
@@ -104,6 +104,7 @@ class StoredToken:
     row: OAuthToken
     grant: OAuthGrant
     user_exists: bool = True  # the person the grant was made for (a refresh needs one)
+    rotated: bool = False  # (a refresh token) marked spent with the new pair's insert already
 
     def check_client(self, client) -> bool:
         return self.grant.client_id == client.get_client_id()
@@ -137,7 +138,7 @@ def start_grant(session: Session, code: IssuedCode) -> OAuthGrant:
     return grant
 
 
-def store_pair(session: Session, grant: OAuthGrant, token: dict) -> None:
+def store_pair(session: Session, grant: OAuthGrant, token: dict, *, rotating: StoredToken | None = None) -> None:
     """Store the access token (and refresh token) of a token response, hashed: one INSERT (Core:
     the ORM's unit of work cost ~20 % of a refresh; the statement is compiled once)."""
     scopes = token.get("scope", "").split()
@@ -149,7 +150,15 @@ def store_pair(session: Session, grant: OAuthGrant, token: dict) -> None:
     if token.get("refresh_token"):
         rows.append({**row, "id": uuid.uuid4(), "kind": "refresh", "token_hash": _hash(token["refresh_token"]),
                      "expires_at": issued + REFRESH_TOKEN_LIFETIME})
-    session.execute(_STORE, rows)  # one INSERT of both rows (SQLAlchemy's "insertmanyvalues")
+    connection = session.connection()  # Core: nothing here goes through the ORM
+    if rotating is not None and len(rows) == 2 and connection.dialect.name == "postgresql":
+        # The spent refresh token marked in the same statement (`mark_rotated` then has nothing to do).
+        connection.execute(_STORE_ROTATING, {"rotated_id": rotating.row.id, "moment": issued,
+                                             **{f"a_{name}": value for name, value in rows[0].items()},
+                                             **{f"r_{name}": value for name, value in rows[1].items()}})
+        rotating.rotated = True
+        return
+    connection.execute(_STORE, rows)  # one INSERT of both rows (SQLAlchemy's "insertmanyvalues")
 
 
 def find(session: Session, value: str, *, kind: str | None = None, lock: bool = False) -> StoredToken | None:
@@ -170,7 +179,7 @@ def refresh_token_for_use(session: Session, value: str) -> StoredToken | None:
     token's row, as rows rather than ORM objects (nothing here is changed through them)."""
     if not value or len(value) > 200:
         return None
-    found = session.execute(_REFRESH_STATEMENT, {"token_hash": _hash(value)}).first()
+    found = session.connection().execute(_REFRESH_STATEMENT, {"token_hash": _hash(value)}).first()
     if found is None:
         return None
     values = found._mapping
@@ -196,7 +205,8 @@ def _refresh_statement():
 
 
 def mark_rotated(session: Session, token: StoredToken) -> None:
-    session.execute(_ROTATE, {"token_id": token.row.id, "moment": now()})
+    if not token.rotated:
+        session.connection().execute(_ROTATE, {"token_id": token.row.id, "moment": now()})
 
 
 def revoke_token(session: Session, token: StoredToken) -> None:
@@ -220,3 +230,9 @@ _REFRESH_STATEMENT = _refresh_statement()
 _ROTATE = update(TOKENS).where(TOKENS.c.id == bindparam("token_id")).values(used_at=bindparam("moment"))
 # Written once with a parameter per value, so it is compiled once (`values(rows)` is compiled each time).
 _STORE = insert(TOKENS).values({name: bindparam(name, type_=column.type) for name, column in TOKENS.c.items()})
+# PostgreSQL: the new pair, and the spent token marked, in one statement (SQLite has no UPDATE in a WITH).
+_STORE_ROTATING = insert(TOKENS).from_select(
+    list(TOKENS.c.keys()),
+    union_all(*(select(*(bindparam(f"{prefix}_{name}", type_=column.type) for name, column in TOKENS.c.items()))
+                for prefix in ("a", "r")))).add_cte(
+    update(TOKENS).where(TOKENS.c.id == bindparam("rotated_id")).values(used_at=bindparam("moment")).cte("rotated"))

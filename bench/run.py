@@ -363,7 +363,7 @@ def main() -> int:
     parser.add_argument("--growth", type=numbers, default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--tenants", type=int, default=1000, help="accounts in the last growth step (0: skip)")
     parser.add_argument("--tenant-rows", type=int, default=100, help="customers and invoices of each other account")
-    parser.add_argument("--drafts", type=int, default=3000, help="drafts seeded for each run of the finalize scenario")
+    parser.add_argument("--drafts", type=int, default=8000, help="drafts seeded for each run of the finalize scenario")
     parser.add_argument("--databases", default="sqlite,postgresql")
     parser.add_argument("--output", type=Path, default=ROOT / "docs" / "performance.md")
     args = parser.parse_args()

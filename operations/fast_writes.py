@@ -1,5 +1,5 @@
-"""The fast write path: `POST /invoices` for an API key on PostgreSQL, as the pipeline runs it, in two
-statements and no ORM.
+"""The fast write path: `POST /invoices` and `POST /invoices/{id}/finalize` for an API key, as the
+pipeline runs them, in two and three statements and no ORM.
 
 The pipeline (`operations.pipeline`) creates a draft in four transactions through the ORM in a
 worker thread: the key's check and the request's count, the idempotency key's claim, the draft with
@@ -14,6 +14,10 @@ its lines, history and outbox rows, and the stored answer. Here, on the event lo
 3. One statement, on a connection whose commit is flushed to disk, stores the answer under the claim
    and, only when the claim is still this request's, writes the invoice, its lines, its event and
    the event's outbox rows: all of it or none.
+
+Finalize: the same claim; then one transaction locks the draft and takes the account's next number
+in one statement, finalizes it in memory as `invoices.finalize` does, and writes it with its event
+and the stored answer in another; a lost claim rolls it back, and the number with it.
 
 On SQLite (`operations.fast_writes_sqlite`) the same steps run on the engine's sqlite3 connections in
 two write turns.
@@ -417,7 +421,7 @@ def _claiming_statement(counting_statement, operation: str) -> tuple[raw.Text, i
 
 # --- the write statement --------------------------------------------------------------------------
 # Rows go in as JSON objects of their columns (`json_populate_record`), valued as the ORM writes them
-# (`_column_value`): the statement names no column and stays right as the models change.
+# (`_writer`): the statement names no column and stays right as the models change.
 
 
 def _is_json(column) -> bool:

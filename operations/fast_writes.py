@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 
 import anyio
+from sqlalchemy import JSON
 
 from core.access import apikeys
 from core.access.principal import Principal
@@ -47,7 +48,7 @@ from core.base import crypto, ids, money, raw
 from core.base.clock import now
 from core.base.db import DecimalText, UTCDateTime, get_engine
 from core.base.errors import Conflict, DomainError, UpstreamFailed
-from core.base.jsonout import dumps, jsonable
+from core.base.jsonout import jsonable
 from core.base.validation import load_json, parse
 from core.billing import events, invoice_reads, invoices
 from core.billing.business import business_to_api
@@ -69,6 +70,7 @@ from core.models import (
 from operations import fast_reads
 from operations import invoices as invoice_operations
 from operations.fast_reads import Answer
+from operations.pipeline import Presenter
 
 CREATE, FINALIZE = invoice_operations.create_invoice, invoice_operations.finalize_invoice
 RECORDS, KEYS = IdempotencyRecord.__table__, fast_reads.KEYS
@@ -98,7 +100,7 @@ class Request:
     query_items: list
     params: dict  # the ids the path names
     request_id: str
-    status: int  # of the answer when it succeeds
+    presenter: Presenter  # the surface's: how a result is kept under the key (and answered)
 
     def claimable(self) -> tuple[str, str] | None:
         """The API key's lookup id and secret, when the fast path may serve the request; None: the pipeline's."""
@@ -112,11 +114,7 @@ class Request:
         return credential
 
     def fingerprint(self, body_json) -> str:
-        """As the pipeline fingerprints the request (`pipeline._claim`)."""
-        request: dict = {"body": body_json, "query": sorted(self.query_items)}
-        if self.params:
-            request["params"] = self.params
-        return idempotency.request_fingerprint(request)
+        return idempotency.call_fingerprint(body_json, self.query_items, self.params)
 
 
 @dataclass(frozen=True)
@@ -150,7 +148,7 @@ async def _count_and_claim(request: Request, credential: tuple[str, str], operat
     claim = idempotency.Claim(uuid.uuid4(), secrets.token_hex(16))
     gate = _gate(operation.scope)
     count = ratelimit.counting("postgresql", ratelimit.api_requests(), "", source=gate)
-    text, width, layout = _claiming_statement(count.statement, operation.name)
+    text, width, layout = _claiming_statement(count.statement, operation.scope, operation is CREATE)
     method, path = request.scope
     row = await raw.postgres_connections().fetchrow(text.sql, text.arguments({
         **count.parameters, **parameters, "lookup_id": lookup_id, "secret_hash": crypto.sha256_hex(secret),
@@ -325,7 +323,7 @@ def drafted(principal: Principal, customer, business, request: Request, data: In
         invoice.amount_in_words = money.amount_in_words(invoice.total, invoice.currency)
     invoice.updated = invoice.created  # as the ORM's insert sets it (core.models)
     fields = invoice_fields(invoice), customer_details(customer), business_to_api(business) if business.id else None
-    return invoice, lines, assembled(*fields, None), reply_of(request, assembled(*fields, lines))
+    return invoice, lines, assembled(*fields, None), request.presenter.success(assembled(*fields, lines))
 
 
 def finalized(layout: invoice_reads.Layout, values: tuple, number_taken: int, request: Request) -> tuple:
@@ -340,12 +338,7 @@ def finalized(layout: invoice_reads.Layout, values: tuple, number_taken: int, re
     invoice.status = "open"
     invoice.finalized_at = invoice.updated = now()
     shown = assembled(invoice_fields(invoice), invoice.customer_snapshot, invoice.issuer_snapshot, None)
-    return invoice, shown, reply_of(request, shown)
-
-
-def reply_of(request: Request, data: dict) -> Reply:
-    """The answer as the REST presenter keeps it (`rest.framework`)."""
-    return Reply(request.status, dumps({"data": data}), {"content-type": "application/json"})
+    return invoice, shown, request.presenter.success(shown)
 
 
 def _finishing(claim: idempotency.Claim, reply: Reply) -> list:
@@ -380,22 +373,22 @@ def _gate(scope: str):
 
 
 @functools.cache
-def _claiming_statement(counting_statement, operation: str) -> tuple[raw.Text, int, invoice_reads.Layout]:
-    """The gate of the operation's scope; the request counted only when it passed; the key's last use
-    written when it is a minute old; the idempotency key claimed when the count allowed the request
-    and (`create_invoice`) the draft can be made: its customer (`c_…`) is the account's and not
-    archived, and a currency is given or the business profile (`b_…`) has one. Its row: the count's
-    columns (how many: the second value), the claim's record id (`claimed`, null when not claimed),
-    the parties (`create_invoice`), the key's (`k_…`); no row when the gate refused the key."""
+def _claiming_statement(counting_statement, scope: str, drafting: bool) -> tuple[raw.Text, int, invoice_reads.Layout]:
+    """The gate of `scope`; the request counted only when it passed; the key's last use written when it
+    is a minute old; the idempotency key claimed when the count allowed the request and (`drafting`)
+    the draft can be made: its customer (`c_…`) is the account's and not archived, and a currency is
+    given or the business profile (`b_…`) has one. Its row: the count's columns (how many: the second
+    value), the claim's record id (`claimed`, null when not claimed), the parties (`drafting`), the
+    key's (`k_…`); no row when the gate refused the key."""
     from sqlalchemy import Boolean, and_, bindparam, or_, select, true, update
     from sqlalchemy.dialects.postgresql import insert
 
-    gate = _gate(CREATE.scope if operation == CREATE.name else FINALIZE.scope)
+    gate = _gate(scope)
     counted = counting_statement.cte("counted")
     touched = (update(KEYS).where(KEYS.c.id == gate.c.id, counted.c.allowed, apikeys.stale_use_clause(gate.c.last_used_at))
                .values(last_used_at=bindparam("moment")).returning(KEYS.c.id).cte("touched"))
     sources, ready, read = gate.join(counted, true()), counted.c.allowed, []
-    if operation == CREATE.name:
+    if drafting:
         parties = (select(CUSTOMERS.c.id.label("c_id"), CUSTOMERS.c.archived_at.label("c_archived_at"),
                           *invoice_reads.party_columns())
                    .select_from(gate.outerjoin(CUSTOMERS, and_(CUSTOMERS.c.id == bindparam("customer_id"),
@@ -425,7 +418,7 @@ def _claiming_statement(counting_statement, operation: str) -> tuple[raw.Text, i
 
 
 def _is_json(column) -> bool:
-    return column.type.__class__.__name__ == "JSON"
+    return isinstance(column.type, JSON)
 
 
 def _names(table) -> str:

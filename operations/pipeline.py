@@ -181,10 +181,7 @@ def _claim(operation: Operation, invocation: Invocation, principal: Principal,
                 f"{method} {path} needs an Idempotency-Key header (any unique string up to 255 characters).")
         return None
     idempotency.check_key(key)
-    request: dict[str, Any] = {"body": body_json, "query": sorted(invocation.query_items)}
-    if invocation.params:  # the ids the call names, when the key's scope does not hold them (MCP)
-        request["params"] = invocation.params
-    fingerprint = idempotency.request_fingerprint(request)
+    fingerprint = idempotency.call_fingerprint(body_json, invocation.query_items, invocation.params)
     method, path = invocation.idempotency_scope
     return idempotency.begin(principal.account_id, method, path, key, fingerprint)
 

@@ -8,42 +8,40 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from operations import fast_writes
+from rest import framework
 from rest.fast_reads import Endpoint, internal_error, response_to
-from rest.framework import COUNTED, request_id_of
 
-# The routes served, with their fast write and the status of their success.
-WRITES = {"/invoices": (fast_writes.create_invoice.__name__, 201),
-          "/invoices/{id}/finalize": (fast_writes.finalize_invoice.__name__, 200)}
+# The operations served, each by the fast write of its name.
+WRITES = (fast_writes.create_invoice.__name__, fast_writes.finalize_invoice.__name__)
 
 
-def fast_write(path: str, pipeline: Endpoint) -> Endpoint:
-    """The endpoint of the route `path`: POST by its fast write when it has one, the rest (and what the
-    fast write leaves) by `pipeline`."""
-    if path not in WRITES:
+def fast_write(operation: framework.Endpoint, pipeline: Endpoint) -> Endpoint:
+    """The endpoint of `operation`'s route: the operation by its fast write when it has one, the rest
+    (and what the fast write leaves) by `pipeline`."""
+    if operation.name not in WRITES:
         return pipeline
-    name, status = WRITES[path]
 
     async def endpoint(request: Request) -> Response:
-        if request.method != "POST":
+        if request.method != operation.method:
             return await pipeline(request)
-        request_id, header_error = request_id_of(request)
-        response = None if header_error else await _answer(getattr(fast_writes, name), status, request, request_id)
+        request_id, header_error = framework.request_id_of(request)
+        response = None if header_error else await _answer(operation, request, request_id)
         return response if response is not None else await pipeline(request)
 
     return endpoint
 
 
-async def _answer(write, status: int, request: Request, request_id: str) -> Response | None:
+async def _answer(operation: framework.Endpoint, request: Request, request_id: str) -> Response | None:
     try:
-        found = await write(fast_writes.Request(
+        found = await getattr(fast_writes, operation.name)(fast_writes.Request(
             request.headers.get("authorization"), await request.body(), request.headers.get("idempotency-key"),
-            (request.method, request.url.path), request.query_params.multi_items(), dict(request.path_params),
-            request_id, status))
+            (operation.method, request.url.path), request.query_params.multi_items(), dict(request.path_params),
+            request_id, framework.EndpointPresenter(operation, request_id)))
     except Exception:
         return internal_error(request_id)
     if found is None:
         return None
     if isinstance(found, fast_writes.Handover):
-        request.scope[COUNTED] = True
+        request.scope[framework.COUNTED] = True
         return None
-    return response_to(found, request_id, status)
+    return response_to(found, request_id, operation.status)

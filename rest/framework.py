@@ -124,7 +124,7 @@ def _process(endpoint: Endpoint, request: Request, raw: bytes) -> Response:
         idempotency_scope=(endpoint.method, request.url.path),
         header_error=header_error, counted=request.scope.get(COUNTED, False),
     )
-    outcome = execute(endpoint, invocation, _Presenter(endpoint, request_id))
+    outcome = execute(endpoint, invocation, EndpointPresenter(endpoint, request_id))
     limit_headers = rate_limit_headers(outcome.usage)
     if outcome.error is not None:
         return problem_response(outcome.error, request_id, headers=limit_headers,
@@ -150,7 +150,7 @@ def _not_modified(request: Request, document: Response) -> Response | None:
 
 
 @dataclass(frozen=True)
-class _Presenter:
+class EndpointPresenter:
     """How a REST result or error is kept under an idempotency key (request id and rate-limit
     headers are added per response, never stored)."""
 

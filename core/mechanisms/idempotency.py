@@ -66,6 +66,15 @@ def request_fingerprint(body: object) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
+def call_fingerprint(body_json: object, query_items: list, params: dict) -> str:
+    """What a key's request is compared by: the parsed body, every query value, and the ids the call
+    names (when the key's scope does not hold them: MCP), whichever path runs it."""
+    request: dict = {"body": body_json, "query": sorted(query_items)}
+    if params:
+        request["params"] = params
+    return request_fingerprint(request)
+
+
 def check_key(key: object, *, path: str = "Idempotency-Key") -> str:
     """`key` when it is a usable idempotency key, else ValidationFailed at `path` (the header, or
     the argument that carries it)."""

@@ -514,9 +514,13 @@ def test_two_finalizations_of_one_draft_at_once_take_one_number(tenant):
     import asyncio
     draft_id = _drafts(tenant, 1)[0]
 
+    from rest.app import operations
+    from rest.framework import EndpointPresenter
+    finalizing = next(operation for operation in operations() if operation.name == "finalize_invoice")
+
     def request(key: str) -> fast_writes.Request:
         return fast_writes.Request(f"Bearer {tenant.key}", b"", key, ("POST", f"/api/v1/invoices/{draft_id}/finalize"),
-                                   [], {"id": draft_id}, "req_both", 200)
+                                   [], {"id": draft_id}, "req_both", EndpointPresenter(finalizing, "req_both"))
 
     async def both():
         from core.base import raw
@@ -530,3 +534,36 @@ def test_two_finalizations_of_one_draft_at_once_take_one_number(tenant):
     answer = next(outcome for outcome in outcomes if isinstance(outcome, fast_writes.Answer))
     assert json.loads(answer.body)["data"]["number"] == "INV-0001"
     assert _finalize(tenant, _drafts(tenant, 1)[0]).json()["data"]["number"] == "INV-0002"
+
+
+def test_drafts_are_written_on_connections_that_commit_to_disk():
+    """The reads' connections commit asynchronously (a count may be lost in a crash); an invoice is
+    written on the durable ones."""
+    if db.get_engine().dialect.name != "postgresql":
+        pytest.skip("the fast path's connections are PostgreSQL's")
+    import asyncio
+
+    from core.base import raw
+
+    async def settings() -> list[str]:
+        try:
+            return [(await raw.postgres_connections(durable=durable).fetchrow(
+                "SELECT current_setting('synchronous_commit')", []))[0] for durable in (True, False)]
+        finally:
+            await raw.close_postgres_connections()
+    assert asyncio.run(settings()) == ["on", "off"]
+
+
+def test_a_dropped_connection_is_a_502_and_the_key_runs_again(tenant, monkeypatch):
+    if db.get_engine().dialect.name != "postgresql":
+        pytest.skip("asyncpg's dropped connections")
+
+    async def dropped(*_arguments):
+        raise ConnectionError("the database went away")
+
+    monkeypatch.setattr(fast_writes, "_write_draft", dropped)
+    body = {"customer": customer(tenant)["id"], "items": [adhoc()]}
+    refused = _post(tenant, body, "through-a-restart")
+    assert refused.status_code == 502 and refused.json()["code"] == "upstream_failed"
+    monkeypatch.undo()
+    assert _post(tenant, body, "through-a-restart").status_code == 201  # the claim was given back

@@ -349,30 +349,35 @@ async def _query_all(connections: raw.Connections, sql: str, arguments: list) ->
     return await connections.fetch(sql, arguments)
 
 
-def _count_sqlite(connection, lookup_id: str, secret: str) -> tuple[Principal, Usage] | Answer | None:
-    """SQLite: the key read, then the request counted in the write turn (and the key's use noted):
-    None when the pipeline must answer (nothing was counted), the 429 when the limit is reached."""
+def count_sqlite(connection, lookup_id: str, secret: str, scope: str = READ_SCOPE, within=None):
+    """SQLite: the key read, then the request counted in the write turn (and the key's use noted), and,
+    when it is allowed, `within(principal, moment)` in the same turn (the fast writes claim their key
+    there): None when the pipeline must answer (nothing was counted), the 429 when the limit is
+    reached, else (principal, usage, what `within` gave)."""
     found = raw.sqlite_text(KEY_STATEMENT).run(connection, {"lookup_id": lookup_id})
     moment = now()
-    principal = principal_of(found[0] if found else None, secret, moment)
+    principal = principal_of(found[0] if found else None, secret, moment, scope)
     if principal is None:
         return None
     count = ratelimit.counting("sqlite", ratelimit.api_requests(), principal.rate_limit_subject)
+    done = None
     with raw.sqlite_writing(connection):
         usage = count.usage(tuple(raw.sqlite_text(count.statement).run(connection, count.parameters)[0]))
-        if not usage.exceeded and apikeys.stale_use(found[0], moment):
-            raw.sqlite_text(TOUCH_STATEMENT).run(connection, {"key_id": principal.api_key_id, "moment": moment})
+        if not usage.exceeded:
+            if apikeys.stale_use(found[0], moment):
+                raw.sqlite_text(TOUCH_STATEMENT).run(connection, {"key_id": principal.api_key_id, "moment": moment})
+            done = within(principal, moment) if within is not None else None
     if usage.exceeded:
         return Answer(None, usage.error("requests"), usage)
-    return principal, usage
+    return principal, usage, done
 
 
 def _get_invoice_sqlite(lookup_id: str, secret: str, invoice_id, invoice_ref: str) -> Answer | None:
     with raw.sqlite_connection() as connection:
-        counted = _count_sqlite(connection, lookup_id, secret)
+        counted = count_sqlite(connection, lookup_id, secret)
         if not isinstance(counted, tuple):
             return counted
-        principal, usage = counted
+        principal, usage, _ = counted
         with raw.sqlite_reading(connection):
             found = raw.sqlite_text(INVOICE_STATEMENT_SQLITE).run(connection, {
                 "invoice_id": invoice_id, "account_id": principal.account_id})
@@ -388,10 +393,10 @@ def _list_invoices_sqlite(lookup_id: str, secret: str, listing: InvoiceListQuery
     """SQLite: counted as a read of an invoice is, then the page read whole and every item rendered
     (no row versions to keep rendered items under)."""
     with raw.sqlite_connection() as connection:
-        counted = _count_sqlite(connection, lookup_id, secret)
+        counted = count_sqlite(connection, lookup_id, secret)
         if not isinstance(counted, tuple):
             return counted
-        principal, usage = counted
+        principal, usage, _ = counted
         filters = list_filters(listing, None)
         if after is not None:
             try:

@@ -17,13 +17,11 @@ import uuid
 from sqlalchemy import and_, bindparam, exists, select, update
 from sqlalchemy.dialects.sqlite import insert
 
-from core.access import apikeys
 from core.base import raw
-from core.base.clock import now
 from core.base.errors import Conflict
 from core.billing import invoice_reads
 from core.billing.invoice_inputs import InvoiceCreate
-from core.mechanisms import idempotency, ratelimit
+from core.mechanisms import idempotency
 from core.models import InvoiceCounter, InvoiceEvent, WebhookDelivery, WebhookEndpoint
 from core.webhooks.outbox import subscribes
 from operations import fast_reads
@@ -134,31 +132,28 @@ class _LostClaim(Exception):
 
 
 def _count_and_claim(connection, request: Request, credential: tuple[str, str], operation, fingerprint: str, ready):
-    """The key read; in one write turn the request counted (and the key's use noted) and, when it is
-    allowed and `ready(account_id)` gives what the work needs (not None), the key claimed. None when
-    the pipeline must answer uncounted, the 429, a `Handover` when not claimed; else (principal,
-    usage, claim, what `ready` gave)."""
-    lookup_id, secret = credential
-    found = raw.sqlite_text(fast_reads.KEY_STATEMENT).run(connection, {"lookup_id": lookup_id})
-    moment = now()
-    principal = fast_reads.principal_of(found[0] if found else None, secret, moment, operation.scope)
-    if principal is None:
-        return None
-    count = ratelimit.counting("sqlite", ratelimit.api_requests(), principal.rate_limit_subject)
+    """Counted as a fast read is (`fast_reads.count_sqlite`), and in the same write turn, when the
+    request is allowed and `ready(account_id)` gives what the work needs (not None), the key claimed.
+    None when the pipeline must answer uncounted, the 429, a `Handover` when not claimed; else
+    (principal, usage, claim, what `ready` gave)."""
     claim = idempotency.Claim(uuid.uuid4(), secrets.token_hex(16))
     method, path = request.scope
-    with raw.sqlite_writing(connection):
-        usage = count.usage(tuple(raw.sqlite_text(count.statement).run(connection, count.parameters)[0]))
-        if usage.exceeded:
-            return Answer(None, usage.error("requests"), usage)
-        if apikeys.stale_use(found[0], moment):
-            raw.sqlite_text(fast_reads.TOUCH_STATEMENT).run(connection, {"key_id": principal.api_key_id, "moment": moment})
+
+    def claiming(principal, moment):
         prepared = ready(principal.account_id)
         if prepared is None or not raw.sqlite_text(CLAIM).run(connection, {
                 "id": claim.record_id, "account_id": principal.account_id, "method": method, "path": path,
                 "key": request.idempotency_key, "request_hash": fingerprint, "state": "running",
                 "locked_until": moment + idempotency.LEASE, "claim_token": claim.token, "created_at": moment}):
-            return Handover(usage)
+            return None
+        return prepared
+
+    counted = fast_reads.count_sqlite(connection, *credential, operation.scope, claiming)
+    if not isinstance(counted, tuple):
+        return counted
+    principal, usage, prepared = counted
+    if prepared is None:
+        return Handover(usage)
     return principal.with_request_id(request.request_id), usage, claim, prepared
 
 

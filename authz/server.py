@@ -110,8 +110,7 @@ class OAuthServer(AuthorizationServer):
         rotating = request.refresh_token if isinstance(request.refresh_token, tokens.StoredToken) else None
         grant = rotating.grant if rotating is not None else tokens.start_grant(db(), request.authorization_code)
         tokens.store_pair(db(), grant, token, rotating=rotating)
-        if grant.authorization_details is not None:  # RFC 9396 §7: the response says what was granted
-            token["authorization_details"] = grant.authorization_details
+        tokens.with_granted_details(token, grant)
 
     def validate_requested_scope(self, scope):
         pass  # which scopes a request may carry depends on its resource: CodeGrant decides

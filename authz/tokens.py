@@ -36,7 +36,7 @@ def new_refresh_token(**_: object) -> str:
     return REFRESH_TOKEN_PREFIX + crypto.token(32)
 
 
-def _hash(value: str) -> str:
+def hashed(value: str) -> str:
     return crypto.sha256_hex(value)
 
 
@@ -69,7 +69,7 @@ def save_code(session: Session, code: str, *, client_id: str, user_id: uuid.UUID
               code_challenge_method: str, authorization_details: list | None = None) -> None:
     issued = now()
     session.add(OAuthAuthorizationCode(
-        code_hash=_hash(code), client_id=client_id, user_id=user_id, account_id=account_id,
+        code_hash=hashed(code), client_id=client_id, user_id=user_id, account_id=account_id,
         redirect_uri=redirect_uri, scopes=scopes, resource=resource, code_challenge=code_challenge,
         authorization_details=authorization_details,
         code_challenge_method=code_challenge_method, created_at=issued, expires_at=issued + CODE_LIFETIME,
@@ -79,7 +79,7 @@ def save_code(session: Session, code: str, *, client_id: str, user_id: uuid.UUID
 def redeem_code(session: Session, code: str, client_id: str) -> IssuedCode | None:
     """The code if it is valid for this client; it is used up by being presented."""
     row = session.exec(
-        select(OAuthAuthorizationCode).where(OAuthAuthorizationCode.code_hash == _hash(code)).with_for_update()
+        select(OAuthAuthorizationCode).where(OAuthAuthorizationCode.code_hash == hashed(code)).with_for_update()
     ).first()
     if row is None:
         return None
@@ -138,18 +138,22 @@ def start_grant(session: Session, code: IssuedCode) -> OAuthGrant:
     return grant
 
 
+def pair_rows(grant_id: uuid.UUID, token: dict, issued) -> list[dict]:
+    """The rows of a token response's access token (and refresh token), hashed, as issued at `issued`."""
+    row = {"id": uuid.uuid4(), "grant_id": grant_id, "kind": "access", "token_hash": hashed(token["access_token"]),
+           "scopes": token.get("scope", "").split(), "created_at": issued,
+           "expires_at": issued + ACCESS_TOKEN_LIFETIME, "revoked_at": None, "used_at": None}
+    if not token.get("refresh_token"):
+        return [row]
+    return [row, {**row, "id": uuid.uuid4(), "kind": "refresh", "token_hash": hashed(token["refresh_token"]),
+                  "expires_at": issued + REFRESH_TOKEN_LIFETIME}]
+
+
 def store_pair(session: Session, grant: OAuthGrant, token: dict, *, rotating: StoredToken | None = None) -> None:
     """Store the access token (and refresh token) of a token response, hashed: one INSERT (Core:
     the ORM's unit of work cost ~20 % of a refresh; the statement is compiled once)."""
-    scopes = token.get("scope", "").split()
     issued = now()
-    row = {"id": uuid.uuid4(), "grant_id": grant.id, "kind": "access", "token_hash": _hash(token["access_token"]),
-           "scopes": scopes, "created_at": issued, "expires_at": issued + ACCESS_TOKEN_LIFETIME, "revoked_at": None,
-           "used_at": None}
-    rows = [row]
-    if token.get("refresh_token"):
-        rows.append({**row, "id": uuid.uuid4(), "kind": "refresh", "token_hash": _hash(token["refresh_token"]),
-                     "expires_at": issued + REFRESH_TOKEN_LIFETIME})
+    rows = pair_rows(grant.id, token, issued)
     connection = session.connection()  # Core: nothing here goes through the ORM
     if rotating is not None and len(rows) == 2 and connection.dialect.name == "postgresql":
         # The spent refresh token marked in the same statement (`mark_rotated` then has nothing to do).
@@ -161,10 +165,16 @@ def store_pair(session: Session, grant: OAuthGrant, token: dict, *, rotating: St
     connection.execute(_STORE, rows)  # one INSERT of both rows (SQLAlchemy's "insertmanyvalues")
 
 
+def with_granted_details(token: dict, grant) -> None:
+    """RFC 9396 §7: a token response says which authorization details were granted."""
+    if grant.authorization_details is not None:
+        token["authorization_details"] = grant.authorization_details
+
+
 def find(session: Session, value: str, *, kind: str | None = None, lock: bool = False) -> StoredToken | None:
     if not value or len(value) > 200:
         return None
-    query = select(OAuthToken).where(OAuthToken.token_hash == _hash(value))
+    query = select(OAuthToken).where(OAuthToken.token_hash == hashed(value))
     if kind:
         query = query.where(OAuthToken.kind == kind)
     row = session.exec(query.with_for_update() if lock else query).first()
@@ -179,13 +189,10 @@ def refresh_token_for_use(session: Session, value: str) -> StoredToken | None:
     token's row, as rows rather than ORM objects (nothing here is changed through them)."""
     if not value or len(value) > 200:
         return None
-    found = session.connection().execute(_REFRESH_STATEMENT, {"token_hash": _hash(value)}).first()
+    found = session.connection().execute(_REFRESH_STATEMENT, {"token_hash": hashed(value)}).first()
     if found is None:
         return None
-    values = found._mapping
-    token = StoredToken(SimpleNamespace(**{name: values[name] for name in TOKENS.c.keys()}),
-                        SimpleNamespace(**{name: values[f"g_{name}"] for name in GRANTS.c.keys()}),
-                        user_exists=values["u_id"] is not None)
+    token = stored_refresh_token(found._mapping)
     if token.row.used_at is not None:
         revoke_grant(session, token.grant.id)
         return None
@@ -194,14 +201,22 @@ def refresh_token_for_use(session: Session, value: str) -> StoredToken | None:
     return token
 
 
-def _refresh_statement():
+def stored_refresh_token(values) -> StoredToken:
+    """A refresh token from a row of `refresh_statement`'s columns (by name)."""
+    return StoredToken(SimpleNamespace(**{name: values[name] for name in TOKENS.c.keys()}),
+                       SimpleNamespace(**{name: values[f"g_{name}"] for name in GRANTS.c.keys()}),
+                       user_exists=values["u_id"] is not None)
+
+
+def refresh_statement():
+    """A refresh token by its hash, with its grant's columns (`g_…`) and its person's id (`u_id`, NULL
+    when the person is gone)."""
     from core.models import User
     users = User.__table__
     return (select(*TOKENS.c, *(column.label(f"g_{column.name}") for column in GRANTS.c), users.c.id.label("u_id"))
             .select_from(TOKENS.join(GRANTS, GRANTS.c.id == TOKENS.c.grant_id)
                          .outerjoin(users, users.c.id == GRANTS.c.user_id))
-            .where(TOKENS.c.token_hash == bindparam("token_hash"), TOKENS.c.kind == "refresh")
-            .with_for_update(of=TOKENS))
+            .where(TOKENS.c.token_hash == bindparam("token_hash"), TOKENS.c.kind == "refresh"))
 
 
 def mark_rotated(session: Session, token: StoredToken) -> None:
@@ -226,7 +241,7 @@ def revoke_grant(session: Session, grant_id: uuid.UUID) -> None:
                     .values(revoked_at=moment))
 
 
-_REFRESH_STATEMENT = _refresh_statement()
+_REFRESH_STATEMENT = refresh_statement().with_for_update(of=TOKENS)
 _ROTATE = update(TOKENS).where(TOKENS.c.id == bindparam("token_id")).values(used_at=bindparam("moment"))
 # Written once with a parameter per value, so it is compiled once (`values(rows)` is compiled each time).
 _STORE = insert(TOKENS).values({name: bindparam(name, type_=column.type) for name, column in TOKENS.c.items()})

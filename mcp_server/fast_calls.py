@@ -25,10 +25,10 @@ from starlette.types import Receive, Scope, Send
 from core.base import context, metrics
 from core.base.errors import NotFound
 from core.base.jsonout import dumps
-from mcp_server.gate import replaying
 from mcp_server.server import result_content, with_formatted_money
 from operations import fast_reads
 from operations.rendering import error_payload
+from operations.request_bodies import read_body, replaying
 
 log = logging.getLogger("invoicing.mcp")
 PATH = "/mcp"
@@ -56,7 +56,7 @@ class Lane:
         headers = _headers(scope)
         if not _plain(headers):
             return None, receive
-        body = await _body(receive, int(headers[b"content-length"]))
+        body = await read_body(receive, int(headers[b"content-length"]))
         replay = replaying(body, receive)
         call = _call(body)
         if call is None or await self.security.validate_request(Request(scope), is_post=True) is not None:
@@ -125,20 +125,6 @@ def _acceptable_request_id(value: bytes) -> bool:
 
 def _text(value: bytes | None) -> str | None:
     return value.decode("latin-1") if value is not None else None
-
-
-async def _body(receive: Receive, length: int) -> bytes:
-    chunks, size = [], 0
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            break
-        chunk = message.get("body", b"")
-        chunks.append(chunk)
-        size += len(chunk)
-        if not message.get("more_body", False) or size > length:
-            break
-    return b"".join(chunks)
 
 
 def _call(body: bytes) -> tuple[int | str, str] | None:

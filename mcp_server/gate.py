@@ -30,6 +30,7 @@ from mcp_server.tools import BY_NAME, Tool
 from operations.challenge import bearer_challenge
 from operations.confirmations import ACTIONS, Question, question_for
 from operations.pipeline import as_domain_error
+from operations.request_bodies import replaying
 
 log = logging.getLogger("invoicing.mcp")
 
@@ -278,16 +279,3 @@ def _message(body: bytes) -> object:
         return json.loads(body) if body else None
     except (ValueError, RecursionError):  # not JSON, or nested too deep: the SDK answers a parse error
         return None
-
-
-def replaying(body: bytes, receive: Receive) -> Receive:
-    """`receive` with the body already read given first (the request passed on as it came)."""
-    sent = False
-
-    async def replay() -> dict:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-    return replay

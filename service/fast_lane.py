@@ -1,7 +1,7 @@
-"""The fast lane: in front of the whole application, the hottest reads answered without the routing
-and middleware stacks (REST's `rest.fast_reads`, MCP's `mcp_server.fast_calls`); everything else, and
-whatever the lane leaves, goes to the application. Off while traces are on (the request's span is the
-instrumented stack's)."""
+"""The fast lane: in front of the whole application, the hottest requests answered without the routing
+and middleware stacks (REST's `rest.fast_reads`, MCP's `mcp_server.fast_calls`, OAuth's refresh grant
+`authz.fast_refresh`); everything else, and whatever the lane leaves, goes to the application. Off
+while traces are on (the request's span is the instrumented stack's)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ import time
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from authz import fast_refresh
 from mcp_server import fast_calls
+from operations.request_bodies import read_body, replaying
 from rest import fast_reads
 from service import observability
 
@@ -37,4 +39,13 @@ class FastLane:
             if status is not None:
                 observability.finish(scope, fast_calls.ROUTE, status, started)
                 return
+        elif (length := fast_refresh.lane_target(scope)) is not None:
+            observability.begin(scope)
+            started = time.perf_counter()
+            body = await read_body(receive, length)
+            status = await fast_refresh.serve(scope, body, send) if len(body) == length else None
+            if status is not None:
+                observability.finish(scope, fast_refresh.ROUTE, status, started)
+                return
+            receive = replaying(body, receive)
         await self.app(scope, receive, send)

@@ -1,4 +1,4 @@
-"""The token endpoint's form reader (`authz.app.urlencoded_fields`) reads any body as Starlette's form
+"""The token endpoint's form reader (`authz.adapter.urlencoded_fields`) reads any body as Starlette's form
 parser does (python-multipart), which it stands in for on the hot path."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 
-from authz.app import MAX_FORM_FIELDS, urlencoded_fields
+from authz.adapter import MAX_FORM_FIELDS, urlencoded_fields
 from tests import hostile
 
 PIECES = [b"a", b"b", b"=", b"&", b"+", b"%2F", b"%C3%A9", b"%Z", b"%", b" ", b"\xe9", b";", b"\x00", b"&&", b"==",

@@ -1,0 +1,217 @@
+"""The refresh grant in the fast lane (`service.fast_lane`), on PostgreSQL.
+
+A connected assistant refreshes its access token every hour, all day long. Through the token endpoint
+a refresh costs the middleware stack, a hop into a thread and a transaction held across Authlib's
+work. Here Authlib's own grant (`authz.grants.RefreshGrant`, its client authentication and token
+generation) runs on the event loop on rows read up front by one statement: the client, the token, its
+grant and whether the grant's person exists. One more statement writes the new pair, and marks the
+spent token on condition that it is still unspent and unrevoked and its grant still stands: of two
+uses of one token, exactly one wins.
+
+The lane takes only a public client's plain refresh: a form of `grant_type`, `refresh_token` and
+`client_id`, with no Authorization header, no Origin (the endpoint's CORS answers browsers), no query,
+and a client, token and person the grant accepts. Everything else goes on to the token endpoint, and
+so do an OAuth error, a spent token (whose reuse revokes the grant there) and a lost race. The lane
+has written nothing for any of them, so the endpoint answers as it always does.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+from authlib.oauth2.rfc6749 import ClientAuthentication, OAuth2Error
+from sqlalchemy import JSON, bindparam, exists, insert, select, union_all, update
+from starlette.datastructures import Headers
+from starlette.exceptions import HTTPException
+from starlette.responses import JSONResponse
+from starlette.types import Scope, Send
+
+from authz import metadata_documents, tokens
+from authz.adapter import HttpInput, urlencoded_fields
+from authz.clients import Client
+from authz.grants import RefreshGrant
+from authz.models import OAuthClient
+from authz.server import server
+from core.base import context, metrics, raw
+from core.base.clock import now
+from core.base.db import get_engine
+from core.base.validation import unacceptable_parameters
+
+log = logging.getLogger("invoicing.oauth")
+PATH = ROUTE = "/oauth/token"
+FIELDS = ["client_id", "grant_type", "refresh_token"]  # sorted
+FORM = b"application/x-www-form-urlencoded"
+MAX_BODY = 1024  # a refresh is ~120 bytes; anything larger goes to the endpoint
+CLIENTS, TOKENS, GRANTS = OAuthClient.__table__, tokens.TOKENS, tokens.GRANTS
+# What the endpoint's CORS middleware adds to an answer to a request without Origin.
+ANSWERED_HEADERS = [(b"vary", b"Origin")]
+UNAVAILABLE = JSONResponse({"error": "temporarily_unavailable", "error_description": "The database is unavailable; "
+                            "retry the request."}, status_code=503, headers={"Cache-Control": "no-store"})
+
+
+def lane_target(scope: Scope) -> int | None:
+    """The declared length of the body of a request the lane may take, or None."""
+    if (scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != PATH or scope.get("root_path")
+            or scope["query_string"]):
+        return None
+    length, form = None, False
+    for name, value in scope["headers"]:
+        if name == b"content-length":
+            if length is not None or not value.isdigit():
+                return None
+            length = int(value)
+        elif name == b"content-type":
+            form = value == FORM
+        elif name in (b"authorization", b"origin", b"transfer-encoding"):
+            return None
+    if not form or length is None or not 0 < length <= MAX_BODY or get_engine().dialect.name != "postgresql":
+        return None
+    return length
+
+
+async def serve(scope: Scope, body: bytes, send: Send) -> int | None:
+    """Answer the refresh (its status), or None having sent and written nothing: the endpoint answers."""
+    form = _plain_refresh(body)
+    if form is None:
+        return None
+    try:
+        row = await raw.postgres_connections().fetchrow(READ.sql, READ.arguments({
+            "token_hash": tokens.hashed(form["refresh_token"]), "client_id": form["client_id"]}))
+    except Exception:  # the endpoint meets the same fault and answers it
+        return None
+    found = _found(row)
+    if found is None:
+        return None
+    grant = _Prefetched(server.create_oauth2_request(HttpInput(
+        "POST", "https://" + _host(scope) + PATH, Headers(raw=scope["headers"]), list(form.items()))), found)
+    try:
+        grant.validate_token_request()
+        status, payload, headers = grant.create_token_response()
+    except OAuth2Error:
+        return None
+    try:
+        written = await _write(found.token, grant.issued)
+    except Exception:  # whether it was written is unknown: as the endpoint answers a database fault
+        log.error("the refresh lane's write failed (request %s)", context.request_id(), exc_info=True)
+        response = UNAVAILABLE
+    else:
+        if not written:
+            return None  # spent or revoked meanwhile: the endpoint answers that
+        response = server.handle_response(status, payload, headers)
+        metrics.oauth_token("refresh_token", "issued")
+    await send({"type": "http.response.start", "status": response.status_code,
+                "headers": [*response.raw_headers, *ANSWERED_HEADERS, (b"x-request-id", context.request_id().encode())]})
+    await send({"type": "http.response.body", "body": response.body})
+    return response.status_code
+
+
+def _plain_refresh(body: bytes) -> dict[str, str] | None:
+    """The form of a plain refresh by a client that is no metadata document, or None."""
+    try:
+        fields = urlencoded_fields(body)
+    except HTTPException:
+        return None
+    form = dict(fields)
+    if len(fields) != len(FIELDS) or sorted(form) != FIELDS or form["grant_type"] != "refresh_token":
+        return None
+    if unacceptable_parameters(fields) or metadata_documents.is_document_client_id(form["client_id"]):
+        return None
+    if not 0 < len(form["refresh_token"]) <= 200 or not 0 < len(form["client_id"]) <= 2048:
+        return None
+    return form
+
+
+@dataclass(frozen=True)
+class _Found:
+    client: Client
+    token: tokens.StoredToken
+
+
+def _found(row) -> _Found | None:
+    """The client and token of the read, when the grant may exchange the token (else the endpoint
+    answers: a spent one revokes its grant there)."""
+    if row is None or row["c_id"] is None:
+        return None
+    values = {name: json.loads(value) if name in JSON_COLUMNS and isinstance(value, str) else value
+              for name, value in row.items()}
+    token = tokens.stored_refresh_token(values)
+    if token.row.used_at is not None or token.is_revoked() or token.is_expired() or not token.user_exists:
+        return None
+    return _Found(Client(SimpleNamespace(**{name: values[f"c_{name}"] for name in CLIENTS.c.keys()})), token)
+
+
+def _host(scope: Scope) -> str:
+    for name, value in scope["headers"]:
+        if name == b"host":
+            return value.decode("latin-1")
+    return "localhost"
+
+
+class _Prefetched(RefreshGrant):
+    """Authlib's refresh grant on the rows the lane read; the new pair is kept (`issued`) for the
+    lane's write instead of written."""
+
+    def __init__(self, request, found: _Found) -> None:
+        super().__init__(request, server)
+        self.found = found
+        self.issued: dict | None = None
+
+    def authenticate_token_endpoint_client(self):
+        # Authlib's client authentication, on the client read up front.
+        return ClientAuthentication(self._query_client)(self.request, self.TOKEN_ENDPOINT_AUTH_METHODS, "token")
+
+    def _query_client(self, client_id: str) -> Client | None:
+        return self.found.client if client_id == self.found.client.get_client_id() else None
+
+    def authenticate_refresh_token(self, refresh_token):
+        return self.found.token
+
+    def save_token(self, token):
+        self.issued = token
+        tokens.with_granted_details(token, self.found.token.grant)
+
+    def revoke_old_credential(self, refresh_token):
+        pass  # the lane's write marks it spent, if it still is not
+
+
+async def _write(spent: tokens.StoredToken, token: dict) -> bool:
+    """Write the new pair and mark `spent`; False when it was used or revoked meanwhile."""
+    moment = now()
+    access, refresh = tokens.pair_rows(spent.grant.id, token, moment)
+    parameters = {"rotated_id": spent.row.id, "moment": moment,
+                  **{f"a_{name}": _bound(name, value) for name, value in access.items()},
+                  **{f"r_{name}": _bound(name, value) for name, value in refresh.items()}}
+    return await raw.postgres_connections(durable=True).fetchrow(WRITE.sql, WRITE.arguments(parameters)) is not None
+
+
+def _bound(name: str, value):
+    return json.dumps(value) if name in JSON_COLUMNS else value
+
+
+def _read_statement():
+    """The token, its grant and person (`tokens.refresh_statement`), and the client (`c_…`)."""
+    statement = tokens.refresh_statement()
+    return statement.add_columns(*(column.label(f"c_{column.name}") for column in CLIENTS.c)).outerjoin(
+        CLIENTS, CLIENTS.c.client_id == bindparam("client_id"))
+
+
+def _write_statement():
+    """The new pair, inserted only when the spent token is marked by this statement: it was unspent,
+    unrevoked, and its grant stands."""
+    standing = exists().where(GRANTS.c.id == TOKENS.c.grant_id, GRANTS.c.revoked_at.is_(None))
+    rotated = (update(TOKENS).where(TOKENS.c.id == bindparam("rotated_id"), TOKENS.c.used_at.is_(None),
+                                    TOKENS.c.revoked_at.is_(None), standing)
+               .values(used_at=bindparam("moment")).returning(TOKENS.c.id).cte("rotated"))
+    pair = union_all(*(select(*(bindparam(f"{prefix}_{name}", type_=column.type) for name, column in TOKENS.c.items()))
+                       .select_from(rotated) for prefix in ("a", "r")))
+    return insert(TOKENS).from_select(list(TOKENS.c.keys()), pair).add_cte(rotated).returning(TOKENS.c.id)
+
+
+# JSON columns arrive from asyncpg as text and go to it as text, in every prefix of the read.
+JSON_COLUMNS = frozenset(f"{prefix}{column.name}" for prefix, table in (("", TOKENS), ("g_", GRANTS), ("c_", CLIENTS))
+                         for column in table.c if isinstance(column.type, JSON))
+READ = raw.postgres_text(_read_statement())
+WRITE = raw.postgres_text(_write_statement())

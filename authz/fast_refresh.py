@@ -1,12 +1,13 @@
-"""The refresh grant in the fast lane (`service.fast_lane`), on PostgreSQL.
+"""The refresh grant in the fast lane (`service.fast_lane`).
 
 A connected assistant refreshes its access token every hour, all day long. Through the token endpoint
 a refresh costs the middleware stack, a hop into a thread and a transaction held across Authlib's
 work. Here Authlib's own grant (`authz.grants.RefreshGrant`, its client authentication and token
-generation) runs on the event loop on rows read up front by one statement: the client, the token, its
-grant and whether the grant's person exists. One more statement writes the new pair, and marks the
-spent token on condition that it is still unspent and unrevoked and its grant still stands: of two
-uses of one token, exactly one wins.
+generation) runs on rows read up front by one statement: the client, the token, its grant and whether
+the grant's person exists. Then the new pair is written and the spent token marked, on condition that
+it is still unspent and unrevoked and its grant still stands: of two uses of one token, exactly one
+wins. On PostgreSQL that is one more statement, on the event loop (asyncpg); on SQLite two statements
+in one write turn, in a thread (sqlite3).
 
 The lane takes only a public client's plain refresh: a form of `grant_type`, `refresh_token` and
 `client_id`, with no Authorization header, no Origin (the endpoint's CORS answers browsers), no query,
@@ -22,11 +23,12 @@ import logging
 from dataclasses import dataclass
 from types import SimpleNamespace
 
+import anyio
 from authlib.oauth2.rfc6749 import ClientAuthentication, OAuth2Error
 from sqlalchemy import JSON, bindparam, exists, insert, select, union_all, update
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.types import Scope, Send
 
 from authz import metadata_documents, tokens
@@ -67,9 +69,7 @@ def lane_target(scope: Scope) -> int | None:
             form = value == FORM
         elif name in (b"authorization", b"origin", b"transfer-encoding"):
             return None
-    if not form or length is None or not 0 < length <= MAX_BODY or get_engine().dialect.name != "postgresql":
-        return None
-    return length
+    return length if form and length is not None and 0 < length <= MAX_BODY else None
 
 
 async def serve(scope: Scope, body: bytes, send: Send) -> int | None:
@@ -77,35 +77,79 @@ async def serve(scope: Scope, body: bytes, send: Send) -> int | None:
     form = _plain_refresh(body)
     if form is None:
         return None
-    try:
-        row = await raw.postgres_connections().fetchrow(READ.sql, READ.arguments({
-            "token_hash": tokens.hashed(form["refresh_token"]), "client_id": form["client_id"]}))
-    except Exception:  # the endpoint meets the same fault and answers it
+    if get_engine().dialect.name == "postgresql":
+        response = await _answer_postgresql(scope, form)
+    else:  # sqlite3 has no asynchronous driver: a thread
+        response = await anyio.to_thread.run_sync(_answer_sqlite, scope, form)
+    if response is None:
         return None
-    found = _found(row)
-    if found is None:
-        return None
-    grant = _Prefetched(server.create_oauth2_request(HttpInput(
-        "POST", "https://" + _host(scope) + PATH, Headers(raw=scope["headers"]), list(form.items()))), found)
-    try:
-        grant.validate_token_request()
-        status, payload, headers = grant.create_token_response()
-    except OAuth2Error:
-        return None
-    try:
-        written = await _write(found.token, grant.issued)
-    except Exception:  # whether it was written is unknown: as the endpoint answers a database fault
-        log.error("the refresh lane's write failed (request %s)", context.request_id(), exc_info=True)
-        response = UNAVAILABLE
-    else:
-        if not written:
-            return None  # spent or revoked meanwhile: the endpoint answers that
-        response = server.handle_response(status, payload, headers)
+    if response.status_code == 200:
         metrics.oauth_token("refresh_token", "issued")
     await send({"type": "http.response.start", "status": response.status_code,
                 "headers": [*response.raw_headers, *ANSWERED_HEADERS, (b"x-request-id", context.request_id().encode())]})
     await send({"type": "http.response.body", "body": response.body})
     return response.status_code
+
+
+async def _answer_postgresql(scope: Scope, form: dict[str, str]) -> Response | None:
+    try:
+        row = await raw.postgres_connections().fetchrow(READ.sql, READ.arguments(_read_parameters(form)))
+    except Exception:  # the endpoint meets the same fault and answers it
+        return None
+    found = _found(row)
+    answer = _granted(scope, form, found) if found is not None else None
+    if answer is None:
+        return None
+    try:
+        written = await _write_postgresql(_write_parameters(found.token, answer.issued))
+    except Exception:
+        return _unknown_outcome()
+    return answer.response if written else None  # not written: spent or revoked meanwhile, the endpoint's
+
+
+async def _write_postgresql(parameters: dict) -> bool:
+    """The new pair written and the spent token marked, in one statement; False when it was not."""
+    return await raw.postgres_connections(durable=True).fetchrow(WRITE.sql, WRITE.arguments(_as_text(parameters))) \
+        is not None
+
+
+def _answer_sqlite(scope: Scope, form: dict[str, str]) -> Response | None:
+    with raw.sqlite_connection() as connection:
+        try:
+            rows = raw.sqlite_text(READ_STATEMENT).run(connection, _read_parameters(form))
+        except Exception:
+            return None
+        found = _found(rows[0]._asdict()) if rows else None
+        answer = _granted(scope, form, found) if found is not None else None
+        if answer is None:
+            return None
+        try:
+            written = _write_sqlite(connection, _write_parameters(found.token, answer.issued))
+        except Exception:
+            return _unknown_outcome()
+    return answer.response if written else None
+
+
+def _write_sqlite(connection, parameters: dict) -> bool:
+    """The spent token marked, then the new pair written, in one write turn (SQLite has no UPDATE in a
+    WITH); False, and nothing written, when it could not be marked."""
+    try:
+        with raw.sqlite_writing(connection):
+            if raw.sqlite_text(ROTATE_STATEMENT).execute(connection, parameters).rowcount != 1:
+                raise raw.Rollback
+            for prefix in ("a_", "r_"):
+                raw.sqlite_text(tokens.STORE_STATEMENT).execute(connection, {
+                    name[2:]: value for name, value in parameters.items() if name.startswith(prefix)})
+    except raw.Rollback:
+        return False
+    return True
+
+
+def _unknown_outcome() -> Response:
+    """A write that failed: whether it was made is unknown. Answered as the endpoint answers a
+    database fault."""
+    log.error("the refresh lane's write failed (request %s)", context.request_id(), exc_info=True)
+    return UNAVAILABLE
 
 
 def _plain_refresh(body: bytes) -> dict[str, str] | None:
@@ -131,8 +175,8 @@ class _Found:
 
 
 def _found(row) -> _Found | None:
-    """The client and token of the read, when the grant may exchange the token (else the endpoint
-    answers: a spent one revokes its grant there)."""
+    """The client and token of the read (a mapping of its columns), when the grant may exchange the
+    token (else the endpoint answers: a spent one revokes its grant there)."""
     if row is None or row["c_id"] is None:
         return None
     values = {name: json.loads(value) if name in JSON_COLUMNS and isinstance(value, str) else value
@@ -141,6 +185,24 @@ def _found(row) -> _Found | None:
     if token.row.used_at is not None or token.is_revoked() or token.is_expired() or not token.user_exists:
         return None
     return _Found(Client(SimpleNamespace(**{name: values[f"c_{name}"] for name in CLIENTS.c.keys()})), token)
+
+
+@dataclass(frozen=True)
+class _Answer:
+    response: Response  # Authlib's token response
+    issued: dict  # the token it holds, to be written
+
+
+def _granted(scope: Scope, form: dict[str, str], found: _Found) -> _Answer | None:
+    """Authlib's answer to the refresh on the rows read, or None for an OAuth error (the endpoint's)."""
+    grant = _Prefetched(server.create_oauth2_request(HttpInput(
+        "POST", "https://" + _host(scope) + PATH, Headers(raw=scope["headers"]), list(form.items()))), found)
+    try:
+        grant.validate_token_request()
+        status, payload, headers = grant.create_token_response()
+    except OAuth2Error:
+        return None
+    return _Answer(server.handle_response(status, payload, headers), grant.issued)
 
 
 def _host(scope: Scope) -> str:
@@ -177,18 +239,21 @@ class _Prefetched(RefreshGrant):
         pass  # the lane's write marks it spent, if it still is not
 
 
-async def _write(spent: tokens.StoredToken, token: dict) -> bool:
-    """Write the new pair and mark `spent`; False when it was used or revoked meanwhile."""
+def _read_parameters(form: dict[str, str]) -> dict:
+    return {"token_hash": tokens.hashed(form["refresh_token"]), "client_id": form["client_id"]}
+
+
+def _write_parameters(spent: tokens.StoredToken, token: dict) -> dict:
+    """The new pair's rows (`a_…`, `r_…`) and the spent token's mark."""
     moment = now()
     access, refresh = tokens.pair_rows(spent.grant.id, token, moment)
-    parameters = {"rotated_id": spent.row.id, "moment": moment,
-                  **{f"a_{name}": _bound(name, value) for name, value in access.items()},
-                  **{f"r_{name}": _bound(name, value) for name, value in refresh.items()}}
-    return await raw.postgres_connections(durable=True).fetchrow(WRITE.sql, WRITE.arguments(parameters)) is not None
+    return {"rotated_id": spent.row.id, "moment": moment, **{f"a_{name}": value for name, value in access.items()},
+            **{f"r_{name}": value for name, value in refresh.items()}}
 
 
-def _bound(name: str, value):
-    return json.dumps(value) if name in JSON_COLUMNS else value
+def _as_text(parameters: dict) -> dict:
+    """JSON values as asyncpg takes them: text."""
+    return {name: json.dumps(value) if name in JSON_COLUMNS else value for name, value in parameters.items()}
 
 
 def _read_statement():
@@ -198,20 +263,27 @@ def _read_statement():
         CLIENTS, CLIENTS.c.client_id == bindparam("client_id"))
 
 
-def _write_statement():
-    """The new pair, inserted only when the spent token is marked by this statement: it was unspent,
-    unrevoked, and its grant stands."""
+def _rotate_statement():
+    """The spent token marked, only while it is unspent and unrevoked, and its grant stands."""
     standing = exists().where(GRANTS.c.id == TOKENS.c.grant_id, GRANTS.c.revoked_at.is_(None))
-    rotated = (update(TOKENS).where(TOKENS.c.id == bindparam("rotated_id"), TOKENS.c.used_at.is_(None),
-                                    TOKENS.c.revoked_at.is_(None), standing)
-               .values(used_at=bindparam("moment")).returning(TOKENS.c.id).cte("rotated"))
+    return (update(TOKENS).where(TOKENS.c.id == bindparam("rotated_id"), TOKENS.c.used_at.is_(None),
+                                 TOKENS.c.revoked_at.is_(None), standing).values(used_at=bindparam("moment")))
+
+
+def _write_statement():
+    """PostgreSQL: the new pair (`a_…`, `r_…`), inserted only when the same statement marked the spent
+    token (`_rotate_statement`)."""
+    rotated = ROTATE_STATEMENT.returning(TOKENS.c.id).cte("rotated")
     pair = union_all(*(select(*(bindparam(f"{prefix}_{name}", type_=column.type) for name, column in TOKENS.c.items()))
                        .select_from(rotated) for prefix in ("a", "r")))
     return insert(TOKENS).from_select(list(TOKENS.c.keys()), pair).add_cte(rotated).returning(TOKENS.c.id)
 
 
-# JSON columns arrive from asyncpg as text and go to it as text, in every prefix of the read.
-JSON_COLUMNS = frozenset(f"{prefix}{column.name}" for prefix, table in (("", TOKENS), ("g_", GRANTS), ("c_", CLIENTS))
-                         for column in table.c if isinstance(column.type, JSON))
-READ = raw.postgres_text(_read_statement())
+# JSON columns: asyncpg reads and takes them as text (in the read, of every prefix; in the write, of both rows).
+JSON_COLUMNS = frozenset(
+    [f"{prefix}{column.name}" for prefix, table in (("", TOKENS), ("g_", GRANTS), ("c_", CLIENTS))
+     for column in table.c if isinstance(column.type, JSON)]
+    + [f"{prefix}{column.name}" for prefix in ("a_", "r_") for column in TOKENS.c if isinstance(column.type, JSON)])
+READ_STATEMENT, ROTATE_STATEMENT = _read_statement(), _rotate_statement()
+READ = raw.postgres_text(READ_STATEMENT)
 WRITE = raw.postgres_text(_write_statement())

@@ -162,7 +162,7 @@ def store_pair(session: Session, grant: OAuthGrant, token: dict, *, rotating: St
                                              **{f"r_{name}": value for name, value in rows[1].items()}})
         rotating.rotated = True
         return
-    connection.execute(_STORE, rows)  # one INSERT of both rows (SQLAlchemy's "insertmanyvalues")
+    connection.execute(STORE_STATEMENT, rows)  # one INSERT of both rows (SQLAlchemy's "insertmanyvalues")
 
 
 def with_granted_details(token: dict, grant) -> None:
@@ -244,7 +244,7 @@ def revoke_grant(session: Session, grant_id: uuid.UUID) -> None:
 _REFRESH_STATEMENT = refresh_statement().with_for_update(of=TOKENS)
 _ROTATE = update(TOKENS).where(TOKENS.c.id == bindparam("token_id")).values(used_at=bindparam("moment"))
 # Written once with a parameter per value, so it is compiled once (`values(rows)` is compiled each time).
-_STORE = insert(TOKENS).values({name: bindparam(name, type_=column.type) for name, column in TOKENS.c.items()})
+STORE_STATEMENT = insert(TOKENS).values({name: bindparam(name, type_=column.type) for name, column in TOKENS.c.items()})
 # PostgreSQL: the new pair, and the spent token marked, in one statement (SQLite has no UPDATE in a WITH).
 _STORE_ROTATING = insert(TOKENS).from_select(
     list(TOKENS.c.keys()),

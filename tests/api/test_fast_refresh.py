@@ -1,11 +1,12 @@
-"""The refresh grant in the fast lane (`authz.fast_refresh`, PostgreSQL) answers and writes as the token
+"""The refresh grant in the fast lane (`authz.fast_refresh`, both databases) answers and writes as the token
 endpoint does: the same answer and rows for a plain refresh; of two uses of one token exactly one wins,
 and the other is the endpoint's reuse (the grant revoked); whatever it does not take (another field, a
 confidential client, a browser's cross-origin request, a spent, expired or foreign token…) is the
-endpoint's answer, with nothing written by the lane. On SQLite the lane takes nothing."""
+endpoint's answer, with nothing written by the lane."""
 
 from __future__ import annotations
 
+import sqlite3
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -21,13 +22,6 @@ from tests.oauth_flow import basic, exchange, get_code, obtain, refresh, registe
 API = "http://testserver/api/v1"
 
 
-@pytest.fixture
-def on_postgres():
-    if db.get_engine().dialect.name != "postgresql":
-        pytest.skip("the lane serves PostgreSQL only")
-
-
-postgres_only = pytest.mark.usefixtures("on_postgres")
 
 
 @pytest.fixture
@@ -85,7 +79,6 @@ def api_status(client, access_token: str) -> int:
 # --- what the lane answers --------------------------------------------------------------------------
 
 
-@postgres_only
 def test_a_plain_refresh_is_the_lanes(client, browser, public_app, lane):
     tokens = sign_in_tokens(client, browser, public_app)
     response = refresh(client, public_app["client_id"], tokens["refresh_token"])
@@ -94,7 +87,6 @@ def test_a_plain_refresh_is_the_lanes(client, browser, public_app, lane):
     assert api_status(client, response.json()["access_token"]) == 200
 
 
-@postgres_only
 def test_the_lanes_answer_and_rows_are_the_endpoints(client, browser, public_app, lane, monkeypatch):
     answers, rows = [], []
     for through_lane in (True, False):
@@ -125,7 +117,6 @@ def _row_shape(row: OAuthToken) -> tuple:
     return (row.kind, row.scopes, row.expires_at - row.created_at, row.revoked_at, row.used_at, len(row.token_hash))
 
 
-@postgres_only
 def test_the_spent_token_is_marked_and_its_reuse_revokes_the_sign_in(client, browser, public_app, lane):
     tokens = sign_in_tokens(client, browser, public_app)
     new = refresh(client, public_app["client_id"], tokens["refresh_token"]).json()
@@ -137,7 +128,6 @@ def test_the_spent_token_is_marked_and_its_reuse_revokes_the_sign_in(client, bro
     assert refresh(client, public_app["client_id"], new["refresh_token"]).json()["error"] == "invalid_grant"
 
 
-@postgres_only
 def test_a_chain_of_refreshes_stays_on_the_lane(client, browser, public_app, lane):
     refresh_token = sign_in_tokens(client, browser, public_app)["refresh_token"]
     for _ in range(3):
@@ -147,7 +137,6 @@ def test_a_chain_of_refreshes_stays_on_the_lane(client, browser, public_app, lan
     assert sum(row.used_at is not None for row in stored()) == 3
 
 
-@postgres_only
 def test_granted_authorization_details_are_in_the_lanes_answer(client, browser, public_app, lane):
     details = [{"type": "invoice_actions", "actions": ["finalize"], "max_amount": {"currency": "USD", "amount": 100000}}]
     tokens = obtain(browser, public_app, resource=API, scopes=["invoices:read", "invoices:finalize"],
@@ -158,7 +147,6 @@ def test_granted_authorization_details_are_in_the_lanes_answer(client, browser, 
     assert response.json()["authorization_details"] == tokens["authorization_details"]
 
 
-@postgres_only
 def test_the_lane_writes_an_access_line_and_counts_the_grant(client, browser, public_app, lane, caplog,
                                                              monkeypatch):
     from config.settings import get_settings
@@ -178,7 +166,6 @@ def test_the_lane_writes_an_access_line_and_counts_the_grant(client, browser, pu
                  status="200") == 1
 
 
-@postgres_only
 def test_a_supplied_request_id_is_kept(client, browser, public_app, lane):
     tokens = sign_in_tokens(client, browser, public_app)
     response = refresh(client, public_app["client_id"], tokens["refresh_token"], headers={"X-Request-Id": "mine-1"})
@@ -189,7 +176,6 @@ def test_a_supplied_request_id_is_kept(client, browser, public_app, lane):
 # --- races and faults -------------------------------------------------------------------------------
 
 
-@postgres_only
 def test_a_token_spent_meanwhile_is_the_endpoints_reuse(client, browser, public_app, lane, monkeypatch):
     """Two uses of one token at once: the other use marked it between the lane's read and write."""
     tokens = sign_in_tokens(client, browser, public_app)
@@ -202,7 +188,6 @@ def test_a_token_spent_meanwhile_is_the_endpoints_reuse(client, browser, public_
     assert grant_revoked()
 
 
-@postgres_only
 def test_a_sign_in_ended_meanwhile_gets_no_pair(client, browser, public_app, lane, monkeypatch):
     tokens = sign_in_tokens(client, browser, public_app)
     _before_the_write(monkeypatch, update(OAuthGrant).values(revoked_at=now()))
@@ -213,7 +198,6 @@ def test_a_sign_in_ended_meanwhile_gets_no_pair(client, browser, public_app, lan
     assert token_count() == count
 
 
-@postgres_only
 def test_of_uses_of_one_token_at_once_one_wins_and_the_sign_in_ends(client, browser, public_app, lane):
     tokens = sign_in_tokens(client, browser, public_app)
     with ThreadPoolExecutor(6) as pool:
@@ -225,24 +209,27 @@ def test_of_uses_of_one_token_at_once_one_wins_and_the_sign_in_ends(client, brow
 
 
 def _before_the_write(monkeypatch, statement) -> None:
-    write = fast_refresh._write
+    parameters = fast_refresh._write_parameters
 
-    async def racing(*arguments):
+    def racing(*arguments):
         with db.transaction() as session:
             session.execute(statement)
-        return await write(*arguments)
+        return parameters(*arguments)
 
-    monkeypatch.setattr(fast_refresh, "_write", racing)
+    monkeypatch.setattr(fast_refresh, "_write_parameters", racing)
 
 
-@postgres_only
 def test_a_failed_write_is_a_503_and_the_token_stays_usable(client, browser, public_app, lane, monkeypatch):
     tokens = sign_in_tokens(client, browser, public_app)
 
     async def failing(*_arguments):
         raise ConnectionResetError("the database went away")
 
-    monkeypatch.setattr(fast_refresh, "_write", failing)
+    def failing_sqlite(*_arguments):
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(fast_refresh, "_write_postgresql", failing)
+    monkeypatch.setattr(fast_refresh, "_write_sqlite", failing_sqlite)
     count = token_count()
     response = refresh(client, public_app["client_id"], tokens["refresh_token"])
     assert response.status_code == 503
@@ -253,7 +240,6 @@ def test_a_failed_write_is_a_503_and_the_token_stays_usable(client, browser, pub
     assert refresh(client, public_app["client_id"], tokens["refresh_token"]).status_code == 200
 
 
-@postgres_only
 def test_a_failed_read_is_left_to_the_endpoint(client, browser, public_app, lane, monkeypatch):
     tokens = sign_in_tokens(client, browser, public_app)
 
@@ -261,7 +247,11 @@ def test_a_failed_read_is_left_to_the_endpoint(client, browser, public_app, lane
         async def fetchrow(self, *_arguments):
             raise ConnectionResetError("the database went away")
 
+        def run(self, *_arguments):
+            raise sqlite3.OperationalError("disk I/O error")
+
     monkeypatch.setattr(fast_refresh.raw, "postgres_connections", lambda **_: Failing())
+    monkeypatch.setattr(fast_refresh.raw, "sqlite_text", lambda _statement: Failing())
     response = refresh(client, public_app["client_id"], tokens["refresh_token"])
     assert lane == ["left"]
     assert response.status_code == 200
@@ -270,7 +260,6 @@ def test_a_failed_read_is_left_to_the_endpoint(client, browser, public_app, lane
 # --- what the lane leaves ---------------------------------------------------------------------------
 
 
-@postgres_only
 @pytest.mark.parametrize(("extra", "expected"), [
     ({"scope": "clients:read"}, (200, None)),  # narrowing: another field
     ({"resource": API}, (200, None)),
@@ -284,7 +273,6 @@ def test_a_refresh_with_other_fields_is_the_endpoints(client, browser, public_ap
     assert (response.status_code, response.json().get("error")) == expected
 
 
-@postgres_only
 def test_a_repeated_field_is_the_endpoints(client, browser, public_app, lane):
     tokens = sign_in_tokens(client, browser, public_app)
     body = (f"grant_type=refresh_token&refresh_token={tokens['refresh_token']}&client_id={public_app['client_id']}"
@@ -295,7 +283,6 @@ def test_a_repeated_field_is_the_endpoints(client, browser, public_app, lane):
     assert response.status_code == 200  # as the endpoint reads a repeated client_id
 
 
-@postgres_only
 @pytest.mark.parametrize("case", ["spent", "expired", "other client", "unknown token", "unknown client"])
 def test_a_token_the_grant_refuses_is_the_endpoints(client, browser, public_app, lane, case):
     tokens = sign_in_tokens(client, browser, public_app)
@@ -322,7 +309,6 @@ def _change(statement) -> None:
         session.execute(statement)
 
 
-@postgres_only
 def test_a_confidential_client_is_the_endpoints(client, browser, lane):
     app = register(client, token_endpoint_auth_method="client_secret_basic")
     code, verifier = get_code(browser, app["client_id"], resource=API)
@@ -333,7 +319,6 @@ def test_a_confidential_client_is_the_endpoints(client, browser, lane):
     assert lane == []  # not even read: the lane takes no Authorization header
 
 
-@postgres_only
 def test_a_browsers_cross_origin_refresh_is_the_endpoints(client, browser, public_app, lane):
     tokens = sign_in_tokens(client, browser, public_app)
     response = refresh(client, public_app["client_id"], tokens["refresh_token"],
@@ -343,19 +328,10 @@ def test_a_browsers_cross_origin_refresh_is_the_endpoints(client, browser, publi
     assert lane == []
 
 
-@postgres_only
 def test_a_query_or_another_form_type_is_the_endpoints(client, browser, public_app, lane):
     tokens = sign_in_tokens(client, browser, public_app)
     body = {"grant_type": "refresh_token", "refresh_token": tokens["refresh_token"], "client_id": public_app["client_id"]}
     assert client.post("/oauth/token?x=1", data=body).status_code == 200
     response = client.post("/oauth/token", json=body)
     assert response.status_code == 400
-    assert lane == []
-
-
-def test_on_sqlite_the_lane_takes_nothing(client, browser, public_app, lane):
-    if db.get_engine().dialect.name == "postgresql":
-        pytest.skip("the lane serves PostgreSQL")
-    tokens = sign_in_tokens(client, browser, public_app)
-    assert refresh(client, public_app["client_id"], tokens["refresh_token"]).status_code == 200
     assert lane == []

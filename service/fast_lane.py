@@ -1,18 +1,19 @@
 """The fast lane: in front of the whole application, the hottest requests answered without the routing
-and middleware stacks (REST's `rest.fast_reads`, MCP's `mcp_server.fast_calls`, OAuth's refresh grant
-`authz.fast_refresh`); everything else, and whatever the lane leaves, goes to the application. Off
-while traces are on (the request's span is the instrumented stack's)."""
+and middleware stacks (REST's `rest.fast_reads` and `rest.fast_writes`, MCP's `mcp_server.fast_calls`,
+OAuth's refresh grant `authz.fast_refresh`); everything else, and whatever the lane leaves, goes to
+the application. Off while traces are on (the request's span is the instrumented stack's)."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from authz import fast_refresh
 from mcp_server import fast_calls
 from operations.request_bodies import read_body, replaying
-from rest import fast_reads
+from rest import fast_reads, fast_writes
 from service import observability
 
 
@@ -39,13 +40,28 @@ class FastLane:
             if status is not None:
                 observability.finish(scope, fast_calls.ROUTE, status, started)
                 return
-        elif (length := fast_refresh.lane_target(scope)) is not None:
-            observability.begin(scope)
-            started = time.perf_counter()
-            body = await read_body(receive, length)
-            status = await fast_refresh.serve(scope, body, send) if len(body) == length else None
-            if status is not None:
-                observability.finish(scope, fast_refresh.ROUTE, status, started)
+        elif (write := fast_writes.lane_target(scope)) is not None:
+            served, receive = await _with_body(scope, receive, write.length, fast_writes.ROOT + write.operation.path,
+                                               lambda body: fast_writes.serve_in_lane(scope, body, send, write))
+            if served:
                 return
-            receive = replaying(body, receive)
+        elif (length := fast_refresh.lane_target(scope)) is not None:
+            served, receive = await _with_body(scope, receive, length, fast_refresh.ROUTE,
+                                               lambda body: fast_refresh.serve(scope, body, send))
+            if served:
+                return
         await self.app(scope, receive, send)
+
+
+async def _with_body(scope: Scope, receive: Receive, length: int, route: str,
+                     serve: Callable[[bytes], Awaitable[int | None]]) -> tuple[bool, Receive]:
+    """A lane that reads the request's body first (`length` bytes declared): whether `serve` answered,
+    and the `receive` the application reads the request from when it did not (the body replayed)."""
+    observability.begin(scope)
+    started = time.perf_counter()
+    body = await read_body(receive, length)
+    status = await serve(body) if len(body) == length else None
+    if status is not None:
+        observability.finish(scope, route, status, started)
+        return True, receive
+    return False, replaying(body, receive)

@@ -567,3 +567,37 @@ def test_a_dropped_connection_is_a_502_and_the_key_runs_again(tenant, monkeypatc
     assert refused.status_code == 502 and refused.json()["code"] == "upstream_failed"
     monkeypatch.undo()
     assert _post(tenant, body, "through-a-restart").status_code == 201  # the claim was given back
+
+
+# --- two ways in: the fast lane in front of the application, the endpoint behind its stack ---------
+
+
+def test_the_lane_writes_the_access_line_of_the_route(tenant, served, caplog):
+    buyer = customer(tenant)["id"]
+    with caplog.at_level("INFO", logger="invoicing.access"):
+        created = _post(tenant, {"customer": buyer, "items": [adhoc()]})
+        finalized = _finalize(tenant, created.json()["data"]["id"])
+    assert (created.status_code, finalized.status_code) == (201, 200)
+    assert served == ["written"]
+    lines = [(record.route, record.method, record.status) for record in caplog.records
+             if record.name == "invoicing.access"]
+    assert lines == [("/api/v1/invoices", "POST", 201), ("/api/v1/invoices/{id}/finalize", "POST", 200)]
+    assert created.headers["x-request-id"].startswith("req_")
+
+
+def test_with_the_lane_off_the_endpoint_serves_the_fast_write(tenant, served, app, monkeypatch):
+    monkeypatch.setattr(app, "enabled", False)  # as with traces on
+    response = _post(tenant, {"customer": customer(tenant)["id"], "items": [adhoc()]})
+    assert response.status_code == 201 and served == ["written"]
+
+
+def test_what_the_lane_leaves_is_not_tried_again(tenant, served):
+    catalog = price(tenant)
+    response = _post(tenant, {"customer": customer(tenant)["id"], "items": [{"price": catalog["id"]}]})
+    assert response.status_code == 201 and served == ["left"]
+
+
+def test_a_body_over_the_apis_limit_is_the_413_of_the_stack(tenant, served):
+    response = tenant.post("/invoices", content=b"{" + b" " * (8 * 1048576) + b"}", idem="large",
+                           headers={"Content-Type": "application/json"})
+    assert response.status_code == 413 and served == []

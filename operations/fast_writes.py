@@ -77,7 +77,7 @@ RECORDS, KEYS = IdempotencyRecord.__table__, fast_reads.KEYS
 INVOICES, CUSTOMERS, BUSINESSES = invoice_reads.INVOICES, invoice_reads.CUSTOMERS, invoice_reads.BUSINESSES
 COUNTERS, LINES = InvoiceCounter.__table__, InvoiceLine.__table__
 log = logging.getLogger("invoicing.operations")
-PLACEHOLDER_CURRENCY, NO_ACCOUNT = "EUR", uuid.UUID(int=0)
+NO_ACCOUNT = uuid.UUID(int=0)
 PLAIN_ROWS = plain(Invoice), plain(InvoiceLine)
 UNAVAILABLE = "The database is unavailable; retry the request."
 
@@ -191,10 +191,9 @@ async def create_invoice(request: Request) -> Answer | Handover | None:
         customer_id = ids.try_parse("customer", data.customer)
         if customer_id is None or any(item.price is not None for item in data.items):
             return None  # the pipeline's 404, or lines read from the catalog
-        # Built before the account and its default currency are known (set once they are): a draft
-        # the pipeline would refuse is its own to refuse.
-        draft = invoices.draft_of(None, NO_ACCOUNT, customer_id, data.currency or PLACEHOLDER_CURRENCY, data,
-                                  rows=PLAIN_ROWS)
+        # Built before the account and its default currency are known (set once they are, with the
+        # amount in words): a draft the pipeline would refuse is its own to refuse.
+        draft = invoices.draft_of(None, NO_ACCOUNT, customer_id, data.currency, data, rows=PLAIN_ROWS)
     except DomainError:
         return None  # the pipeline's error, after counting the request
     return await _served(_create, request, credential, body_json, data, customer_id, draft)

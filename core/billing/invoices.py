@@ -205,11 +205,12 @@ def _new_draft(session: Session, principal: Principal, data: InvoiceCreate) -> t
     return draft_of(session, principal.account_id, customer.id, currency, data)
 
 
-def draft_of(session: Session | None, account_id: uuid.UUID, customer_id: uuid.UUID, currency: str,
+def draft_of(session: Session | None, account_id: uuid.UUID, customer_id: uuid.UUID, currency: str | None,
              data: InvoiceCreate, *, rows: tuple[type, type] = (Invoice, InvoiceLine)) -> tuple[Invoice, list[InvoiceLine]]:
-    """The draft `data` describes for a customer found billable, in `currency`: built, priced and
-    computed in memory, nothing saved. Without a session, for lines without a price only, and `rows`
-    the types of the invoice and its lines (the fast write path's are `models.plain`)."""
+    """The draft `data` describes for a customer found billable, in `currency` (None: not known yet, and
+    no amount in words until it is): built, priced and computed in memory, nothing saved. Without a
+    session, for lines without a price only, and `rows` the types of the invoice and its lines (the
+    fast write path's are `models.plain`)."""
     invoice_type, line_type = rows
     issue_date = data.issue_date or today()
     if "due_date" in data.sent():

@@ -96,7 +96,7 @@ async def _answer_postgresql(scope: Scope, form: dict[str, str]) -> Response | N
         row = await raw.postgres_connections().fetchrow(READ.sql, READ.arguments(_read_parameters(form)))
     except Exception:  # the endpoint meets the same fault and answers it
         return None
-    found = _found(row)
+    found = _found(_parsed(row)) if row is not None else None
     answer = _granted(scope, form, found) if found is not None else None
     if answer is None:
         return None
@@ -174,13 +174,17 @@ class _Found:
     token: tokens.StoredToken
 
 
-def _found(row) -> _Found | None:
-    """The client and token of the read (a mapping of its columns), when the grant may exchange the
-    token (else the endpoint answers: a spent one revokes its grant there)."""
-    if row is None or row["c_id"] is None:
+def _parsed(row) -> dict:
+    """An asyncpg row of the read as a mapping, its JSON columns parsed (asyncpg leaves them text)."""
+    return {name: json.loads(value) if name in JSON_COLUMNS and value is not None else value
+            for name, value in row.items()}
+
+
+def _found(values: dict) -> _Found | None:
+    """The client and token of the read (its columns by name, valued as the ORM reads them), when the
+    grant may exchange the token (else the endpoint answers: a spent one revokes its grant there)."""
+    if values["c_id"] is None:
         return None
-    values = {name: json.loads(value) if name in JSON_COLUMNS and isinstance(value, str) else value
-              for name, value in row.items()}
     token = tokens.stored_refresh_token(values)
     if token.row.used_at is not None or token.is_revoked() or token.is_expired() or not token.user_exists:
         return None

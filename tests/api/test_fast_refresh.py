@@ -10,7 +10,7 @@ import sqlite3
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from sqlalchemy import func, select, update
+from sqlalchemy import event, func, select, update
 
 from authz import fast_refresh
 from authz.models import OAuthGrant, OAuthToken
@@ -335,3 +335,28 @@ def test_a_query_or_another_form_type_is_the_endpoints(client, browser, public_a
     response = client.post("/oauth/token", json=body)
     assert response.status_code == 400
     assert lane == []
+
+
+def test_a_refresh_costs_two_statements_on_postgresql_and_none_through_the_engine(client, browser, public_app, lane,
+                                                                                   monkeypatch):
+    if db.get_engine().dialect.name != "postgresql":
+        pytest.skip("the one read and one write are PostgreSQL's (SQLite: a read, then two in a write turn)")
+    import asyncpg
+    tokens = sign_in_tokens(client, browser, public_app)
+    lane_statements, engine_statements = [], []
+    fetchrow = asyncpg.Connection.fetchrow
+
+    async def noted(connection, sql, *arguments, **options):
+        lane_statements.append(sql.split()[0])
+        return await fetchrow(connection, sql, *arguments, **options)
+
+    monkeypatch.setattr(asyncpg.Connection, "fetchrow", noted)
+    listener = lambda *arguments: engine_statements.append(arguments[2])  # noqa: E731
+    event.listen(db.get_engine(), "before_cursor_execute", listener)
+    try:
+        response = refresh(client, public_app["client_id"], tokens["refresh_token"])
+    finally:
+        event.remove(db.get_engine(), "before_cursor_execute", listener)
+    assert response.status_code == 200 and lane == [200]
+    assert lane_statements == ["SELECT", "WITH"]  # the rows read; the spent token marked and the pair written
+    assert engine_statements == []

@@ -37,9 +37,10 @@ import logging
 import secrets
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import UTC
 
 import anyio
+import orjson
 from sqlalchemy import JSON
 
 from core.access import apikeys
@@ -479,15 +480,15 @@ RELEASE_STATEMENT = f"DELETE FROM {RECORDS.name} WHERE id = $1 AND claim_token =
 
 
 def _writer(column):
-    """How a column's value is written as the ORM writes it, into a JSON object (nested JSON as
-    `json.dumps` writes it, as SQLAlchemy does, so the stored text is the same)."""
+    """How a column's value goes into the row's JSON object (written by orjson) as the ORM writes it:
+    decimals as the column's text, moments in UTC, nested JSON as the text `json.dumps` makes of it, as
+    SQLAlchemy does (a `json` column keeps that text); ids, dates and numbers as they are."""
     if isinstance(column.type, DecimalText):
         return lambda value: None if value is None else column.type.process_bind_param(value, None)
     if isinstance(column.type, UTCDateTime):
-        return lambda value: None if value is None else value.astimezone(UTC).isoformat()
-    python_type = getattr(column.type, "python_type", None) if not _is_json(column) else None
-    if python_type in (uuid.UUID, date, datetime):
-        return lambda value: None if value is None else str(value) if python_type is uuid.UUID else value.isoformat()
+        return lambda value: None if value is None else value.astimezone(UTC)
+    if _is_json(column):
+        return lambda value: orjson.Fragment(json.dumps(value))
     return None
 
 
@@ -502,8 +503,15 @@ def _values(row) -> dict:
 
 
 def _row_json(row) -> str:
-    return json.dumps(_values(row))
+    return orjson.dumps(_values(row), default=_uuid_text).decode()
 
 
 def _rows_json(rows: list) -> str:
-    return json.dumps([_values(row) for row in rows])
+    return orjson.dumps([_values(row) for row in rows], default=_uuid_text).decode()
+
+
+def _uuid_text(value) -> str:
+    """An id read by asyncpg (its own UUID type, which orjson does not take for one)."""
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    raise TypeError(f"{type(value).__name__} is not written as JSON")

@@ -18,58 +18,53 @@ has written nothing for any of them, so the endpoint answers as it always does.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import sqlite3
 from dataclasses import dataclass
 from types import SimpleNamespace
 
 import anyio
 from authlib.oauth2.rfc6749 import ClientAuthentication, OAuth2Error
-from sqlalchemy import JSON, bindparam, exists, insert, select, union_all, update
+from sqlalchemy import JSON, bindparam
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
-from starlette.responses import JSONResponse, Response
+from starlette.responses import PlainTextResponse, Response
 from starlette.types import Scope, Send
 
 from authz import metadata_documents, tokens
 from authz.adapter import HttpInput, urlencoded_fields
 from authz.clients import Client
+from authz.errors import database_fault_response
 from authz.grants import RefreshGrant
 from authz.models import OAuthClient
 from authz.server import server
 from core.base import context, metrics, raw
 from core.base.clock import now
-from core.base.db import get_engine
+from core.base.db import UNAVAILABLE, get_engine
+from core.base.errors import UpstreamFailed
 from core.base.validation import unacceptable_parameters
+from operations.lanes import declared_length, first_header, send_answer
 
 log = logging.getLogger("invoicing.oauth")
-PATH = ROUTE = "/oauth/token"
+PATH = "/oauth/token"
 FIELDS = ["client_id", "grant_type", "refresh_token"]  # sorted
 FORM = b"application/x-www-form-urlencoded"
 MAX_BODY = 1024  # a refresh is ~120 bytes; anything larger goes to the endpoint
 CLIENTS, TOKENS, GRANTS = OAuthClient.__table__, tokens.TOKENS, tokens.GRANTS
 # What the endpoint's CORS middleware adds to an answer to a request without Origin.
-ANSWERED_HEADERS = [(b"vary", b"Origin")]
-UNAVAILABLE = JSONResponse({"error": "temporarily_unavailable", "error_description": "The database is unavailable; "
-                            "retry the request."}, status_code=503, headers={"Cache-Control": "no-store"})
+ANSWERED_HEADERS = ((b"vary", b"Origin"),)
 
 
 def lane_target(scope: Scope) -> int | None:
     """The declared length of the body of a request the lane may take, or None."""
     if (scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != PATH or scope.get("root_path")
-            or scope["query_string"]):
+            or scope["query_string"] or first_header(scope, b"content-type") != FORM
+            or first_header(scope, b"authorization") is not None or first_header(scope, b"origin") is not None):
         return None
-    length, form = None, False
-    for name, value in scope["headers"]:
-        if name == b"content-length":
-            if length is not None or not value.isdigit():
-                return None
-            length = int(value)
-        elif name == b"content-type":
-            form = value == FORM
-        elif name in (b"authorization", b"origin", b"transfer-encoding"):
-            return None
-    return length if form and length is not None and 0 < length <= MAX_BODY else None
+    length = declared_length(scope)
+    return length if length is not None and 0 < length <= MAX_BODY else None
 
 
 async def serve(scope: Scope, body: bytes, send: Send) -> int | None:
@@ -77,79 +72,85 @@ async def serve(scope: Scope, body: bytes, send: Send) -> int | None:
     form = _plain_refresh(body)
     if form is None:
         return None
-    if get_engine().dialect.name == "postgresql":
-        response = await _answer_postgresql(scope, form)
-    else:  # sqlite3 has no asynchronous driver: a thread
-        response = await anyio.to_thread.run_sync(_answer_sqlite, scope, form)
+    try:
+        if get_engine().dialect.name == "postgresql":
+            response = await _answer_postgresql(scope, form)
+        else:  # sqlite3 has no asynchronous driver: a thread
+            response = await anyio.to_thread.run_sync(_answer_sqlite, scope, form)
+    except Exception:  # a fault of ours before anything was written: logged, and the endpoint answers
+        log.error("the refresh lane failed before writing (request %s)", context.request_id(), exc_info=True)
+        return None
     if response is None:
         return None
     if response.status_code == 200:
         metrics.oauth_token("refresh_token", "issued")
-    await send({"type": "http.response.start", "status": response.status_code,
-                "headers": [*response.raw_headers, *ANSWERED_HEADERS, (b"x-request-id", context.request_id().encode())]})
-    await send({"type": "http.response.body", "body": response.body})
-    return response.status_code
+    return await send_answer(send, response, *ANSWERED_HEADERS, (b"x-request-id", context.request_id().encode()))
 
 
 async def _answer_postgresql(scope: Scope, form: dict[str, str]) -> Response | None:
     try:
         row = await raw.postgres_connections().fetchrow(READ.sql, READ.arguments(_read_parameters(form)))
-    except Exception:  # the endpoint meets the same fault and answers it
+    except DATABASE_FAULTS:  # the endpoint meets the same fault and answers it
         return None
     found = _found(_parsed(row)) if row is not None else None
     answer = _granted(scope, form, found) if found is not None else None
     if answer is None:
         return None
+    rows, moment = _pair(found, answer)
     try:
-        written = await _write_postgresql(_write_parameters(found.token, answer.issued))
-    except Exception:
-        return _unknown_outcome()
+        written = await raw.postgres_connections(durable=True).fetchrow(STORE_ROTATING.sql, STORE_ROTATING.arguments(
+            _as_text(tokens.rotating_parameters(found.token, moment, rows)))) is not None
+    except Exception as exc:
+        return _unknown_outcome(exc)
     return answer.response if written else None  # not written: spent or revoked meanwhile, the endpoint's
-
-
-async def _write_postgresql(parameters: dict) -> bool:
-    """The new pair written and the spent token marked, in one statement; False when it was not."""
-    return await raw.postgres_connections(durable=True).fetchrow(WRITE.sql, WRITE.arguments(_as_text(parameters))) \
-        is not None
 
 
 def _answer_sqlite(scope: Scope, form: dict[str, str]) -> Response | None:
     with raw.sqlite_connection() as connection:
         try:
             rows = raw.sqlite_text(READ_STATEMENT).run(connection, _read_parameters(form))
-        except Exception:
+        except DATABASE_FAULTS:
             return None
         found = _found(rows[0]._asdict()) if rows else None
         answer = _granted(scope, form, found) if found is not None else None
         if answer is None:
             return None
         try:
-            written = _write_sqlite(connection, _write_parameters(found.token, answer.issued))
-        except Exception:
-            return _unknown_outcome()
+            written = _write_sqlite(connection, found.token, *_pair(found, answer))
+        except Exception as exc:
+            return _unknown_outcome(exc)
     return answer.response if written else None
 
 
-def _write_sqlite(connection, parameters: dict) -> bool:
+def _write_sqlite(connection, spent: tokens.StoredToken, rows: list[dict], moment) -> bool:
     """The spent token marked, then the new pair written, in one write turn (SQLite has no UPDATE in a
     WITH); False, and nothing written, when it could not be marked."""
     try:
         with raw.sqlite_writing(connection):
-            if raw.sqlite_text(ROTATE_STATEMENT).execute(connection, parameters).rowcount != 1:
+            marked = raw.sqlite_text(tokens.ROTATE_STATEMENT).execute(connection, {
+                "rotated_id": spent.row.id, "moment": moment})
+            if marked.rowcount != 1:
                 raise raw.Rollback
-            for prefix in ("a_", "r_"):
-                raw.sqlite_text(tokens.STORE_STATEMENT).execute(connection, {
-                    name[2:]: value for name, value in parameters.items() if name.startswith(prefix)})
+            for row in rows:
+                raw.sqlite_text(tokens.STORE_STATEMENT).execute(connection, row)
     except raw.Rollback:
         return False
     return True
 
 
-def _unknown_outcome() -> Response:
-    """A write that failed: whether it was made is unknown. Answered as the endpoint answers a
-    database fault."""
-    log.error("the refresh lane's write failed (request %s)", context.request_id(), exc_info=True)
-    return UNAVAILABLE
+def _pair(found: _Found, answer: _Answer) -> tuple[list[dict], object]:
+    """The new pair's rows, issued now."""
+    moment = now()
+    return tokens.pair_rows(found.token.grant.id, answer.issued, moment), moment
+
+
+def _unknown_outcome(exc: Exception) -> Response:
+    """A write that failed, whether it was made unknown: answered as the endpoint answers a database
+    fault (502), or, for a fault of ours, as it answers one (500)."""
+    log.error("the refresh lane's write failed (request %s)", context.request_id(), exc_info=exc)
+    if isinstance(exc, DATABASE_FAULTS):
+        return database_fault_response(UpstreamFailed(UNAVAILABLE))
+    return PlainTextResponse("Internal Server Error", status_code=500)
 
 
 def _plain_refresh(body: bytes) -> dict[str, str] | None:
@@ -199,21 +200,15 @@ class _Answer:
 
 def _granted(scope: Scope, form: dict[str, str], found: _Found) -> _Answer | None:
     """Authlib's answer to the refresh on the rows read, or None for an OAuth error (the endpoint's)."""
+    headers = Headers(raw=scope["headers"])
     grant = _Prefetched(server.create_oauth2_request(HttpInput(
-        "POST", "https://" + _host(scope) + PATH, Headers(raw=scope["headers"]), list(form.items()))), found)
+        "POST", "https://" + headers.get("host", "localhost") + PATH, headers, list(form.items()))), found)
     try:
         grant.validate_token_request()
-        status, payload, headers = grant.create_token_response()
+        status, payload, answer_headers = grant.create_token_response()
     except OAuth2Error:
         return None
-    return _Answer(server.handle_response(status, payload, headers), grant.issued)
-
-
-def _host(scope: Scope) -> str:
-    for name, value in scope["headers"]:
-        if name == b"host":
-            return value.decode("latin-1")
-    return "localhost"
+    return _Answer(server.handle_response(status, payload, answer_headers), grant.issued)
 
 
 class _Prefetched(RefreshGrant):
@@ -247,14 +242,6 @@ def _read_parameters(form: dict[str, str]) -> dict:
     return {"token_hash": tokens.hashed(form["refresh_token"]), "client_id": form["client_id"]}
 
 
-def _write_parameters(spent: tokens.StoredToken, token: dict) -> dict:
-    """The new pair's rows (`a_…`, `r_…`) and the spent token's mark."""
-    moment = now()
-    access, refresh = tokens.pair_rows(spent.grant.id, token, moment)
-    return {"rotated_id": spent.row.id, "moment": moment, **{f"a_{name}": value for name, value in access.items()},
-            **{f"r_{name}": value for name, value in refresh.items()}}
-
-
 def _as_text(parameters: dict) -> dict:
     """JSON values as asyncpg takes them: text."""
     return {name: json.dumps(value) if name in JSON_COLUMNS else value for name, value in parameters.items()}
@@ -267,27 +254,18 @@ def _read_statement():
         CLIENTS, CLIENTS.c.client_id == bindparam("client_id"))
 
 
-def _rotate_statement():
-    """The spent token marked, only while it is unspent and unrevoked, and its grant stands."""
-    standing = exists().where(GRANTS.c.id == TOKENS.c.grant_id, GRANTS.c.revoked_at.is_(None))
-    return (update(TOKENS).where(TOKENS.c.id == bindparam("rotated_id"), TOKENS.c.used_at.is_(None),
-                                 TOKENS.c.revoked_at.is_(None), standing).values(used_at=bindparam("moment")))
+def _database_faults() -> tuple[type[BaseException], ...]:
+    import asyncpg
+    return (asyncpg.PostgresError, asyncpg.InterfaceError, sqlite3.Error, ConnectionError, OSError,
+            asyncio.TimeoutError)
 
 
-def _write_statement():
-    """PostgreSQL: the new pair (`a_…`, `r_…`), inserted only when the same statement marked the spent
-    token (`_rotate_statement`)."""
-    rotated = ROTATE_STATEMENT.returning(TOKENS.c.id).cte("rotated")
-    pair = union_all(*(select(*(bindparam(f"{prefix}_{name}", type_=column.type) for name, column in TOKENS.c.items()))
-                       .select_from(rotated) for prefix in ("a", "r")))
-    return insert(TOKENS).from_select(list(TOKENS.c.keys()), pair).add_cte(rotated).returning(TOKENS.c.id)
-
-
+DATABASE_FAULTS = _database_faults()
 # JSON columns: asyncpg reads and takes them as text (in the read, of every prefix; in the write, of both rows).
 JSON_COLUMNS = frozenset(
     [f"{prefix}{column.name}" for prefix, table in (("", TOKENS), ("g_", GRANTS), ("c_", CLIENTS))
      for column in table.c if isinstance(column.type, JSON)]
     + [f"{prefix}{column.name}" for prefix in ("a_", "r_") for column in TOKENS.c if isinstance(column.type, JSON)])
-READ_STATEMENT, ROTATE_STATEMENT = _read_statement(), _rotate_statement()
+READ_STATEMENT = _read_statement()
 READ = raw.postgres_text(READ_STATEMENT)
-WRITE = raw.postgres_text(_write_statement())
+STORE_ROTATING = raw.postgres_text(tokens.STORE_ROTATING_STATEMENT)

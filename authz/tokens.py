@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 from types import SimpleNamespace
 
-from sqlalchemy import bindparam, insert, union_all, update
+from authlib.oauth2.rfc6749 import InvalidGrantError
+from sqlalchemy import bindparam, exists, insert, union_all, update
 from sqlmodel import Session, select
 
 from authz.models import OAuthAuthorizationCode, OAuthGrant, OAuthToken
@@ -157,12 +158,18 @@ def store_pair(session: Session, grant: OAuthGrant, token: dict, *, rotating: St
     connection = session.connection()  # Core: nothing here goes through the ORM
     if rotating is not None and len(rows) == 2 and connection.dialect.name == "postgresql":
         # The spent refresh token marked in the same statement (`mark_rotated` then has nothing to do).
-        connection.execute(_STORE_ROTATING, {"rotated_id": rotating.row.id, "moment": issued,
-                                             **{f"a_{name}": value for name, value in rows[0].items()},
-                                             **{f"r_{name}": value for name, value in rows[1].items()}})
+        if connection.execute(STORE_ROTATING_STATEMENT, rotating_parameters(rotating, issued, rows)).first() is None:
+            raise InvalidGrantError()  # its grant ended meanwhile: no pair
         rotating.rotated = True
         return
     connection.execute(STORE_STATEMENT, rows)  # one INSERT of both rows (SQLAlchemy's "insertmanyvalues")
+
+
+def rotating_parameters(spent: StoredToken, moment, rows: list[dict]) -> dict:
+    """The parameters of `STORE_ROTATING_STATEMENT`: the spent token's mark and the new pair's rows."""
+    access, refresh = rows
+    return {"rotated_id": spent.row.id, "moment": moment, **{f"a_{name}": value for name, value in access.items()},
+            **{f"r_{name}": value for name, value in refresh.items()}}
 
 
 def with_granted_details(token: dict, grant) -> None:
@@ -221,7 +228,7 @@ def refresh_statement():
 
 def mark_rotated(session: Session, token: StoredToken) -> None:
     if not token.rotated:
-        session.connection().execute(_ROTATE, {"token_id": token.row.id, "moment": now()})
+        session.connection().execute(ROTATE_STATEMENT, {"rotated_id": token.row.id, "moment": now()})
 
 
 def revoke_token(session: Session, token: StoredToken) -> None:
@@ -241,13 +248,25 @@ def revoke_grant(session: Session, grant_id: uuid.UUID) -> None:
                     .values(revoked_at=moment))
 
 
+def _rotate_statement():
+    """A spent refresh token marked, only while it is unspent and unrevoked and its grant stands (so
+    of two uses of one token, one marks it)."""
+    standing = exists().where(GRANTS.c.id == TOKENS.c.grant_id, GRANTS.c.revoked_at.is_(None))
+    return (update(TOKENS).where(TOKENS.c.id == bindparam("rotated_id"), TOKENS.c.used_at.is_(None),
+                                 TOKENS.c.revoked_at.is_(None), standing).values(used_at=bindparam("moment")))
+
+
+def _store_rotating_statement():
+    """PostgreSQL: the new pair (`a_…`, `r_…`), inserted only when the same statement marked the spent
+    token (`ROTATE_STATEMENT` in a CTE; SQLite has no UPDATE in a WITH); its ids, none when it did not."""
+    rotated = ROTATE_STATEMENT.returning(TOKENS.c.id).cte("rotated")
+    pair = union_all(*(select(*(bindparam(f"{prefix}_{name}", type_=column.type) for name, column in TOKENS.c.items()))
+                       .select_from(rotated) for prefix in ("a", "r")))
+    return insert(TOKENS).from_select(list(TOKENS.c.keys()), pair).add_cte(rotated).returning(TOKENS.c.id)
+
+
 _REFRESH_STATEMENT = refresh_statement().with_for_update(of=TOKENS)
-_ROTATE = update(TOKENS).where(TOKENS.c.id == bindparam("token_id")).values(used_at=bindparam("moment"))
+ROTATE_STATEMENT = _rotate_statement()
 # Written once with a parameter per value, so it is compiled once (`values(rows)` is compiled each time).
 STORE_STATEMENT = insert(TOKENS).values({name: bindparam(name, type_=column.type) for name, column in TOKENS.c.items()})
-# PostgreSQL: the new pair, and the spent token marked, in one statement (SQLite has no UPDATE in a WITH).
-_STORE_ROTATING = insert(TOKENS).from_select(
-    list(TOKENS.c.keys()),
-    union_all(*(select(*(bindparam(f"{prefix}_{name}", type_=column.type) for name, column in TOKENS.c.items()))
-                for prefix in ("a", "r")))).add_cte(
-    update(TOKENS).where(TOKENS.c.id == bindparam("rotated_id")).values(used_at=bindparam("moment")).cte("rotated"))
+STORE_ROTATING_STATEMENT = _store_rotating_statement()

@@ -27,8 +27,8 @@ from core.base.errors import NotFound
 from core.base.jsonout import dumps
 from mcp_server.server import result_content, with_formatted_money
 from operations import fast_reads
+from operations.lanes import read_body
 from operations.rendering import error_payload
-from operations.request_bodies import read_body, replaying
 
 log = logging.getLogger("invoicing.mcp")
 PATH = "/mcp"
@@ -56,9 +56,8 @@ class Lane:
         headers = _headers(scope)
         if not _plain(headers):
             return None, receive
-        body = await read_body(receive, int(headers[b"content-length"]))
-        replay = replaying(body, receive)
-        call = _call(body)
+        body, replay = await read_body(receive, int(headers[b"content-length"]))
+        call = _call(body) if body is not None else None
         if call is None or await self.security.validate_request(Request(scope), is_post=True) is not None:
             return None, replay
         request_id, invoice_ref = call

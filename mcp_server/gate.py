@@ -29,8 +29,8 @@ from mcp_server.clients import SESSION_HEADER, Traits, UnknownSession, binding, 
 from mcp_server.tools import BY_NAME, Tool
 from operations.challenge import bearer_challenge
 from operations.confirmations import ACTIONS, Question, question_for
+from operations.lanes import replaying
 from operations.pipeline import as_domain_error
-from operations.request_bodies import replaying
 
 log = logging.getLogger("invoicing.mcp")
 

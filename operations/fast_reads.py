@@ -33,7 +33,7 @@ from core.access.credentials import bearer_token
 from core.access.principal import Principal
 from core.base import context, crypto, ids, raw
 from core.base.clock import now, today
-from core.base.db import get_engine
+from core.base.db import UNAVAILABLE, get_engine
 from core.base.errors import DomainError, Forbidden, NotFound, Unauthorized, UpstreamFailed, ValidationFailed
 from core.base.jsonout import dumps_read
 from core.base.validation import parse
@@ -172,7 +172,7 @@ async def once_more_if_dropped(read, *arguments) -> Answer | None:
         try:
             return await read(*arguments)
         except DROPPED:
-            return Answer(None, UpstreamFailed("The database is unavailable; retry the request."), None)
+            return Answer(None, UpstreamFailed(UNAVAILABLE), None)
 
 
 def _dropped() -> tuple[type[BaseException], ...]:

@@ -47,7 +47,7 @@ from core.access import apikeys
 from core.access.principal import Principal
 from core.base import crypto, ids, money, raw
 from core.base.clock import now
-from core.base.db import DecimalText, UTCDateTime, get_engine
+from core.base.db import UNAVAILABLE, DecimalText, UTCDateTime, get_engine
 from core.base.errors import Conflict, DomainError, UpstreamFailed
 from core.base.jsonout import jsonable
 from core.base.validation import load_json, parse
@@ -80,7 +80,6 @@ COUNTERS, LINES = InvoiceCounter.__table__, InvoiceLine.__table__
 log = logging.getLogger("invoicing.operations")
 NO_ACCOUNT = uuid.UUID(int=0)
 PLAIN_ROWS = plain(Invoice), plain(InvoiceLine)
-UNAVAILABLE = "The database is unavailable; retry the request."
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from core.access import resources
 from core.base import context
 from core.base.errors import InternalError
 from operations import fast_reads
+from operations.lanes import first_header, send_answer
 from rest.framework import rate_limit_headers, request_id_of
 from rest.problems import problem_response
 
@@ -100,18 +101,16 @@ def route_of(target: Target) -> str:
 
 async def serve_in_lane(scope: Scope, receive: Receive, send: Send, target: Target) -> int | None:
     """Answer the request (its status) or None, having sent nothing: the full stack answers."""
-    authorization, supplied = None, None
-    for name, value in scope["headers"]:
-        if name == b"authorization":
-            authorization = value.decode("latin-1")
-        elif name == b"x-request-id":
-            supplied = value.decode("latin-1")
-    if supplied is not None and not context.acceptable_request_id(supplied):
-        return None  # the pipeline refuses it after authenticating and counting
-    response = await answer(authorization, target, context.request_id())
-    if response is None:
+    if refused_request_id(scope):
         return None
-    # Sent as Starlette would, without building its objects: the headers are ours, the body is ready.
-    await send({"type": "http.response.start", "status": response.status_code, "headers": response.raw_headers})
-    await send({"type": "http.response.body", "body": response.body})
-    return response.status_code
+    authorization = first_header(scope, b"authorization")
+    response = await answer(authorization.decode("latin-1") if authorization is not None else None, target,
+                            context.request_id())
+    return await send_answer(send, response) if response is not None else None
+
+
+def refused_request_id(scope: Scope) -> bool:
+    """Whether the request's X-Request-Id is one the pipeline refuses (after authenticating and
+    counting: a lane leaves such a request to it)."""
+    supplied = first_header(scope, b"x-request-id")
+    return supplied is not None and not context.acceptable_request_id(supplied.decode("latin-1"))

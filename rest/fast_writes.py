@@ -17,15 +17,17 @@ from starlette.types import Scope, Send
 
 from core.base import context
 from operations import fast_writes
+from operations.lanes import declared_length, send_answer
 from rest import framework, invoices
-from rest.fast_reads import Endpoint, internal_error, response_to
+from rest.fast_reads import Endpoint, internal_error, refused_request_id, response_to
 
 # The operations served, each by the fast write of its name.
 WRITES = (fast_writes.create_invoice.__name__, fast_writes.finalize_invoice.__name__)
 OPERATIONS = {operation.name: operation for operation in invoices.api.operations if operation.name in WRITES}
 TRIED = "invoicing.fast_write_tried"  # in a request's scope: the fast path had it, and left it to the pipeline
 ROOT = "/api/v1"
-CREATE_PATH, FINALIZE = ROOT + OPERATIONS["create_invoice"].path, "/finalize"
+CREATE_PATH = ROOT + OPERATIONS["create_invoice"].path
+FINALIZE = OPERATIONS["finalize_invoice"].path.split("{id}", 1)[1]  # what follows the invoice's id
 
 
 def fast_write(operation: framework.Endpoint, pipeline: Endpoint) -> Endpoint:
@@ -67,29 +69,17 @@ def lane_target(scope: Scope) -> LaneWrite | None:
         operation, params = OPERATIONS["finalize_invoice"], {"id": invoice_ref}
     else:
         return None
-    length = 0
-    for name, value in scope["headers"]:
-        if name == b"content-length":
-            if not value.isdigit():
-                return None
-            length = int(value)
-        elif name == b"transfer-encoding":
-            return None
-    return LaneWrite(operation, params, length) if length <= framework.MAX_BODY_BYTES else None
+    length = declared_length(scope)
+    return LaneWrite(operation, params, length) if length is not None and length <= framework.MAX_BODY_BYTES else None
 
 
 async def serve_in_lane(scope: Scope, body: bytes, send: Send, target: LaneWrite) -> int | None:
     """Answer the write (its status) or None, having sent nothing: the application answers (the
     request marked in `scope` as tried, and as counted when it was)."""
-    supplied = next((value for name, value in scope["headers"] if name == b"x-request-id"), None)
-    if supplied is not None and not context.acceptable_request_id(supplied.decode("latin-1")):
-        return None  # the pipeline refuses it after authenticating and counting
-    response = await _answer(target.operation, scope, body, target.params, context.request_id())
-    if response is None:
+    if refused_request_id(scope):
         return None
-    await send({"type": "http.response.start", "status": response.status_code, "headers": response.raw_headers})
-    await send({"type": "http.response.body", "body": response.body})
-    return response.status_code
+    response = await _answer(target.operation, scope, body, target.params, context.request_id())
+    return await send_answer(send, response) if response is not None else None
 
 
 async def _answer(operation: framework.Endpoint, scope: Scope, body: bytes, params: dict,

@@ -15,7 +15,7 @@ import anyio
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.responses import RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
@@ -24,6 +24,7 @@ from authz import connected_apps, verifier
 from authz.app import MAX_REGISTRATION_BYTES
 from authz.app import routes as authz_routes
 from authz.app import too_large as oauth_too_large
+from authz.errors import database_fault_response
 from authz.metadata import authorization_server_metadata
 from config.settings import get_settings
 from core.access import credentials
@@ -108,10 +109,9 @@ def _database_fault(request: Request, exc: Exception) -> Response:
     unavailable = fault.status >= 500
     log.log(logging.ERROR if unavailable else logging.WARNING, "database fault on %s %s: %s", request.method,
             request.url.path, exc.__class__.__name__, exc_info=unavailable)
-    status = 400 if isinstance(fault, ValidationFailed) else fault.status
     if request.url.path.startswith("/oauth/") and request.url.path != "/oauth/authorize":
-        body = {"error": "temporarily_unavailable" if unavailable else "invalid_request", "error_description": fault.detail}
-        return JSONResponse(body, status_code=status, headers={"Cache-Control": "no-store"})
+        return database_fault_response(fault)
+    status = 400 if isinstance(fault, ValidationFailed) else fault.status
     return error_page(request, status, fault.title, fault.detail)
 
 

@@ -12,7 +12,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from authz import fast_refresh
 from mcp_server import fast_calls
-from operations.request_bodies import read_body, replaying
+from operations.lanes import read_body
 from rest import fast_reads, fast_writes
 from service import observability
 
@@ -46,7 +46,7 @@ class FastLane:
             if served:
                 return
         elif (length := fast_refresh.lane_target(scope)) is not None:
-            served, receive = await _with_body(scope, receive, length, fast_refresh.ROUTE,
+            served, receive = await _with_body(scope, receive, length, fast_refresh.PATH,
                                                lambda body: fast_refresh.serve(scope, body, send))
             if served:
                 return
@@ -55,13 +55,14 @@ class FastLane:
 
 async def _with_body(scope: Scope, receive: Receive, length: int, route: str,
                      serve: Callable[[bytes], Awaitable[int | None]]) -> tuple[bool, Receive]:
-    """A lane that reads the request's body first (`length` bytes declared): whether `serve` answered,
-    and the `receive` the application reads the request from when it did not (the body replayed)."""
+    """A lane that reads the request's body first (`length` bytes declared): whether `serve` answered
+    (it has the body only when it came whole), and the `receive` the application reads the request
+    from when it did not (what was read, replayed)."""
     observability.begin(scope)
     started = time.perf_counter()
-    body = await read_body(receive, length)
-    status = await serve(body) if len(body) == length else None
+    body, receive = await read_body(receive, length)
+    status = await serve(body) if body is not None else None
     if status is not None:
         observability.finish(scope, route, status, started)
         return True, receive
-    return False, replaying(body, receive)
+    return False, receive

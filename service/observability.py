@@ -29,6 +29,7 @@ access_log = logging.getLogger("invoicing.access")
 # Probes and scrapes come every few seconds: counted in the metrics, not logged.
 UNLOGGED_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 # Fields a log record may carry (`extra=`) that JSON lines keep; anything else stays out.
+REQUEST_ID = "invoicing.request_id"  # in a request's scope: the id it was given
 FIELDS = ("route", "method", "status", "duration_ms", "event_id", "endpoint_id", "attempt", "outcome", "job")
 
 
@@ -79,9 +80,12 @@ class RequestObservation:
 
 
 def begin(scope: Scope) -> context.RequestContext:
-    """Open the request's context with its id: the client's X-Request-Id when acceptable, else a new one."""
-    supplied = _header(scope, b"x-request-id")
-    return context.begin(supplied if context.acceptable_request_id(supplied) else context.new_request_id())
+    """Open the request's context with its id: the client's X-Request-Id when acceptable, else a new one;
+    the id it was given already when a fast lane had the request before the stack."""
+    if REQUEST_ID not in scope:
+        supplied = _header(scope, b"x-request-id")
+        scope[REQUEST_ID] = supplied if context.acceptable_request_id(supplied) else context.new_request_id()
+    return context.begin(scope[REQUEST_ID])
 
 
 def finish(scope: Scope, route: str, status: int, started: float) -> None:

@@ -239,6 +239,7 @@ def retrying_disconnects(unit: Callable[[], T]) -> T:
 
 
 # What a database exception can tell a caller; anything else it raises is a fault of ours.
+UNAVAILABLE = "The database is unavailable; retry the request."  # an unreachable database, to the caller
 DATABASE_FAULTS = (IntegrityError, DataError, OperationalError, InterfaceError, PoolTimeout)
 
 
@@ -251,7 +252,7 @@ def database_fault(exc: BaseException) -> DomainError | None:
     if isinstance(exc, DataError):
         return ValidationFailed.at("body", "holds a value the database cannot store")
     if isinstance(exc, OperationalError | InterfaceError | PoolTimeout):
-        return UpstreamFailed("The database is unavailable; retry the request.")
+        return UpstreamFailed(UNAVAILABLE)
     return None
 
 

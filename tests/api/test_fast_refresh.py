@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from sqlalchemy import event, func, select, update
+from starlette.requests import ClientDisconnect
 
 from authz import fast_refresh
 from authz.models import OAuthGrant, OAuthToken
@@ -209,35 +210,63 @@ def test_of_uses_of_one_token_at_once_one_wins_and_the_sign_in_ends(client, brow
 
 
 def _before_the_write(monkeypatch, statement) -> None:
-    parameters = fast_refresh._write_parameters
+    pair = fast_refresh._pair
 
     def racing(*arguments):
         with db.transaction() as session:
             session.execute(statement)
-        return parameters(*arguments)
+        return pair(*arguments)
 
-    monkeypatch.setattr(fast_refresh, "_write_parameters", racing)
+    monkeypatch.setattr(fast_refresh, "_pair", racing)
 
 
-def test_a_failed_write_is_a_503_and_the_token_stays_usable(client, browser, public_app, lane, monkeypatch):
+def test_a_write_the_database_refuses_is_a_502_and_nothing_stays_written(client, browser, public_app, lane,
+                                                                         monkeypatch):
+    """The spent token's mark goes with the pair: a pair the database refuses (here a hash it holds
+    already) leaves the token unspent, on SQLite as on PostgreSQL (one statement there)."""
     tokens = sign_in_tokens(client, browser, public_app)
+    pair = fast_refresh._pair
 
-    async def failing(*_arguments):
-        raise ConnectionResetError("the database went away")
+    def clashing(*arguments):
+        rows, moment = pair(*arguments)
+        rows[0]["token_hash"] = fast_refresh.tokens.hashed(tokens["refresh_token"])
+        return rows, moment
 
-    def failing_sqlite(*_arguments):
-        raise sqlite3.OperationalError("disk I/O error")
-
-    monkeypatch.setattr(fast_refresh, "_write_postgresql", failing)
-    monkeypatch.setattr(fast_refresh, "_write_sqlite", failing_sqlite)
+    monkeypatch.setattr(fast_refresh, "_pair", clashing)
     count = token_count()
     response = refresh(client, public_app["client_id"], tokens["refresh_token"])
-    assert response.status_code == 503
+    assert lane == [502]  # as the endpoint answers an unreachable database
     assert response.json()["error"] == "temporarily_unavailable"
     assert response.headers["cache-control"] == "no-store"
     assert token_count() == count
+    assert all(row.used_at is None for row in stored())
     monkeypatch.undo()
     assert refresh(client, public_app["client_id"], tokens["refresh_token"]).status_code == 200
+
+
+def test_a_fault_of_ours_in_the_write_is_a_500_not_an_outage(client, browser, public_app, lane, monkeypatch):
+    tokens = sign_in_tokens(client, browser, public_app)
+
+    def broken(*_arguments):
+        raise TypeError("a bug")
+
+    monkeypatch.setattr(fast_refresh.tokens, "rotating_parameters", broken)  # PostgreSQL's write
+    monkeypatch.setattr(fast_refresh, "_write_sqlite", broken)
+    response = refresh(client, public_app["client_id"], tokens["refresh_token"])
+    assert lane == [500]
+    assert response.status_code == 500
+
+
+def test_a_fault_of_ours_before_the_write_is_left_to_the_endpoint(client, browser, public_app, lane, monkeypatch):
+    tokens = sign_in_tokens(client, browser, public_app)
+
+    def broken(*_arguments):
+        raise TypeError("a bug")
+
+    monkeypatch.setattr(fast_refresh, "_found", broken)
+    response = refresh(client, public_app["client_id"], tokens["refresh_token"])
+    assert lane == ["left"]
+    assert response.status_code == 200
 
 
 def test_a_failed_read_is_left_to_the_endpoint(client, browser, public_app, lane, monkeypatch):
@@ -283,7 +312,7 @@ def test_a_repeated_field_is_the_endpoints(client, browser, public_app, lane):
     assert response.status_code == 200  # as the endpoint reads a repeated client_id
 
 
-@pytest.mark.parametrize("case", ["spent", "expired", "other client", "unknown token", "unknown client"])
+@pytest.mark.parametrize("case", ["spent", "expired", "revoked", "other client", "unknown token", "unknown client"])
 def test_a_token_the_grant_refuses_is_the_endpoints(client, browser, public_app, lane, case):
     tokens = sign_in_tokens(client, browser, public_app)
     client_id, token = public_app["client_id"], tokens["refresh_token"]
@@ -292,6 +321,8 @@ def test_a_token_the_grant_refuses_is_the_endpoints(client, browser, public_app,
         lane.clear()
     elif case == "expired":
         _change(update(OAuthToken).where(OAuthToken.kind == "refresh").values(expires_at=now()))
+    elif case == "revoked":
+        _change(update(OAuthToken).where(OAuthToken.kind == "refresh").values(revoked_at=now()))
     elif case == "other client":
         client_id = register(client, token_endpoint_auth_method="none")["client_id"]
     elif case == "unknown token":
@@ -360,3 +391,29 @@ def test_a_refresh_costs_two_statements_on_postgresql_and_none_through_the_engin
     assert response.status_code == 200 and lane == [200]
     assert lane_statements == ["SELECT", "WITH"]  # the rows read; the spent token marked and the pair written
     assert engine_statements == []
+
+
+def test_a_client_that_leaves_mid_body_gets_nothing_rotated(client, browser, public_app, lane, app):
+    """A prefix of a refresh's form is a plain refresh too: it must not be taken for the whole."""
+    tokens = sign_in_tokens(client, browser, public_app)
+    whole = (f"grant_type=refresh_token&refresh_token={tokens['refresh_token']}&client_id={public_app['client_id']}"
+             "&resource=" + API).encode()
+    cut = whole.index(b"&resource")
+    messages = [{"type": "http.request", "body": whole[:cut], "more_body": True}, {"type": "http.disconnect"}]
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
+             "path": "/oauth/token", "raw_path": b"/oauth/token", "root_path": "", "query_string": b"",
+             "client": ("127.0.0.1", 5000), "server": ("testserver", 80), "state": {},
+             "headers": [(b"host", b"testserver"), (b"content-type", b"application/x-www-form-urlencoded"),
+                         (b"content-length", str(len(whole)).encode())]}
+
+    async def receive():
+        return messages.pop(0) if messages else {"type": "http.disconnect"}
+
+    async def send(_message):
+        pass
+
+    with pytest.raises(ClientDisconnect):  # the endpoint meets the disconnect, as without the lane
+        client.portal.call(app, scope, receive, send)
+    assert lane == []  # not served: the body never came whole
+    assert all(row.used_at is None for row in stored())
+    assert refresh(client, public_app["client_id"], tokens["refresh_token"]).status_code == 200

@@ -591,6 +591,17 @@ def test_with_the_lane_off_the_endpoint_serves_the_fast_write(tenant, served, ap
     assert response.status_code == 201 and served == ["written"]
 
 
+def test_with_the_lane_off_a_handed_over_request_is_counted_once(tenant, served, app, monkeypatch):
+    monkeypatch.setattr(app, "enabled", False)
+    body = {"customer": customer(tenant)["id"], "items": [adhoc()]}
+    assert _post(tenant, body, "twice").status_code == 201
+    before = remaining(tenant)
+    again = _post(tenant, body, "twice")
+    assert again.status_code == 201 and again.headers["idempotent-replayed"] == "true"
+    assert served == ["written", "handed over"]
+    assert remaining(tenant) == before - 2  # the replay and the /business read itself
+
+
 def test_what_the_lane_leaves_is_not_tried_again(tenant, served):
     catalog = price(tenant)
     response = _post(tenant, {"customer": customer(tenant)["id"], "items": [{"price": catalog["id"]}]})

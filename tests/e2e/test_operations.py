@@ -97,8 +97,16 @@ def test_one_view_of_both_processes_in_metrics_and_logs(operated, hooks):
 
     def fresh_connection(_):  # a new connection each time, so both processes take some
         return httpx.get(f"{origin}/api/v1/business", headers=auth | {"Connection": "close"}).status_code
-    with ThreadPoolExecutor(6) as pool:
-        assert set(pool.map(fresh_connection, range(REQUESTS))) == {200}
+
+    def answering() -> set:
+        return {line["pid"] for line in log_lines(log) if line.get("route") == "/api/v1/business"}
+    sent = 0
+    # Which process accepts a connection is the kernel's choice: on a loaded machine one may take a
+    # whole round, so rounds go on (a few at most) until both have answered.
+    while sent == 0 or (len(answering()) < 2 and sent < 5 * REQUESTS):
+        with ThreadPoolExecutor(6) as pool:
+            assert set(pool.map(fresh_connection, range(REQUESTS))) == {200}
+        sent += REQUESTS
     tool = httpx.post(f"{origin}/mcp", headers=auth | {"Accept": "application/json, text/event-stream",
                                                        "MCP-Protocol-Version": "2025-11-25"},
                       json={"jsonrpc": "2.0", "id": 1, "method": "tools/call",
@@ -109,7 +117,7 @@ def test_one_view_of_both_processes_in_metrics_and_logs(operated, hooks):
     business = {"route": "/api/v1/business", "method": "GET", "status": "200"}
     for _ in range(4):  # each scrape is answered by either process, and sees both
         samples = scrape(origin)
-        assert value(samples, "invoicing_http_requests_total", **business) == REQUESTS
+        assert value(samples, "invoicing_http_requests_total", **business) == sent
         assert value(samples, "invoicing_mcp_tool_calls_total", tool="get_business", outcome="ok") == 1
         assert value(samples, "invoicing_webhook_delivery_attempts_total", outcome="succeeded") == 1
         assert value(samples, "invoicing_webhook_backlog") == 0

@@ -417,3 +417,25 @@ def test_a_client_that_leaves_mid_body_gets_nothing_rotated(client, browser, pub
     assert lane == []  # not served: the body never came whole
     assert all(row.used_at is None for row in stored())
     assert refresh(client, public_app["client_id"], tokens["refresh_token"]).status_code == 200
+
+
+def test_the_endpoint_writes_no_pair_for_a_sign_in_ended_after_its_read(client, browser, public_app, endpoint_only,
+                                                                        monkeypatch):
+    """The token endpoint's own write is the same conditional statement: a grant revoked between its
+    read (the token locked, not the grant) and its insert gets no pair."""
+    if db.get_engine().dialect.name != "postgresql":
+        pytest.skip("the rotating insert is PostgreSQL's (SQLite's writes take turns)")
+    from authz import tokens as stored_tokens
+    tokens = sign_in_tokens(client, browser, public_app)
+    read = stored_tokens.refresh_token_for_use
+
+    def ending(session, value):
+        found = read(session, value)
+        _change(update(OAuthGrant).values(revoked_at=now()))
+        return found
+
+    monkeypatch.setattr(stored_tokens, "refresh_token_for_use", ending)
+    count = token_count()
+    response = refresh(client, public_app["client_id"], tokens["refresh_token"])
+    assert (response.status_code, response.json()["error"]) == (400, "invalid_grant")
+    assert token_count() == count

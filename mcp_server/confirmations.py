@@ -4,7 +4,8 @@
   question (a form with one box); the client asks its person and calls again with the answer and
   the `requestState`. The SDK's `RequestStateBoundary` seals that state (AES-GCM under a key derived
   from the secret key, so any process can open it), binds it to the credential, the tool and its
-  arguments, and lets it live 10 minutes; a nonce inside makes it good for one call.
+  arguments, and lets it live 10 minutes; a nonce inside makes it good for one call, and the digest
+  of what the question showed rides in it.
 - A handshake-era client that declared elicitation: `elicitation/create` on the call's own stream
   (`ask_on_stream`, driven by the gate); the answer comes back in another POST, which may reach
   another process, so it goes through the database (`mcp_confirmations`).
@@ -12,6 +13,12 @@
   with a one-use token in `_meta` (not the model's context); the invoice view shows the question
   with Confirm and Cancel, which call the app-only tool `confirm_invoice_action` with the token.
 - A client with neither: its granted scopes decide, and the host's own approval shows the arguments.
+
+A "yes" approves what the question showed, not the call: the action checks the question's digest
+under its own lock (`core.billing.confirmations`). When the invoice, its customer or the call
+changed meanwhile, nothing happens and the person is asked again about the invoice as it is now
+(or, where nobody can be asked now, the call is refused saying so). A call of a client that can be
+asked, about which nothing was asked because it looked bound to fail, is checked the same way.
 
 Declining or cancelling changes nothing and records nothing: the tool answers a plain result
 saying so (structured `{"declined": true, …}`), not an error.
@@ -24,6 +31,7 @@ import json
 import secrets
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import timedelta
 
 import anyio
@@ -40,6 +48,8 @@ from config.settings import get_settings
 from core.access.principal import Principal
 from core.base.clock import now
 from core.base.db import transaction
+from core.base.errors import ConfirmationStale
+from core.billing.confirmations import NOTHING_ASKED, Confirmed
 from core.mechanisms import single_use
 from core.models import McpConfirmation
 from mcp_server.clients import Traits, binding, traits_of
@@ -48,6 +58,7 @@ from operations.confirmations import ACTIONS, Question, confirmed, question_for
 CONFIRM_TOOL = "confirm_invoice_action"
 CONFIRM_REQUEST = "confirm"  # the key of the input request
 STATE_PREFIX = "confirm:"
+MAX_QUESTIONS = 3  # on one stream of a handshake-era call, when the invoice keeps changing under the question
 LIFETIME = timedelta(minutes=10)  # of a question: its state, its app token, the wait for an answer
 KEEP_ALIVE_SECONDS = 15.0
 ANSWER_POLL_SECONDS = 0.2
@@ -56,7 +67,15 @@ PAST = {"finalize": "finalized", "send": "sent", "pay": "marked paid", "void": "
 # Set by the gate on the request's scope.
 PRINCIPAL = "invoicing.principal"
 TRAITS = "invoicing.traits"
-CONFIRMED = "invoicing.confirmed"
+CONFIRMED = "invoicing.confirmed"  # the `Confirmed` of the question the gate asked on the call's stream
+
+
+@dataclass(frozen=True)
+class Proceed:
+    """Act now, checking under the action's lock that it does what the person confirmed (`confirmed`);
+    None: nothing is checked (a client that cannot be asked: its scopes decide)."""
+
+    confirmed: Confirmed | None
 
 
 def principal_of(ctx: ServerRequestContext) -> Principal | None:
@@ -106,50 +125,92 @@ def awaiting_app(question: Question, token: str, shown: Callable[[dict], dict]) 
         meta={"invoicing": {"confirmation_token": token}})  # for the view only: not in the model's context
 
 
-def refused(detail: str) -> types.CallToolResult:
+def refused(detail: str, code: str = "confirmation_invalid") -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps(
-        {"code": "confirmation_invalid", "detail": detail}))], is_error=True)
+        {"code": code, "detail": detail}))], is_error=True)
+
+
+def changed(tool: str) -> types.CallToolResult:
+    """Refused because what the person confirmed is no longer what would happen, and nobody can be asked now."""
+    return refused(f"The invoice (or what goes with it) changed since the person was asked, or needs their "
+                   f"word now: nothing happened (the invoice was not {PAST[ACTIONS[tool]]}). Call the tool "
+                   f"again so they are asked about it as it is now.", code=ConfirmationStale.code)
+
+
+def is_changed(result: dict) -> bool:
+    """Whether a JSON-RPC `tools/call` result (as sent) is `changed`'s refusal."""
+    if not isinstance(result, dict) or not result.get("isError"):
+        return False
+    texts = [block.get("text") for block in result.get("content") or [] if isinstance(block, dict)]
+    try:
+        return any(json.loads(text).get("code") == ConfirmationStale.code for text in texts if isinstance(text, str))
+    except (ValueError, AttributeError):
+        return False
 
 
 # --- before a consequential tool acts ------------------------------------------------------------
 
 async def before_acting(ctx: ServerRequestContext, tool: str, arguments: dict, params: types.CallToolRequestParams,
-                        shown: Callable[[dict], dict]) -> types.CallToolResult | types.InputRequiredResult | None:
-    """What to answer instead of acting (a question, a decline, a refusal), or None to act now."""
+                        shown: Callable[[dict], dict]) -> types.CallToolResult | types.InputRequiredResult | Proceed:
+    """What to answer instead of acting (a question, a decline, a refusal), or how to act now."""
     principal = principal_of(ctx)
-    if principal is None or ctx.request.scope.get(CONFIRMED):
-        return None
+    if principal is None:
+        return Proceed(None)
+    if (asked := ctx.request.scope.get(CONFIRMED)) is not None:
+        return Proceed(asked)  # the gate asked on the call's stream and the person said yes
     traits = traits_for(ctx)
     if traits.elicitation and is_modern(ctx):
         return await _round_trip(principal, tool, arguments, params)
     if traits.elicitation:
-        return None  # a handshake-era client: the gate asked on the call's stream, or found nothing to ask
+        return Proceed(NOTHING_ASKED)  # a handshake-era client: the gate found nothing to ask
     if traits.apps:
-        question = await run_in_threadpool(question_for, tool, principal, arguments.get("invoice"), arguments)
-        if question is not None:
-            return awaiting_app(question, app_token(principal, tool, arguments), shown)
-    return None
+        return await ask_again(ctx, tool, arguments, shown) or Proceed(NOTHING_ASKED)
+    return Proceed(None)
+
+
+async def ask_again(ctx: ServerRequestContext, tool: str, arguments: dict, shown: Callable[[dict], dict], *,
+                    in_view: bool = False) -> types.CallToolResult | types.InputRequiredResult | None:
+    """The question about the invoice as it is now, in the form this client takes it (None: nothing
+    to ask, the action would fail): in the invoice view (where the view asked, or the client only
+    shows views), as a round trip (2026-07-28), or, for a handshake-era client, the refusal the gate
+    answers with another question on the call's stream."""
+    principal = principal_of(ctx)
+    question = await run_in_threadpool(question_for, tool, principal, arguments.get("invoice"), arguments)
+    if question is None:
+        return None
+    traits = traits_for(ctx)
+    if in_view or (traits.apps and not traits.elicitation):
+        return awaiting_app(question, app_token(principal, tool, arguments, question), shown)
+    if traits.elicitation and is_modern(ctx):
+        return _input_required(question)
+    return changed(tool)
+
+
+def _input_required(question: Question) -> types.InputRequiredResult:
+    state = f"{STATE_PREFIX}{secrets.token_urlsafe(16)}:{question.confirmed.digest}"
+    return types.InputRequiredResult(
+        input_requests={CONFIRM_REQUEST: types.ElicitRequest(params=types.ElicitRequestFormParams(
+            message=question.message, requested_schema=question.requested_schema))},
+        request_state=state)
 
 
 async def _round_trip(principal: Principal, tool: str, arguments: dict,
-                      params: types.CallToolRequestParams) -> types.CallToolResult | types.InputRequiredResult | None:
+                      params: types.CallToolRequestParams) -> types.CallToolResult | types.InputRequiredResult | Proceed:
     state = params.request_state  # as sealed by us: the boundary opened and checked it
     if state is None:
         question = await run_in_threadpool(question_for, tool, principal, arguments.get("invoice"), arguments)
-        if question is None:
-            return None
-        return types.InputRequiredResult(
-            input_requests={CONFIRM_REQUEST: types.ElicitRequest(params=types.ElicitRequestFormParams(
-                message=question.message, requested_schema=question.requested_schema))},
-            request_state=STATE_PREFIX + secrets.token_urlsafe(16))
-    if not state.startswith(STATE_PREFIX):
+        return Proceed(NOTHING_ASKED) if question is None else _input_required(question)
+    nonce, _, shown_digest = state.removeprefix(STATE_PREFIX).partition(":")
+    if not state.startswith(STATE_PREFIX) or not nonce or not shown_digest:
         return refused("The confirmation is not one this server asked for.")
-    if not await run_in_threadpool(single_use.spend, state, now() + LIFETIME):
+    if not await run_in_threadpool(single_use.spend, STATE_PREFIX + nonce, now() + LIFETIME):
         return refused("This confirmation was used already: ask the person again.")
     answer = (params.input_responses or {}).get(CONFIRM_REQUEST)
     if not isinstance(answer, types.ElicitResult):
         return refused("The answer to the confirmation is missing.")
-    return None if confirmed(answer.action, answer.content) else declined(tool, arguments, answer.action)
+    if not confirmed(answer.action, answer.content):
+        return declined(tool, arguments, answer.action)
+    return Proceed(Confirmed(shown_digest))
 
 
 # --- the invoice view's Confirm and Cancel ---------------------------------------------------------
@@ -158,16 +219,18 @@ def _app_key() -> OctKey:
     return OctKey.import_key(hashlib.sha256(b"mcp-app-confirmation:" + get_settings().signing_key).digest())
 
 
-def app_token(principal: Principal, tool: str, arguments: dict) -> str:
+def app_token(principal: Principal, tool: str, arguments: dict, question: Question) -> str:
     issued = int(time.time())
-    claims = {"sub": binding(principal), "tool": tool, "arguments": arguments, "jti": secrets.token_urlsafe(16),
-              "iat": issued, "exp": issued + int(LIFETIME.total_seconds())}
+    claims = {"sub": binding(principal), "tool": tool, "arguments": arguments, "digest": question.confirmed.digest,
+              "jti": secrets.token_urlsafe(16), "iat": issued, "exp": issued + int(LIFETIME.total_seconds())}
     return jwt.encode({"alg": "HS256"}, claims, _app_key())
 
 
 async def from_app(ctx: ServerRequestContext, arguments: dict,
-                   act: Callable[[str, dict], Awaitable[types.CallToolResult]]) -> types.CallToolResult:
-    """`confirm_invoice_action`: run (or drop) exactly the action a token names, for its credential, once."""
+                   act: Callable[[str, dict, Confirmed], Awaitable[types.CallToolResult | types.InputRequiredResult]],
+                   ) -> types.CallToolResult | types.InputRequiredResult:
+    """`confirm_invoice_action`: run (or drop) exactly the action a token names, for its credential,
+    once, if it still does what the person was shown."""
     principal, token, decision = principal_of(ctx), arguments.get("token"), arguments.get("decision")
     if decision not in ("confirm", "cancel") or not isinstance(token, str) or len(token) > 20000:
         return refused("`decision` must be confirm or cancel, with the `token` the invoice view was given.")
@@ -176,13 +239,14 @@ async def from_app(ctx: ServerRequestContext, arguments: dict,
         jwt.JWTClaimsRegistry(now=int(time.time()), leeway=0, exp={"essential": True}).validate(claims)
     except (JoseError, ValueError, TypeError):
         return refused("The confirmation has expired or was altered: ask for it again.")
-    if principal is None or claims.get("sub") != binding(principal) or claims.get("tool") not in ACTIONS:
+    if (principal is None or claims.get("sub") != binding(principal) or claims.get("tool") not in ACTIONS
+            or not isinstance(claims.get("digest"), str) or not isinstance(claims.get("arguments"), dict)):
         return refused("The confirmation is not for this connection.")
     if not await run_in_threadpool(single_use.spend, "app:" + str(claims.get("jti")), now() + LIFETIME):
         return refused("This confirmation was used already.")
     if decision == "cancel":
         return declined(claims["tool"], claims["arguments"])
-    return await act(claims["tool"], claims["arguments"])
+    return await act(claims["tool"], claims["arguments"], Confirmed(claims["digest"]))
 
 
 # --- handshake era: the question on the call's own stream, the answer through the database -------

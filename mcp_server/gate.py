@@ -22,6 +22,7 @@ from core.access.scopes import MCP_SCOPES
 from core.base import context
 from core.base.db import transaction
 from core.base.errors import DomainError, Unauthorized
+from core.billing.confirmations import Confirmed
 from core.mechanisms import ratelimit
 from mcp_server import confirmations, prompts
 from mcp_server import resources as mcp_resources
@@ -126,9 +127,9 @@ class Gate:
     async def _ask_on_stream(self, scope: Scope, receive: Receive, send: Send, body: bytes, message: dict,
                              question: Question, principal: Principal) -> None:
         """A handshake-era call that needs the person's word: `elicitation/create` on the call's own
-        stream (server-sent events), the answer awaited through the database, then the call's result."""
-        question_id = f"{confirmations.STATE_PREFIX.rstrip(':')}-{secrets.token_urlsafe(18)}"
-        await run_in_threadpool(confirmations.open_question, question_id, binding(principal))
+        stream (server-sent events), the answer awaited through the database, then the call's result.
+        When the invoice changed while the person was asked, nothing happened: they are asked again
+        about it as it is now (at most MAX_QUESTIONS times), on the same stream."""
         await send({"type": "http.response.start", "status": 200, "headers": [
             (b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache, no-transform")]})
 
@@ -139,22 +140,35 @@ class Gate:
         async def keep_alive() -> None:
             await send({"type": "http.response.body", "body": b": waiting for the person\n\n", "more_body": True})
 
+        tool, arguments = _params(message)["name"], _arguments(message)
+        for _ in range(confirmations.MAX_QUESTIONS):
+            approved, action = await self._ask(question, principal, event, keep_alive)
+            if not approved:
+                declined = confirmations.declined(tool, arguments, action)
+                result = {"jsonrpc": "2.0", "id": message.get("id"),
+                          "result": declined.model_dump(by_alias=True, exclude_none=True, mode="json")}
+                break
+            result = await self._forward(scope, body, question.confirmed)
+            if not confirmations.is_changed(result.get("result")):
+                break
+            question = await run_in_threadpool(question_for, tool, principal, arguments.get("invoice"), arguments)
+            if question is None:
+                break  # it would fail now: the refusal stands
+        await event(result)
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _ask(self, question: Question, principal: Principal, event, keep_alive) -> tuple[bool, str]:
+        """Put `question` on the stream and wait for the answer (from whichever process it reaches)."""
+        question_id = f"{confirmations.STATE_PREFIX.rstrip(':')}-{secrets.token_urlsafe(18)}"
+        await run_in_threadpool(confirmations.open_question, question_id, binding(principal))
         try:
             await event(confirmations.elicitation_request(question_id, question))
             answer = await confirmations.wait_for_answer(question_id, keep_alive)
         finally:
             await run_in_threadpool(confirmations.forget, question_id)
-        approved, action = confirmations.answer_confirms(answer)
-        if approved:
-            result = await self._forward(scope, body)
-        else:
-            declined = confirmations.declined(_params(message)["name"], _arguments(message), action)
-            result = {"jsonrpc": "2.0", "id": message.get("id"),
-                      "result": declined.model_dump(by_alias=True, exclude_none=True, mode="json")}
-        await event(result)
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
+        return confirmations.answer_confirms(answer)
 
-    async def _forward(self, scope: Scope, body: bytes) -> dict:
+    async def _forward(self, scope: Scope, body: bytes, confirmed: Confirmed) -> dict:
         """The SDK's answer to a call the person confirmed (JSON, as it answers every call)."""
         chunks: list[bytes] = []
 
@@ -165,7 +179,7 @@ class Gate:
         async def no_more() -> dict:
             return {"type": "http.disconnect"}
 
-        await self.inner({**scope, confirmations.CONFIRMED: True}, replaying(body, no_more), capture)
+        await self.inner({**scope, confirmations.CONFIRMED: confirmed}, replaying(body, no_more), capture)
         return json.loads(b"".join(chunks))
 
 

@@ -18,9 +18,10 @@ from mcp_types.jsonrpc import INVALID_PARAMS
 from config.settings import get_settings
 from core.access import resources as protected_resources
 from core.base import context, metrics
-from core.base.errors import DomainError, ValidationFailed
+from core.base.errors import ConfirmationStale, DomainError, ValidationFailed
 from core.base.jsonout import dumps
 from core.base.money import format_money
+from core.billing.confirmations import Confirmed
 from core.mechanisms.idempotency import check_key
 from mcp_server import confirmations, prompts, resources
 from mcp_server.clients import APPS_EXTENSION
@@ -121,25 +122,41 @@ async def _list_tools(_ctx: ServerRequestContext, _params: types.PaginatedReques
 async def _call_tool(ctx: ServerRequestContext,
                      params: types.CallToolRequestParams) -> types.CallToolResult | types.InputRequiredResult:
     authorization = ctx.request.headers.get("authorization") if ctx.request is not None else None
-
-    async def act(name: str, arguments: dict) -> types.CallToolResult:
-        return await _act(BY_NAME[name], arguments, authorization)
-
     arguments = dict(params.arguments or {})
     if params.name == CONFIRM_TOOL:
-        return await confirmations.from_app(ctx, arguments, act)
+        async def act_in_view(name: str, confirmed_arguments: dict, confirmed: Confirmed):
+            return await _act_as_confirmed(ctx, BY_NAME[name], confirmed_arguments, authorization, confirmed,
+                                           in_view=True)
+        return await confirmations.from_app(ctx, arguments, act_in_view)
     tool = BY_NAME.get(params.name)
     if tool is None:
         raise MCPError(INVALID_PARAMS, f"Unknown tool: {params.name}")
-    if tool.name in ACTIONS:
-        instead = await confirmations.before_acting(ctx, tool.name, arguments, params, with_formatted_money)
-        if instead is not None:
-            return instead
-    return await _act(tool, arguments, authorization)
+    if tool.name not in ACTIONS:
+        return await _act(tool, arguments, authorization)
+    decision = await confirmations.before_acting(ctx, tool.name, arguments, params, with_formatted_money)
+    if not isinstance(decision, confirmations.Proceed):
+        return decision
+    return await _act_as_confirmed(ctx, tool, arguments, authorization, decision.confirmed)
+
+
+async def _act_as_confirmed(ctx: ServerRequestContext, tool: Tool, arguments: dict, authorization: str | None,
+                            confirmed: Confirmed | None, *,
+                            in_view: bool = False) -> types.CallToolResult | types.InputRequiredResult:
+    """Run a consequential tool; when it no longer does what the person confirmed (or a question is
+    due that was not asked), nothing happened: ask about the invoice as it is now."""
+    outcome = await anyio.to_thread.run_sync(run_tool, tool, dict(arguments), authorization, confirmed)
+    if outcome.error is not None and outcome.error.code == ConfirmationStale.code:
+        metrics.tool_call(tool.name, outcome.error.code)
+        asked = await confirmations.ask_again(ctx, tool.name, arguments, with_formatted_money, in_view=in_view)
+        return asked or confirmations.changed(tool.name)
+    return _result(tool, outcome)
 
 
 async def _act(tool: Tool, arguments: dict, authorization: str | None) -> types.CallToolResult:
-    outcome = await anyio.to_thread.run_sync(run_tool, tool, dict(arguments), authorization)
+    return _result(tool, await anyio.to_thread.run_sync(run_tool, tool, dict(arguments), authorization))
+
+
+def _result(tool: Tool, outcome: Outcome) -> types.CallToolResult:
     if outcome.error is not None:
         metrics.tool_call(tool.name, outcome.error.code)
         return _error_result(error_payload(outcome.error))
@@ -184,10 +201,12 @@ class _Presenter:
         return Reply(error.status, json.dumps(error_payload(error)), {})
 
 
-def run_tool(tool: Tool, arguments: dict[str, Any], authorization: str | None) -> Outcome:
+def run_tool(tool: Tool, arguments: dict[str, Any], authorization: str | None,
+             confirmed: Confirmed | None = None) -> Outcome:
     """Split the flat arguments into what the operation takes and run it through the pipeline.
     An assistant may pass an idempotency key on any write, and need not (the REST API requires one
-    on lifecycle actions: a header a person's client sets once, which a tool call has no place for)."""
+    on lifecycle actions: a header a person's client sets once, which a tool call has no place for).
+    `confirmed`: what the person was asked about this call, checked by the action under its lock."""
     operation = replace(tool.operation, idempotency="optional" if tool.writes else "none")
     key = arguments.pop("idempotency_key", None) if tool.writes else None
     error: DomainError | None = None
@@ -212,7 +231,7 @@ def run_tool(tool: Tool, arguments: dict[str, Any], authorization: str | None) -
         credential=authorization, resource=protected_resources.mcp(), request_id=context.request_id(), params=ids,
         query=query, typed_query=True, query_items=sorted((name, json.dumps(value)) for name, value in query.items()),
         body=json.dumps(rest).encode() if operation.body is not None else b"",
-        idempotency_key=key, idempotency_scope=("MCP", tool.name), body_error=error, counted=True)
+        idempotency_key=key, idempotency_scope=("MCP", tool.name), body_error=error, counted=True, confirmed=confirmed)
     return execute(operation, invocation, _Presenter())
 
 

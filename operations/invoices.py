@@ -64,7 +64,8 @@ def e_invoice_document(call: Call) -> EDocument:
 
 
 def _send(call: Call) -> dict:
-    data, emailed_to = sending.send_invoice(call.session, call.principal, call.params["id"], call.body)
+    data, emailed_to = sending.send_invoice(call.session, call.principal, call.params["id"], call.body,
+                                            confirmed=call.confirmed)
     return {"data": data, "emailed_to": emailed_to}
 
 
@@ -88,17 +89,18 @@ delete_invoice = Operation("delete_invoice", _delete_draft, scope=WRITE, idempot
                            response=DeletedInvoiceOut)
 finalize_invoice = Operation(
     "finalize_invoice",
-    lambda call: _view(call, invoices.finalize(call.session, call.principal, _invoice(call, lock=True)), with_lines=False),
+    lambda call: _view(call, invoices.finalize(call.session, call.principal, _invoice(call, lock=True),
+                                               confirmed=call.confirmed), with_lines=False),
     scope="invoices:finalize", idempotency="required", response=InvoiceOut)
 pay_invoice = Operation(
     "pay_invoice",
-    lambda call: _view(call, invoices.mark_paid(call.session, call.principal, _invoice(call, lock=True), call.body),
-                       with_lines=False),
+    lambda call: _view(call, invoices.mark_paid(call.session, call.principal, _invoice(call, lock=True), call.body,
+                                                confirmed=call.confirmed), with_lines=False),
     scope="payments:write", idempotency="required", body=PayInput, response=InvoiceOut)
 void_invoice = Operation(
     "void_invoice",
-    lambda call: _view(call, invoices.void(call.session, call.principal, _invoice(call, lock=True), call.body),
-                       with_lines=False),
+    lambda call: _view(call, invoices.void(call.session, call.principal, _invoice(call, lock=True), call.body,
+                                           confirmed=call.confirmed), with_lines=False),
     scope="invoices:finalize", idempotency="required", body=VoidInput, response=InvoiceOut)
 send_invoice = Operation("send_invoice", _send, scope="invoices:send", idempotency="required", body=SendInput,
                          own_limit=sending.send_limit_usage, response=SendOut, shape="raw")

@@ -32,6 +32,7 @@ from core.base.errors import (
     ValidationFailed,
 )
 from core.base.validation import load_json, parse, text_problem
+from core.billing.confirmations import Confirmed
 from core.mechanisms import idempotency, ratelimit
 from core.mechanisms.idempotency import StoredResponse as Reply
 
@@ -50,6 +51,8 @@ class Call:
     params: dict[str, str]  # ids named by the caller (REST: the path's `{id}`)
     query: Any
     body: Any
+    # What the person was asked before this call, when the surface asked one (MCP's consequential tools).
+    confirmed: Confirmed | None = None
 
     def account(self) -> tuple[Session, uuid.UUID]:
         """The session and the caller's account: the first arguments of most `core` functions."""
@@ -106,6 +109,8 @@ class Invocation:
     # A caller the surface identified itself (the dashboard's signed-in person): no credential is
     # looked up and the per-credential request limit does not apply; every other check does.
     principal: Principal | None = None
+    # The person's answer to the surface's question about this call (core.billing.confirmations).
+    confirmed: Confirmed | None = None
 
 
 class Presenter(Protocol):
@@ -148,7 +153,7 @@ def execute(operation: Operation, invocation: Invocation, presenter: Presenter) 
             return Outcome(reply=claim, usage=usage, replayed=True)
         def run() -> Outcome:
             call = Call(session=new_session(read_only=operation.reads_only), principal=principal,
-                        params=invocation.params, query=query, body=body)
+                        params=invocation.params, query=query, body=body, confirmed=invocation.confirmed)
             return _run(operation, call, claim, presenter, usage)
         # A read is repeated once on a connection the database dropped (a restart): nothing was done.
         return retrying_disconnects(run) if operation.reads_only else run()

@@ -78,6 +78,14 @@ class Conflict(DomainError):
     code, status, slug, title = "conflict", 409, "conflict", "Conflict"
 
 
+class ConfirmationStale(Conflict):
+    """What a person confirmed is no longer what would happen (the invoice, its customer or the
+    call changed since the question), or a question is due that was never asked: nothing was done.
+    Only surfaces that ask a person (MCP) pass a confirmation, so only they meet it; they ask again."""
+
+    code, slug, title = "confirmation_stale", "confirmation-stale", "Changed since the person was asked"
+
+
 class PayloadTooLarge(DomainError):
     code, status, slug, title = "payload_too_large", 413, "payload-too-large", "Request body too large"
 

@@ -24,6 +24,7 @@ from core.base.lookup import owned
 from core.base.validation import DATE_MAX, LINES_MAX, days_after
 from core.billing import delegated_actions, events, numbering
 from core.billing.business import business_to_api, find_profile
+from core.billing.confirmations import Confirmed, require_as_confirmed
 from core.billing.invoice_inputs import (
     DEFAULT_DAYS_UNTIL_DUE,
     InvoiceCreate,
@@ -340,10 +341,12 @@ def _locked(session: Session, invoice: Invoice) -> Invoice:
     return invoice
 
 
-def finalize(session: Session, principal: Principal, invoice: Invoice, *, as_action: str | None = "finalize") -> Invoice:
+def finalize(session: Session, principal: Principal, invoice: Invoice, *, as_action: str | None = "finalize",
+             confirmed: Confirmed | None = None) -> Invoice:
     """Draft to open: number, public token, frozen customer and issuer. Bills the amounts the
     draft shows (prices are re-read when a draft is saved, not here). `as_action`: what an app's
-    limits check it as (None when a send, checked as a send already, finalizes first)."""
+    limits check it as (None when a send, checked as a send already, finalizes first). `confirmed`:
+    what the person was asked, when a surface asked (core.billing.confirmations)."""
     _locked(session, invoice)
     _require_draft(invoice, "finalized")
     if not lines_of(session, invoice):
@@ -353,6 +356,7 @@ def finalize(session: Session, principal: Principal, invoice: Invoice, *, as_act
         raise InvalidState("The business profile is missing: finish onboarding before finalizing.")
     if as_action:
         delegated_actions.act_for(session, principal, as_action, invoice)
+    require_as_confirmed(session, invoice, "finalize", None, confirmed)
     # Read and numbered before the invoice changes: nothing is flushed early, one UPDATE writes it.
     customer = session.get(Customer, invoice.customer_id)
     invoice.number = numbering.next_number(session, invoice.account_id, profile.invoice_prefix)
@@ -373,12 +377,14 @@ def _require_open(invoice: Invoice, action: str) -> None:
                            f"only an open or overdue invoice can be {action}.")
 
 
-def mark_paid(session: Session, principal: Principal, invoice: Invoice, data: PayInput | None = None) -> Invoice:
+def mark_paid(session: Session, principal: Principal, invoice: Invoice, data: PayInput | None = None, *,
+              confirmed: Confirmed | None = None) -> Invoice:
     """Record a payment received outside the service (no money moves)."""
     data = data or PayInput()
     _locked(session, invoice)
     _require_open(invoice, "marked paid")
     delegated_actions.act_for(session, principal, "pay", invoice)
+    require_as_confirmed(session, invoice, "pay", data, confirmed)
     invoice.status = "paid"
     invoice.paid_at = data.paid_on or now()
     invoice.payment_reference = data.reference
@@ -389,12 +395,14 @@ def mark_paid(session: Session, principal: Principal, invoice: Invoice, data: Pa
     return invoice
 
 
-def void(session: Session, principal: Principal, invoice: Invoice, data: VoidInput | None = None) -> Invoice:
+def void(session: Session, principal: Principal, invoice: Invoice, data: VoidInput | None = None, *,
+         confirmed: Confirmed | None = None) -> Invoice:
     """Cancel an open invoice; it keeps its number (never reused)."""
     data = data or VoidInput()
     _locked(session, invoice)
     _require_open(invoice, "voided")
     delegated_actions.act_for(session, principal, "void", invoice)
+    require_as_confirmed(session, invoice, "void", data, confirmed)
     invoice.status = "void"
     invoice.voided_at = invoice.updated = now()
     invoice.void_reason = data.reason

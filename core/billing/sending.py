@@ -24,6 +24,7 @@ from core.base.errors import InvalidState, UpstreamFailed, ValidationFailed
 from core.base.money import format_money
 from core.base.validation import EMAIL_MAX, MULTI_LINE, Input, email_or_error
 from core.billing import delegated_actions, documents, events, invoices
+from core.billing.confirmations import Confirmed, require_as_confirmed
 from core.billing.invoice_render import InvoiceOut
 from core.billing.pdf import filename_for
 from core.billing.presentation import document_locale, issuer_name, public_url, readable_date
@@ -55,8 +56,9 @@ class SendOut(BaseModel):
 
 
 def send_invoice(session: Session, principal: Principal, id_text: str,
-                 data: SendInput | None = None) -> tuple[dict, str]:
-    """E-mail the invoice; returns its API view (without lines) and the primary address.
+                 data: SendInput | None = None, *, confirmed: Confirmed | None = None) -> tuple[dict, str]:
+    """E-mail the invoice; returns its API view (without lines) and the primary address. `confirmed`:
+    what the person was asked, when a surface asked (core.billing.confirmations).
 
     `session` must be one whose transactions the caller manages (`core.db.new_session()`, as REST
     handlers get): this function commits it before and after talking to the mail server, so it
@@ -68,11 +70,11 @@ def send_invoice(session: Session, principal: Principal, id_text: str,
         raise InvalidState(f"Invoice {id_text} is {invoice.status}: only a draft or an open invoice can be sent.")
     if not accounts.account_email_verified(session, principal.account_id):
         raise InvalidState("The account e-mail address is not verified: verify it before sending invoices.")
-    to = data.to or invoices.invoice_to_api(session, invoice, with_lines=False)["customer_details"]["email"]
+    to, cc = recipients(invoices.invoice_to_api(session, invoice, with_lines=False), data)
     if not to:
         raise ValidationFailed.at("to", "is required: the customer has no e-mail address")
-    cc = [address for address in dict.fromkeys(data.cc) if address.lower() != to.lower()]
     delegated_actions.act_for(session, principal, "send", invoice)
+    require_as_confirmed(session, invoice, "send", data, confirmed)
     usage = _count_send(session, principal)
     if invoice.status == "draft":
         invoices.finalize(session, principal, invoice, as_action=None)
@@ -90,6 +92,19 @@ def send_invoice(session: Session, principal: Principal, id_text: str,
                              f"The invoice is finalized as {view['number']}; retry the send.", usage=usage) from None
     events.record(session, invoice, "invoice.emailed", meta)
     return invoices.invoice_to_api(session, invoice, with_lines=False), to
+
+
+def recipients(view: dict, data: SendInput) -> tuple[str | None, list[str]]:
+    """Who an e-mail of the invoice `view` goes to: `to` or the customer's address (None: nobody), and
+    the copies, each once and never to the primary address."""
+    to = data.to or (view.get("customer_details") or {}).get("email") or None
+    cc = [address for address in dict.fromkeys(data.cc) if not to or address.lower() != to.lower()]
+    return to, cc
+
+
+def email_note(note: str | None) -> str | None:
+    """The note as the e-mail's body carries it (and a confirmation shows it): trimmed, or None."""
+    return note.strip() if note and note.strip() else None
 
 
 def send_limit_usage(session: Session, principal: Principal) -> ratelimit.Usage:
@@ -127,7 +142,7 @@ def invoice_message(view: dict, *, to: str, cc: list[str], note: str | None):
     context = {
         "sender_name": sender_name, "number": view["number"], "greeting": f"Hello {customer}," if customer else "Hello,",
         "total": format_money(view["total"], view["currency"]), "due_date": due_date,
-        "note": note.strip() if note and note.strip() else None, "link": public_url(view["public_url_token"]),
+        "note": email_note(note), "link": public_url(view["public_url_token"]),
         "summary": [("Invoice number", view["number"]), ("Issue date", readable_date(view["issue_date"], locale)),
                     *([("Due date", due_date)] if due_date else []),
                     ("Amount due", format_money(view["amount_due"], view["currency"]))],

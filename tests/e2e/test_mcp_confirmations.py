@@ -24,16 +24,24 @@ FINALIZE_QUESTION = "Finalize the draft for Globex Corp, 2,500.00 USD due {due}?
 
 
 class Person:
-    """The elicitation callback: answers every question the same way and remembers what it was asked."""
+    """The elicitation callback: answers every question the same way (or, given `answers`, one after
+    the other) and remembers what it was asked. `meanwhile` runs (in a thread) before the first answer:
+    what the assistant does while the person reads the question."""
 
-    def __init__(self, answer: str = "accept", tick: bool = True) -> None:
+    def __init__(self, answer: str = "accept", tick: bool = True, *, answers: list[str] | None = None,
+                 meanwhile=None) -> None:
         self.answer, self.tick, self.asked = answer, tick, []
+        self.answers, self.meanwhile = list(answers or []), meanwhile
 
     async def __call__(self, _context, params: types.ElicitRequestParams) -> types.ElicitResult:
         self.asked.append(params.message)
-        if self.answer == "accept":
+        if self.meanwhile is not None:
+            await anyio.to_thread.run_sync(self.meanwhile)
+            self.meanwhile = None
+        answer = self.answers.pop(0) if self.answers else self.answer
+        if answer == "accept":
             return types.ElicitResult(action="accept", content={"confirm": self.tick})
-        return types.ElicitResult(action=self.answer)
+        return types.ElicitResult(action=answer)
 
 
 def run(origin: str, key: str, mode: str, person: Person | None, work):
@@ -111,7 +119,10 @@ def test_an_action_that_would_fail_fails_without_a_question(servers, tenant):
 
 
 @pytest.mark.parametrize(("tool", "arguments", "question"), [
-    ("send_invoice", {}, "E-mail INV-{n} (2,500.00 USD) to ap@globex.example?"),
+    ("send_invoice", {}, "E-mail INV-{n} (2,500.00 USD) to ap@globex.example, with the PDF attached?"),
+    ("send_invoice", {"message": "New bank details:\nIBAN GB33 BUKB 2020 1555 5555 55", "cc": ["cfo@globex.example"]},
+     "E-mail INV-{n} (2,500.00 USD) to ap@globex.example (a copy to cfo@globex.example), with the PDF attached and "
+     "the note below?\n\nNew bank details:\nIBAN GB33 BUKB 2020 1555 5555 55"),
     ("mark_invoice_paid", {"reference": "BACS 7"}, "Mark INV-{n} paid (2,500.00 USD, reference BACS 7)? "
                                                    "No money moves; paid is final."),
     ("void_invoice", {}, "Void INV-{n} (2,500.00 USD)? It keeps its number and can no longer be paid."),
@@ -125,6 +136,49 @@ def test_each_consequential_tool_says_what_will_happen(servers, tenant, tool, ar
     run(servers[0], tenant.key, "2026-07-28", person,
         lambda client: client.call_tool(tool, {"invoice": opened["id"], **arguments}))
     assert person.asked == [question.format(n=number.removeprefix("INV-"))]
+
+
+# --- a "yes" approves what the question showed ----------------------------------------------------------
+
+@pytest.mark.parametrize("mode", ["2026-07-28", "legacy"])
+def test_a_draft_changed_while_the_person_reads_is_not_finalized_and_they_are_asked_again(servers, tenant, mode):
+    created = draft(servers[0], tenant.key)
+    api = httpx.Client(base_url=f"{servers[0]}/api/v1", headers={"Authorization": f"Bearer {tenant.key}"})
+    person = Person(answers=["accept", "decline"], meanwhile=lambda: api.patch(
+        f"/invoices/{created['id']}", json={"items": [{"description": "Design", "unit_amount": 9900000}]}
+    ).raise_for_status())
+    result = run(servers[0], tenant.key, mode, person,
+                 lambda client: client.call_tool("finalize_invoice", {"invoice": created["id"]}))
+    assert result.structured_content["declined"] is True
+    assert "2,500.00 USD" in person.asked[0] and "99,000.00 USD" in person.asked[1] and len(person.asked) == 2
+    assert invoice(servers[0], tenant.key, created["id"])["status"] == "draft"
+    assert "invoice.finalized" not in history(servers[0], tenant.key, created["id"])
+
+
+@pytest.mark.parametrize("mode", ["2026-07-28", "legacy"])
+def test_a_send_whose_recipient_changed_is_not_sent_and_the_new_address_is_asked_about(servers, tenant, mode):
+    created = draft(servers[0], tenant.key)
+    api = httpx.Client(base_url=f"{servers[0]}/api/v1", headers={"Authorization": f"Bearer {tenant.key}"})
+    person = Person(answers=["accept", "decline"], meanwhile=lambda: api.patch(
+        f"/customers/{created['customer']}", json={"email": "pay@attacker.example"}).raise_for_status())
+    result = run(servers[0], tenant.key, mode, person,
+                 lambda client: client.call_tool("send_invoice", {"invoice": created["id"]}))
+    assert result.structured_content["declined"] is True
+    assert "to ap@globex.example," in person.asked[0] and "to pay@attacker.example," in person.asked[1]
+    assert history(servers[0], tenant.key, created["id"]) == ["invoice.created"]
+
+
+@pytest.mark.parametrize("mode", ["2026-07-28", "legacy"])
+def test_the_person_who_confirms_the_fresh_question_gets_what_it_showed(servers, tenant, mode):
+    created = draft(servers[0], tenant.key)
+    api = httpx.Client(base_url=f"{servers[0]}/api/v1", headers={"Authorization": f"Bearer {tenant.key}"})
+    person = Person("accept", meanwhile=lambda: api.patch(
+        f"/invoices/{created['id']}", json={"items": [{"description": "Design", "unit_amount": 9900000}]}
+    ).raise_for_status())
+    result = run(servers[0], tenant.key, mode, person,
+                 lambda client: client.call_tool("finalize_invoice", {"invoice": created["id"]}))
+    assert result.structured_content["status"] == "open" and result.structured_content["total"] == 9900000
+    assert len(person.asked) == 2
 
 
 # --- the sealed state of a 2026-07-28 round trip -----------------------------------------------------

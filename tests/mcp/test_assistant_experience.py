@@ -233,7 +233,8 @@ def test_the_confirmed_action_still_needs_its_scope(client, tenant):
 
 def test_the_question_of_a_send_names_the_recipient(client, tenant):
     _, result, _ = awaiting(client, tenant, "send_invoice", to="billing@globex.example", cc=["boss@globex.example"])
-    assert "to billing@globex.example (a copy to boss@globex.example)?" in result["structuredContent"]["question"]
+    assert "to billing@globex.example (a copy to boss@globex.example), with the PDF attached?" in (
+        result["structuredContent"]["question"])
 
 
 def test_an_answer_to_no_question_is_dropped(client, tenant):

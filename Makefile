@@ -2,24 +2,34 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+# The venv's pip as the interpreter brought it (never upgraded first): the lock installs with it as with the newest.
+PIP := PIP_DISABLE_PIP_VERSION_CHECK=1 $(PY) -m pip
 STAMP := $(VENV)/.installed-stamp
 HOST ?= 127.0.0.1
 PORT ?= 8000
 # -n: parallel processes; loadfile keeps a module's tests (and their servers) in one process.
 PYTEST := $(PY) -m pytest -q -n 2 --dist loadfile
 
-.PHONY: run test lint test-sqlite test-postgres fuzz bench install migrate demo clean
+.PHONY: run test lint test-sqlite test-postgres fuzz bench install lock migrate demo clean
 
-$(STAMP): pyproject.toml clients/python/pyproject.toml
+# Exactly the versions of uv.lock: its export pins every package with its hashes (the server's, the test
+# extra's and the client's), so pip resolves nothing; then the server and the client library (with
+# invoicing-cli, tested against the server) as editable installs, their dependencies being in the lock.
+$(STAMP): pyproject.toml clients/python/pyproject.toml requirements.lock.txt
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
 		{ echo "Python 3.11 or newer is needed: make PYTHON=python3.11 ..."; exit 1; }
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
-	$(PY) -m pip install --quiet -e clients/python  # the client library and invoicing-cli, tested against the server
+	$(PIP) install --quiet --require-hashes -r requirements.lock.txt
+	$(PIP) install --quiet --no-deps -e . -e clients/python
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# After changing a dependency in a pyproject.toml: uv.lock and the requirements files again, keeping the
+# pins that still fit. LOCK_ARGS=--upgrade takes the newest allowed versions, LOCK_ARGS="--upgrade-package
+# httpx" one package's. `make lint` fails while the lock and the pyproject.toml files disagree.
+lock: install
+	scripts/lock $(LOCK_ARGS)
 
 migrate: install
 	$(VENV)/bin/invoicing db upgrade
@@ -40,10 +50,12 @@ test: install
 	@if [ -n "$$INVOICING_TEST_POSTGRES_URL" ]; then $(MAKE) --no-print-directory test-postgres; \
 	else echo "INVOICING_TEST_POSTGRES_URL not set: PostgreSQL pass skipped"; fi
 
-# ruff (style, import order, unused code) and the import contracts of the layering.
+# ruff (style, import order, unused code), the import contracts of the layering, and the lock in step
+# with the pyproject.toml files.
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
+	scripts/lock --check
 
 test-sqlite: install
 	env -u INVOICING_TEST_DATABASE_URL $(PYTEST)
@@ -64,8 +76,8 @@ fuzz: install
 # or BENCH_POSTGRES_URL names a server). About 20 minutes; BENCH_ARGS="--repeats 1 --growth 10000"
 # for a quick look (python -m bench.run --help).
 BENCH_STAMP := $(VENV)/.bench-stamp
-$(BENCH_STAMP): $(STAMP)
-	$(PY) -m pip install --quiet -e '.[test,bench]'
+$(BENCH_STAMP): $(STAMP) requirements-bench.lock.txt
+	$(PIP) install --quiet --require-hashes -r requirements-bench.lock.txt
 	touch $(BENCH_STAMP)
 
 bench: $(BENCH_STAMP)

@@ -37,7 +37,7 @@ from mcp_server.gate import too_large as mcp_too_large
 from pages.render import STATIC_FILES
 from pages.routing import error_page
 from pages.routing import too_large as page_too_large
-from pages.sessions import SESSION_COOKIE
+from pages.sessions import current_user
 from rest.app import create_rest_app
 from rest.framework import MAX_BODY_BYTES as API_MAX_BODY_BYTES
 from rest.framework import too_large as api_too_large
@@ -84,7 +84,7 @@ def create_app() -> ASGIApp:
     database_faults = dict.fromkeys(DATABASE_FAULTS, _database_fault)
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: _not_found, **database_faults},
                     middleware=[Middleware(observability.RequestObservation, name_spans=tracing.requested()),
-                                Middleware(BodyLimits, limits=body_limits(), session_cookie=SESSION_COOKIE)])
+                                Middleware(BodyLimits, limits=body_limits(), signed_in=_signed_in)])
     tracing.configure(app)
     # The hot read in front of it all (not while traces are on: their spans are the stack's).
     return FastLane(app, mcp.lane(), enabled=not tracing.requested())
@@ -100,6 +100,16 @@ def body_limits() -> list[BodyLimit]:
         # Sign-in and sign-up forms are a few KB; a signed-in person's draft of 250 lines is megabytes.
         BodyLimit("/", 16 * KB, page_too_large, max_bytes_signed_in=API_MAX_BODY_BYTES),
     ]
+
+
+def _signed_in(request: Request) -> bool:
+    """A valid session, for the pages' larger body allowance. The user read is kept on the request,
+    so the page does not read it again. A database that cannot tell gets the smaller allowance (a
+    413, not a 500; a form of a few KB still reaches its page, whose own read reports the fault)."""
+    try:
+        return current_user(request) is not None
+    except DATABASE_FAULTS:
+        return False
 
 
 def _database_fault(request: Request, exc: Exception) -> Response:

@@ -4,6 +4,10 @@ A `Content-Length` above the route's limit is answered 413 at once, without read
 without one (chunked) is counted while it streams and refused as soon as it passes the limit, so
 no caller can make a process hold more than the limit in memory. Each surface answers in its own
 format (problem JSON, OAuth error JSON, JSON-RPC, a page): the rules name the surface's answer.
+
+A rule may allow a signed-in person more. Whether a request is signed in is asked only of a body
+that needs the larger limit (one declared or streamed past the smaller), and is answered by a valid
+session, never by a cookie's name; the question runs on a worker thread (it reads the database).
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import Response
@@ -24,16 +29,11 @@ class BodyLimit:
     path_prefix: str
     max_bytes: int
     refusal: Callable[[Request, str], Response]  # the surface's 413, given the limit in words
-    max_bytes_signed_in: int | None = None  # a larger limit when the request carries a session cookie
+    max_bytes_signed_in: int | None = None  # a larger limit for a request with a valid session
 
     def matches(self, path: str) -> bool:
         prefix = self.path_prefix.rstrip("/")
         return path == prefix or path.startswith(prefix + "/")
-
-    def limit_for(self, scope: Scope, session_cookie: str) -> int:
-        if self.max_bytes_signed_in is not None and session_cookie in Request(scope).cookies:
-            return self.max_bytes_signed_in
-        return self.max_bytes
 
 
 class BodyTooLarge(BaseException):
@@ -43,10 +43,11 @@ class BodyTooLarge(BaseException):
 
 
 class BodyLimits:
-    """ASGI middleware applying the first `BodyLimit` whose prefix matches the path."""
+    """ASGI middleware applying the first `BodyLimit` whose prefix matches the path. `signed_in`
+    tells (blocking) whether a request comes with a valid session."""
 
-    def __init__(self, app: ASGIApp, limits: list[BodyLimit], session_cookie: str) -> None:
-        self.app, self.limits, self.session_cookie = app, limits, session_cookie
+    def __init__(self, app: ASGIApp, limits: list[BodyLimit], signed_in: Callable[[Request], bool]) -> None:
+        self.app, self.limits, self.signed_in = app, limits, signed_in
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         rule = next((limit for limit in self.limits if limit.matches(scope.get("path", ""))), None) \
@@ -54,9 +55,20 @@ class BodyLimits:
         if rule is None:
             await self.app(scope, receive, send)
             return
-        limit = rule.limit_for(scope, self.session_cookie)
+        limit, settled = rule.max_bytes, rule.max_bytes_signed_in is None  # settled: no larger limit to ask for
+
+        async def allows(size: int) -> bool:
+            """Whether a body of `size` bytes is within the limit, asking once for a signed-in
+            person's larger one when the smaller does not do."""
+            nonlocal limit, settled
+            if size > limit and not settled:
+                settled = True
+                if await run_in_threadpool(self.signed_in, Request(scope)):
+                    limit = rule.max_bytes_signed_in
+            return size <= limit
+
         declared = Headers(scope=scope).get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limit:
+        if declared is not None and declared.isdigit() and not await allows(int(declared)):
             await rule.refusal(Request(scope), describe(limit))(scope, receive, send)
             return
         counted, started = 0, False
@@ -66,7 +78,7 @@ class BodyLimits:
             message = await receive()
             if message["type"] == "http.request":
                 counted += len(message.get("body", b""))
-                if counted > limit:
+                if not await allows(counted):
                     raise BodyTooLarge
             return message
 

@@ -5,10 +5,14 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from sqlalchemy.exc import OperationalError
 
 from mcp_server.gate import MAX_BODY_BYTES as MCP_LIMIT
+from pages.sessions import SESSION_COOKIE
 from rest.framework import MAX_BODY_BYTES as API_LIMIT
+from service import app as app_module
 from service.body_limits import KB
+from tests.web.conftest import Browser
 
 JSON = {"Content-Type": "application/json"}
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
@@ -93,3 +97,38 @@ def test_a_declared_length_over_the_limit_is_refused_without_reading(app):
                          (b"content-type", b"application/json")]}
     asyncio.run(app(scope, receive, send))
     assert sent[0]["status"] == 413
+
+
+# --- the larger allowance of a signed-in person (issue 33) -----------------------------------
+
+PAGE_FORM = b"name=" + b"x" * 32 * KB  # over the 16 KB of a signed-out page, far under the 8 MiB of a signed-in one
+
+
+def signed_up(client):
+    assert Browser(client).sign_up().status_code == 303  # the client now holds a session cookie
+    return client
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+def test_a_cookie_named_like_the_session_cookie_gets_no_larger_allowance(client, chunked):
+    client.cookies.set(SESSION_COOKIE, "not-a-session")
+    response = client.post("/customers/new", content=chunks(len(PAGE_FORM)) if chunked else PAGE_FORM, headers=FORM)
+    assert response.status_code == 413
+    assert "16 KB" in response.text
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+def test_a_signed_in_person_gets_the_larger_allowance(client, chunked):
+    signed_up(client)
+    response = client.post("/customers/new", content=chunks(len(PAGE_FORM)) if chunked else PAGE_FORM, headers=FORM)
+    assert response.status_code == 403  # read whole, then refused for its missing form token
+
+
+def test_a_session_that_cannot_be_checked_gets_the_smaller_allowance(client, monkeypatch):
+    signed_up(client)
+
+    def unreachable(_request):
+        raise OperationalError("SELECT", {}, Exception("the database is down"))
+    monkeypatch.setattr(app_module, "current_user", unreachable)
+    response = client.post("/customers/new", content=PAGE_FORM, headers=FORM)
+    assert response.status_code == 413

@@ -115,13 +115,20 @@ def declined(tool: str, arguments: dict, answer: str = "decline") -> types.CallT
         "declined": True, "action": action, "invoice": arguments.get("invoice"), "detail": detail})
 
 
-def awaiting_app(question: Question, token: str, shown: Callable[[dict], dict]) -> types.CallToolResult:
-    detail = (f"Nothing has happened yet: the person must confirm in the invoice view. It asks: "
-              f"{question.message}")
+CHANGED_NOTICE = "The invoice changed after the person was asked: nothing was done, and they are asked again."
+
+
+def awaiting_app(question: Question, token: str, shown: Callable[[dict], dict], *,
+                 again: bool = False) -> types.CallToolResult:
+    """The question for the invoice view; `again` when an earlier answer was to an invoice that has changed since."""
+    detail = (f"{CHANGED_NOTICE + ' ' if again else ''}Nothing has happened yet: the person must confirm in the "
+              f"invoice view. It asks: {question.message}")
+    structured = {"confirmation_required": True, "action": question.action, "invoice": question.invoice,
+                  "question": question.message, "data": shown(question.view)}
+    if again:
+        structured["notice"] = CHANGED_NOTICE
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=detail)],
-        structured_content={"confirmation_required": True, "action": question.action, "invoice": question.invoice,
-                            "question": question.message, "data": shown(question.view)},
+        content=[types.TextContent(type="text", text=detail)], structured_content=structured,
         meta={"invoicing": {"confirmation_token": token}})  # for the view only: not in the model's context
 
 
@@ -164,12 +171,12 @@ async def before_acting(ctx: ServerRequestContext, tool: str, arguments: dict, p
     if traits.elicitation:
         return Proceed(NOTHING_ASKED)  # a handshake-era client: the gate found nothing to ask
     if traits.apps:
-        return await ask_again(ctx, tool, arguments, shown) or Proceed(NOTHING_ASKED)
+        return await ask_again(ctx, tool, arguments, shown, first=True) or Proceed(NOTHING_ASKED)
     return Proceed(None)
 
 
 async def ask_again(ctx: ServerRequestContext, tool: str, arguments: dict, shown: Callable[[dict], dict], *,
-                    in_view: bool = False) -> types.CallToolResult | types.InputRequiredResult | None:
+                    in_view: bool = False, first: bool = False) -> types.CallToolResult | types.InputRequiredResult | None:
     """The question about the invoice as it is now, in the form this client takes it (None: nothing
     to ask, the action would fail): in the invoice view (where the view asked, or the client only
     shows views), as a round trip (2026-07-28), or, for a handshake-era client, the refusal the gate
@@ -180,7 +187,7 @@ async def ask_again(ctx: ServerRequestContext, tool: str, arguments: dict, shown
         return None
     traits = traits_for(ctx)
     if in_view or (traits.apps and not traits.elicitation):
-        return awaiting_app(question, app_token(principal, tool, arguments, question), shown)
+        return awaiting_app(question, app_token(principal, tool, arguments, question), shown, again=not first)
     if traits.elicitation and is_modern(ctx):
         return _input_required(question)
     return changed(tool)

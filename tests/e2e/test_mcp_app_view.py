@@ -113,3 +113,49 @@ def test_cancel_in_the_view_leaves_the_draft(live_server, page):  # noqa: F811
     inside.get_by_role("button", name="Cancel").click()
     inside.get_by_text("The person declined").wait_for()
     assert api.get(f"/invoices/{invoice['id']}").json()["data"]["status"] == "draft"
+
+
+def test_confirm_after_the_draft_changed_shows_the_new_question_and_finalizes_nothing(live_server, page):  # noqa: F811
+    tenant = make_tenant(None)
+    api = httpx.Client(base_url=f"{live_server}/api/v1", headers={"Authorization": f"Bearer {tenant.key}"})
+    customer = api.post("/customers", json={"name": "Globex Corp", "email": "ap@globex.example"}).json()["data"]
+    invoice = api.post("/invoices", headers={"Idempotency-Key": uuid.uuid4().hex}, json={
+        "customer": customer["id"], "items": [{"description": "Design", "unit_amount": 250000}]}).json()["data"]
+    mcp = Mcp(live_server, tenant.key)
+    view = mcp.rpc("resources/read", {"uri": "ui://invoicing/invoice-view.html"})["result"]["contents"][0]["text"]
+    asked = mcp.rpc("tools/call", {"name": "finalize_invoice", "arguments": {"invoice": invoice["id"]}})["result"]
+    page.expose_function("forward", lambda method, params: json.dumps(mcp.rpc(method, json.loads(params))))
+    page.set_content(HOST_PAGE)
+    page.evaluate("([view, result]) => window.show(view, result)", [view, asked])
+    inside = page.frame_locator("iframe")
+    inside.get_by_text("Finalize the draft for Globex Corp, 2,500.00 USD").wait_for()
+
+    api.patch(f"/invoices/{invoice['id']}", json={"items": [{"description": "Design", "unit_amount": 9900000}]})
+    inside.get_by_role("button", name="Confirm").click()
+
+    inside.get_by_text("Finalize the draft for Globex Corp, 99,000.00 USD").wait_for()
+    assert inside.get_by_role("alert").inner_text().startswith("The invoice changed after the person was asked")
+    assert api.get(f"/invoices/{invoice['id']}").json()["data"]["status"] == "draft"
+    shot(page, "73-mcp-invoice-view-asked-again")
+
+
+def test_the_send_question_shows_the_note_as_written(live_server, page):  # noqa: F811
+    tenant = make_tenant(None)
+    api = httpx.Client(base_url=f"{live_server}/api/v1", headers={"Authorization": f"Bearer {tenant.key}"})
+    customer = api.post("/customers", json={"name": "Globex Corp", "email": "ap@globex.example"}).json()["data"]
+    invoice = api.post("/invoices", headers={"Idempotency-Key": uuid.uuid4().hex}, json={
+        "customer": customer["id"], "items": [{"description": "Design", "unit_amount": 250000}]}).json()["data"]
+    mcp = Mcp(live_server, tenant.key)
+    view = mcp.rpc("resources/read", {"uri": "ui://invoicing/invoice-view.html"})["result"]["contents"][0]["text"]
+    note = "Thank you for the workshop.\n<b>Our bank details changed</b>: see the PDF."
+    asked = mcp.rpc("tools/call", {"name": "send_invoice", "arguments": {
+        "invoice": invoice["id"], "message": note, "cc": ["cfo@globex.example"]}})["result"]
+    page.set_content(HOST_PAGE)
+    page.evaluate("([view, result]) => window.show(view, result)", [view, asked])
+    inside = page.frame_locator("iframe")
+    question = inside.get_by_role("region", name="Confirmation")
+    question.wait_for()
+    text = question.inner_text()
+    assert "to ap@globex.example (a copy to cfo@globex.example), with the PDF attached and the note below?" in text
+    assert "Thank you for the workshop.\n<b>Our bank details changed</b>: see the PDF." in text  # as written, not as HTML
+    shot(page, "74-mcp-invoice-view-send-note")

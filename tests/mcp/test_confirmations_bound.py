@@ -70,6 +70,7 @@ def test_a_draft_changed_after_the_question_is_not_finalized_and_the_view_asks_a
     assert tenant.get(f"/invoices/{invoice['id']}").json()["data"]["status"] == "draft"
     assert history(tenant, invoice["id"]).count("invoice.finalized") == 0
     assert again["isError"] is False and again["structuredContent"]["confirmation_required"] is True
+    assert again["structuredContent"]["notice"].startswith("The invoice changed after the person was asked")
     question = again["structuredContent"]["question"]
     if change == "lines":
         assert "99,000.00 USD" in question

@@ -39,7 +39,7 @@ class Settings(BaseSettings):
     # Failed sign-ins per account and address per 15 minutes; per address 5x that, per account 10x an hour.
     rate_limit_sign_in: int = Field(default=10, ge=1)
     rate_limit_registrations: int = Field(default=30, ge=1)  # OAuth client registrations per network per hour
-    rate_limit_sign_ups: int = Field(default=5, ge=1)  # accounts created per client network per hour
+    rate_limit_sign_ups: int = Field(default=5, ge=1)  # sign-ups (taken addresses too) per client network per hour
     rate_limit_metadata_fetches: int = Field(default=30, ge=1)  # OAuth client documents fetched per network per hour
     rate_limit_public_link: int = Field(default=60, ge=1)  # public invoice pages and PDFs per client network per minute
     # Threads per server process that run requests' database work. Python runs one at a time, so

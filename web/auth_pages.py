@@ -54,14 +54,15 @@ def _signup_again(visit: Visit, values: dict, errors: dict[str, str]) -> Respons
 
 
 def signups_per_network() -> ratelimit.Limit:
-    """Accounts created from one client network (an IPv4 address, an IPv6 /64)."""
+    """Sign-ups from one client network (an IPv4 address, an IPv6 /64), whether they create an
+    account or find the address taken."""
     return ratelimit.Limit("sign_up", get_settings().rate_limit_sign_ups, 3600)
 
 
 def _too_many_sign_ups(visit: Visit, usage: ratelimit.Usage) -> Response:
     usage.refused()
     response = render(visit.request, "error.html", status_code=429, title="Too many new accounts",
-                      message="Several accounts were created from your network in the last hour.",
+                      message="There were several sign-ups from your network in the last hour.",
                       retry_after=usage.retry_after, back_url="/signup", back_label="Back to sign-up")
     response.headers["Retry-After"] = str(usage.retry_after)
     return response
@@ -73,10 +74,13 @@ def signup(visit: Visit) -> Response:
     try:
         normalize_email(values["email"], path="email")
         password_hash = accounts.hash_new_password(password)  # slow: before the transaction
+        # Counted in a transaction of its own: a sign-up for a taken address (which says so) rolls
+        # back the account's, and must still count, or the answers would list who has an account.
         with transaction() as session:
             usage = ratelimit.hit(session, signups_per_network(), client_network(visit.client_ip()))
-            if usage.exceeded:
-                return _too_many_sign_ups(visit, usage)
+        if usage.exceeded:
+            return _too_many_sign_ups(visit, usage)
+        with transaction() as session:
             user, _account = accounts.create_account(session, email=values["email"], password_hash=password_hash,
                                                      name=values["name"] or None)
             mail, _ = verification.verification_mail(session, user)

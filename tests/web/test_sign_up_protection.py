@@ -60,6 +60,15 @@ def test_ipv6_sign_ups_count_by_their_64_network(browser_at):
     assert browser_at("2001:db8:1:3::1").sign_up(new_email()).status_code == 303
 
 
+def test_sign_ups_for_a_taken_address_count_against_the_network(browser_at):
+    """Each says that the address has an account: unbounded, they would list who has one."""
+    taken = new_email()
+    assert browser_at("203.0.113.50").sign_up(taken).status_code == 303
+    limit = signups_per_network().requests
+    statuses = [browser_at("198.51.100.7").sign_up(taken).status_code for _ in range(limit + 1)]
+    assert statuses == [422] * limit + [429]
+
+
 def test_a_stranger_whose_address_was_typed_gets_one_email(browser, outbox):
     browser.sign_up("stranger@example.com")
     for _ in range(3):

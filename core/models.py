@@ -383,13 +383,18 @@ class InvoiceDocument(SQLModel, table=True):
 
 class DelegatedAction(SQLModel, table=True):
     """A consequential action (finalize, send, pay, void) an app took, or was refused, for a person:
-    what the connected-apps page shows, and what an app's per-day limit counts."""
+    what the connected-apps page shows, and what an app's per-day limit counts (per app, person and
+    business, over every sign-in of the app)."""
 
     __tablename__ = "delegated_actions"
-    __table_args__ = (Index("ix_delegated_actions_grant_created", "grant_id", "created_at"),)
+    __table_args__ = (Index("ix_delegated_actions_app_created", "account_id", "user_id", "client_id", "created_at"),)
     id: uuid.UUID = Field(default_factory=_id, primary_key=True)
     account_id: uuid.UUID = Field(foreign_key="accounts.id")
-    grant_id: uuid.UUID
+    grant_id: uuid.UUID  # the sign-in it came through
+    # The app and the person it acted for (None only on actions recorded before migration 0008 whose
+    # sign-in was gone by then: older than any day's count).
+    client_id: str | None = Field(default=None, max_length=2048)
+    user_id: uuid.UUID | None = None
     client_name: str | None = Field(default=None, max_length=256)
     action: str = Field(max_length=16)  # finalize, send, pay, void
     via: str = Field(max_length=16)  # MCP or REST

@@ -1,9 +1,11 @@
 """Settings → Connected apps: what each app may do, the limits the person set (editable), what it did.
 
-An app's page shows each sign-in's limits in words with a form to change them (the person owns the
-account: they may lower, raise or remove a limit), and the app's recent consequential actions,
-refusals included. An app refused for a limit links here with the action and the invoice, so the
-person can raise the limit or finish the action themselves.
+An app's page shows each sign-in's limits in words, each with how many actions the app took in the
+last 24 hours (through any of its sign-ins), and a form to change them (the person owns the account:
+they may lower, raise or remove a limit). Below, the app's recent consequential actions through any
+sign-in, refusals included. An app refused for a
+limit links here with the action and the invoice, so the person can raise the limit or finish the
+action themselves.
 """
 
 from __future__ import annotations
@@ -86,18 +88,21 @@ def app_detail(visit: Visit, directory: ConnectedApps, *, errors: dict | None = 
         if grant is None:
             return not_found(visit, "connected app", "/settings/apps")
         account_id = account_of(session, visit.user).id
-        actions = delegated_actions.recent(session, account_id, [grant.id])
+        actions = delegated_actions.recent(session, account_id, grant.client_id, visit.user.id)
         asked = _asked(visit, session, account_id)
+        rows = _rows(session, grant, account_id, visit.user.id)
     return render(visit.request, "app.html", status_code=status_code, grant=grant, actions=actions, asked=asked,
-                  rows=_rows(grant), errors=errors or {}, notice=notice_of(visit, NOTICES), money=format_money)
+                  rows=rows, errors=errors or {}, notice=notice_of(visit, NOTICES), money=format_money)
 
 
-def _rows(grant: Grant) -> list[dict]:
+def _rows(session, grant: Grant, account_id: uuid.UUID, user_id: uuid.UUID) -> list[dict]:
     rows = []
     for index, detail in enumerate(grant.authorization_details or ()):
         amount, per_day = as_typed(detail)
+        done = delegated_actions.done_today(session, account_id, grant.client_id, user_id, detail.actions)
         rows.append({"index": index, "words": detail.words(), "currency": detail.currency or "",
-                     "amount": amount, "per_day": per_day})
+                     "amount": amount, "per_day": per_day,
+                     "today": f"{done} of {detail.max_per_day}" if detail.max_per_day is not None else str(done)})
     return rows
 
 

@@ -1,10 +1,12 @@
 """Consequential actions an app takes for a person, within the limits the person set.
 
 Before an app (an OAuth token) finalizes, sends, marks paid or voids, `act_for` checks the grant's
-authorization details: the action must be listed, the invoice total within `max_amount` in that same
-currency, and the actions of the last 24 hours under `max_per_day`. The check runs in the action's
-own transaction, after the account's row is locked, so concurrent requests (on any process) cannot
-slip past a daily count; the action is recorded there too, so a failed action is not counted. A
+authorization details: the action must be listed, the invoice total within `max_amount` in that same currency, and the actions
+of the last 24 hours under `max_per_day`. The day's count is the app's for that person and business,
+over all its sign-ins (MCP and REST, a step-up, another device), disconnected ones included: signing
+in again does not start a new day. The check runs in the action's own transaction, after the
+account's row is locked, so concurrent requests (on any process, through any grant) cannot slip past
+a daily count; the action is recorded there too, so a failed action is not counted. A
 refusal is recorded after the action's transaction rolls back (the pipeline stores it) and raised as
 `GrantLimitExceeded`, naming where the person can raise the limit or finish the action.
 Every action of an app is recorded, limited or not: the connected-apps page shows them.
@@ -79,15 +81,24 @@ def _beyond(session: Session, principal: Principal, action: str, invoice: Invoic
                     f"({total}), outside that limit.")
         if invoice.total > amount:
             return f"This app may {VERBS[action]} invoices of up to {limit}; this one totals {total}."
-    if detail.max_per_day is not None and _done_today(session, principal.grant_id, detail.actions) >= detail.max_per_day:
+    if detail.max_per_day is not None and done_today(session, principal.account_id, principal.client_id,
+                                                     principal.user_id, detail.actions) >= detail.max_per_day:
         return (f"This app may {VERBS[action]} at most {detail.max_per_day} invoice"
                 f"{'' if detail.max_per_day == 1 else 's'} in 24 hours, and it has.")
     return None
 
 
-def _done_today(session: Session, grant_id: uuid.UUID, actions: tuple[str, ...]) -> int:
+def _of_app(account_id: uuid.UUID, client_id: str | None, user_id: uuid.UUID | None) -> tuple:
+    return (DelegatedAction.account_id == account_id, DelegatedAction.user_id == user_id,
+            DelegatedAction.client_id == client_id)
+
+
+def done_today(session: Session, account_id: uuid.UUID, client_id: str | None, user_id: uuid.UUID | None,
+               actions: tuple[str, ...]) -> int:
+    """How many of `actions` the app did for this person and business in the last 24 hours, through
+    any of its sign-ins: what `max_per_day` counts."""
     return session.exec(select(func.count()).select_from(DelegatedAction).where(
-        DelegatedAction.grant_id == grant_id, DelegatedAction.outcome == "done",
+        *_of_app(account_id, client_id, user_id), DelegatedAction.outcome == "done",
         DelegatedAction.action.in_(actions), DelegatedAction.created_at > now() - DAY)).one()
 
 
@@ -101,19 +112,17 @@ def _label(session: Session, invoice: Invoice) -> str:
 def _record(session: Session, principal: Principal, action: str, invoice: Invoice, outcome: str,
             detail: str | None) -> DelegatedAction:
     via = resources.label(principal.resource or "")
-    return DelegatedAction(account_id=principal.account_id, grant_id=principal.grant_id, client_name=principal.client_name,
+    return DelegatedAction(account_id=principal.account_id, grant_id=principal.grant_id, client_id=principal.client_id,
+                           user_id=principal.user_id, client_name=principal.client_name,
                            action=action, via=via, invoice_id=invoice.id, invoice_label=_label(session, invoice),
                            amount=invoice.total, currency=invoice.currency, outcome=outcome,
                            detail=(detail or None) and detail[:1000])
 
 
-def recent(session: Session, account_id: uuid.UUID, grant_ids: list[uuid.UUID]) -> list[DelegatedAction]:
-    """The latest actions of these grants (one app's sign-ins), newest first."""
-    if not grant_ids:
-        return []
-    return list(session.exec(select(DelegatedAction).where(
-        DelegatedAction.account_id == account_id, DelegatedAction.grant_id.in_(grant_ids))
-        .order_by(DelegatedAction.created_at.desc()).limit(RECENT)))
+def recent(session: Session, account_id: uuid.UUID, client_id: str, user_id: uuid.UUID) -> list[DelegatedAction]:
+    """The app's latest actions for this person and business, through any of its sign-ins, newest first."""
+    return list(session.exec(select(DelegatedAction).where(*_of_app(account_id, client_id, user_id))
+                             .order_by(DelegatedAction.created_at.desc()).limit(RECENT)))
 
 
 def would_refuse(session: Session, principal: Principal, action: str, invoice: Invoice) -> bool:

@@ -215,13 +215,11 @@ def test_another_currency_is_outside_the_limit(browser, client, app_client, tena
     assert response.status_code == 403 and "in EUR" in response.json()["detail"]
 
 
-def test_the_day_count_is_per_grant(browser, client, app_client, tenant):
+def test_the_day_count_stops_at_the_limit(browser, client, app_client, tenant):
     details = [{**FINALIZE_1000[0], "max_per_day": 2}]
     caller = as_token(client, rest_token(browser, app_client, authorization_details=details)["access_token"])
     statuses = [finalize(caller, draft_of(tenant, 1000)["id"]).status_code for _ in range(3)]
     assert statuses == [200, 200, 403]
-    fresh = as_token(client, rest_token(browser, app_client, authorization_details=details)["access_token"])
-    assert finalize(fresh, draft_of(tenant, 1000)["id"]).status_code == 200  # another sign-in, its own count
 
 
 def test_a_failed_action_is_not_counted(browser, client, app_client, tenant):
@@ -298,6 +296,103 @@ def test_another_persons_grant_page_is_not_found(browser, client, app_client, ot
     client.cookies.clear()
     sign_in(client, other_tenant.user_email)
     assert client.get(f"/settings/apps/{grant_id}").status_code == 404
+
+
+# --- one set of limits per app, person and business (issue 33) -------------------------------------
+
+TWO_A_DAY = [{**FINALIZE_1000[0], "max_per_day": 2}]
+
+
+def mcp_finalize(client, token: str, invoice_id: str) -> dict:
+    response = client.post("/mcp", headers={**HEADERS, "Authorization": f"Bearer {token}"}, content=json.dumps({
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "finalize_invoice", "arguments": {"invoice": invoice_id}}}))
+    return response.json()["result"]
+
+
+def grant_ids(client_id: str) -> list[str]:
+    """The app's grants, oldest first."""
+    from sqlmodel import select
+
+    from authz.models import OAuthGrant
+    from core.base import db
+    with db.transaction() as session:
+        return [str(g.id) for g in session.exec(select(OAuthGrant).where(OAuthGrant.client_id == client_id)
+                                                .order_by(OAuthGrant.created_at))]
+
+
+def test_two_grants_of_one_app_share_one_daily_count(browser, client, app_client, tenant):
+    first = as_token(client, rest_token(browser, app_client, authorization_details=TWO_A_DAY)["access_token"])
+    second = as_token(client, rest_token(browser, app_client, authorization_details=TWO_A_DAY)["access_token"])
+    assert finalize(first, draft_of(tenant, 1000)["id"]).status_code == 200
+    assert finalize(second, draft_of(tenant, 1000)["id"]).status_code == 200
+    for caller in (first, second):
+        refused = finalize(caller, draft_of(tenant, 1000)["id"])
+        assert refused.status_code == 403 and refused.json()["code"] == "grant_limit_exceeded"
+
+
+def test_the_mcp_and_rest_grants_of_one_app_share_one_daily_count(browser, client, app_client, tenant):
+    rest = as_token(client, rest_token(browser, app_client, authorization_details=TWO_A_DAY)["access_token"])
+    mcp = obtain(browser, app_client, scopes=ACTING, authorization_details=TWO_A_DAY)["access_token"]
+    assert [finalize(rest, draft_of(tenant, 1000)["id"]).status_code for _ in range(2)] == [200, 200]
+    result = mcp_finalize(client, mcp, draft_of(tenant, 1000)["id"])
+    assert result["isError"] is True and json.loads(result["content"][0]["text"])["code"] == "grant_limit_exceeded"
+
+
+def test_another_grant_revokes_none(browser, client, app_client, tenant):
+    older = rest_token(browser, app_client, authorization_details=FINALIZE_1000)["access_token"]
+    rest_token(browser, app_client, authorization_details=FINALIZE_1000, fields={"detail0.amount": "250"})
+    obtain(browser, app_client, scopes=ACTING, authorization_details=FINALIZE_1000)
+    response = client.get("/api/v1/invoices", headers={"Authorization": f"Bearer {older}"})
+    assert response.status_code == 200
+    assert len(grant_ids(app_client["client_id"])) == 3
+
+
+def test_disconnecting_and_connecting_again_keeps_the_days_count(browser, client, app_client, tenant):
+    one_a_day = [{**FINALIZE_1000[0], "max_per_day": 1}]
+    first = as_token(client, rest_token(browser, app_client, authorization_details=one_a_day)["access_token"])
+    assert finalize(first, draft_of(tenant, 1000)["id"]).status_code == 200
+    csrf = browser.get("/settings/apps").text.split('name="csrf_token" value="', 1)[1].split('"', 1)[0]
+    assert browser.post("/settings/apps/disconnect", data={"csrf_token": csrf, "client_id": app_client["client_id"]},
+                        follow_redirects=False).status_code == 303
+    again = as_token(client, rest_token(browser, app_client, authorization_details=one_a_day)["access_token"])
+    assert finalize(again, draft_of(tenant, 1000)["id"]).status_code == 403
+
+
+def test_another_app_keeps_its_own_count(browser, client, app_client, tenant):
+    one_a_day = [{**FINALIZE_1000[0], "max_per_day": 1}]
+    first = as_token(client, rest_token(browser, app_client, authorization_details=one_a_day)["access_token"])
+    assert finalize(first, draft_of(tenant, 1000)["id"]).status_code == 200
+    other_app = register(client, token_endpoint_auth_method="none", client_name="Other books")
+    other = as_token(client, rest_token(browser, other_app, authorization_details=one_a_day)["access_token"])
+    assert finalize(other, draft_of(tenant, 1000)["id"]).status_code == 200
+
+
+def test_the_same_app_for_another_person_keeps_its_own_count(browser, client, app_client, tenant, other_tenant):
+    from tests.oauth_flow import sign_in
+    one_a_day = [{**FINALIZE_1000[0], "max_per_day": 1}]
+    mine = as_token(client, rest_token(browser, app_client, authorization_details=one_a_day)["access_token"])
+    assert finalize(mine, draft_of(tenant, 1000)["id"]).status_code == 200
+    client.cookies.clear()
+    sign_in(client, other_tenant.user_email)
+    theirs = as_token(client, rest_token(client, app_client, authorization_details=one_a_day)["access_token"])
+    assert finalize(theirs, draft_of(other_tenant, 1000)["id"]).status_code == 200
+
+
+def test_the_apps_page_shows_the_count_its_grants_share(browser, client, app_client, tenant):
+    for _ in range(2):
+        caller = as_token(client, rest_token(browser, app_client, authorization_details=FINALIZE_1000)["access_token"])
+        assert finalize(caller, draft_of(tenant, 1000)["id"]).status_code == 200
+    page = browser.get(f"/settings/apps/{grant_ids(app_client['client_id'])[0]}").text
+    assert "In the last 24 hours: 2 of 5" in page
+
+
+def test_the_apps_page_lists_what_it_did_through_every_grant(browser, client, app_client, tenant):
+    for _ in range(2):
+        caller = as_token(client, rest_token(browser, app_client, authorization_details=FINALIZE_1000)["access_token"])
+        assert finalize(caller, draft_of(tenant, 1000)["id"]).status_code == 200
+    page = browser.get(f"/settings/apps/{grant_ids(app_client['client_id'])[0]}").text
+    assert page.count("<td>done</td>") == 2
 
 
 # --- enforcement on MCP --------------------------------------------------------------------------------

@@ -85,7 +85,7 @@ class HttpOAuth2Request(OAuth2Request):
         self.granted_scopes: list[str] = []
         self.requested_details: tuple | None = None  # RFC 9396, as the client asked
         self.granted_details: tuple | None = None  # as the person allowed (core.access.authorization_details)
-        self.earlier_details: tuple | None = None  # the limits of the app's current sign-in, kept when asking again
+        self.earlier_details: tuple | None = None  # the app's limits, kept when asking again
 
     @property
     def args(self) -> dict:

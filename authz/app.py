@@ -235,7 +235,7 @@ def _authorize(request: Request, form, errors: dict[str, str]) -> Response:
         if user is None:
             return sign_in_first(path_with_query(request))
         oauth_request.earlier_details = connected_apps.current_limits(
-            session, user.id, grant.client.get_client_id(), oauth_request.resource)
+            session, user.id, accounts.account_of(session, user).id, grant.client.get_client_id())
         page = _consent_page(request, grant, oauth_request, currency=_account_currency(session, user))
         if request.method == "GET":
             return consent.render_consent(request, page)

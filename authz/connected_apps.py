@@ -1,5 +1,18 @@
-"""The apps a user has connected (Settings → Connected apps), and disconnecting one: the
-`core.access.connected_apps.ConnectedApps` the dashboard is given."""
+"""The apps a user has connected (Settings → Connected apps), their limits, and disconnecting one:
+the `core.access.connected_apps.ConnectedApps` the dashboard is given.
+
+Limits are the app's, for one person and business, however many times they authorized it (a
+step-up, a second device, MCP and the REST API): every grant of the app that is not revoked holds the
+same authorization details, so every token of the app meets the same limits (the resource server,
+introspection and token responses read its grant's). They change in two places only, both under the
+account's row lock (the one delegated actions take), so two changes cannot interleave:
+
+- a new grant (`adopt_limits`): its limits become the app's for the actions its scopes allow, the
+  app's earlier limits stay for the others (`core.access.authorization_details.for_app`);
+- the dashboard (`set_limits`): the person's limits replace the app's.
+
+No grant is revoked for it. The day's count is the app's too (`core.billing.delegated_actions`).
+"""
 
 from __future__ import annotations
 
@@ -13,6 +26,7 @@ from core.access import authorization_details, resources
 from core.access.connected_apps import AppSummary, Grant
 from core.access.scopes import ordered
 from core.base.clock import now
+from core.models import Account
 
 
 def _live_grants(session: Session, user_id: uuid.UUID, *conditions) -> list[OAuthGrant]:
@@ -23,6 +37,10 @@ def _live_grants(session: Session, user_id: uuid.UUID, *conditions) -> list[OAut
     query = select(OAuthGrant).where(
         OAuthGrant.user_id == user_id, OAuthGrant.revoked_at.is_(None), OAuthGrant.id.in_(usable), *conditions)
     return list(session.exec(query.order_by(OAuthGrant.created_at)))
+
+
+def _of_app(client_id: str, user_id: uuid.UUID, account_id: uuid.UUID) -> tuple:
+    return OAuthGrant.client_id == client_id, OAuthGrant.user_id == user_id, OAuthGrant.account_id == account_id
 
 
 def _live_grant(session: Session, user_id: uuid.UUID, grant_id: uuid.UUID) -> OAuthGrant | None:
@@ -68,20 +86,49 @@ def grant(session: Session, user_id: uuid.UUID, grant_id: uuid.UUID) -> Grant | 
     return _grant(row, client.name if client else "Unknown app")
 
 
-def current_limits(session: Session, user_id: uuid.UUID, client_id: str, resource: str) -> tuple | None:
-    """The limits of the app's latest live sign-in to `resource`: asking again (for more scopes, say)
-    starts from them, so stepping up does not drop what the person set."""
-    latest = _live_grants(session, user_id, OAuthGrant.client_id == client_id, OAuthGrant.resource == resource)
+def current_limits(session: Session, user_id: uuid.UUID, account_id: uuid.UUID, client_id: str) -> tuple | None:
+    """The app's limits (those of its latest live sign-in, to either resource): asking again (for more
+    scopes, say, or for the other resource) starts from them, so it does not drop what the person set."""
+    latest = _live_grants(session, user_id, *_of_app(client_id, user_id, account_id))
     return authorization_details.from_stored(latest[-1].authorization_details) if latest else None
 
 
+def adopt_limits(session: Session, grant: OAuthGrant) -> None:
+    """A new grant's limits become the app's (written to every grant of it not revoked, the new one
+    included) for the actions its scopes allow; the app's limits before stay for the other actions its
+    live grants allow."""
+    _lock_account(session, grant.account_id)
+    others = [g for g in _live_grants(session, grant.user_id, *_of_app(grant.client_id, grant.user_id, grant.account_id))
+              if g.id != grant.id]
+    details = authorization_details.for_app(
+        authorization_details.from_stored(grant.authorization_details), authorization_details.actions_of(grant.scopes),
+        authorization_details.from_stored(others[-1].authorization_details) if others else None,
+        authorization_details.actions_of(scope for g in others for scope in g.scopes))
+    _write_limits(session, grant.client_id, grant.user_id, grant.account_id, details)
+
+
 def set_limits(session: Session, user_id: uuid.UUID, grant_id: uuid.UUID, details: tuple | None) -> bool:
+    """The person's limits become the app's, the app of this live grant: every grant of it not revoked
+    holds them from the next request."""
     row = _live_grant(session, user_id, grant_id)
     if row is None:
         return False
-    row.authorization_details = authorization_details.to_json(details)
-    session.add(row)
+    _lock_account(session, row.account_id)
+    _write_limits(session, row.client_id, user_id, row.account_id, details)
     return True
+
+
+def _lock_account(session: Session, account_id: uuid.UUID) -> None:
+    session.exec(select(Account.id).where(Account.id == account_id).with_for_update()).first()
+
+
+def _write_limits(session: Session, client_id: str, user_id: uuid.UUID, account_id: uuid.UUID,
+                  details: tuple | None) -> None:
+    stored = authorization_details.to_json(details)
+    for row in session.exec(select(OAuthGrant).where(*_of_app(client_id, user_id, account_id),
+                                                     OAuthGrant.revoked_at.is_(None))):
+        row.authorization_details = stored
+        session.add(row)
 
 
 def disconnect(session: Session, user_id: uuid.UUID, client_id: str) -> int:

@@ -35,7 +35,7 @@ class LimitRow:
     currency: str
     amount: str = ""  # major units, as typed or filled in
     per_day: str = ""
-    kept: bool = False  # filled in from the limits of the app's current sign-in
+    kept: bool = False  # filled in from the app's limits
 
     @property
     def words(self) -> str | None:
@@ -49,8 +49,8 @@ class LimitsRefused(ValueError):
 def rows(requested_scopes: list[str], requested: tuple[InvoiceActions, ...] | None, currency: str,
          form=None, earlier: tuple[InvoiceActions, ...] | None = None) -> list[LimitRow]:
     """The rows of the page, filled with what the app asked for, narrowed by the limits the person set
-    on the app's current sign-in (`earlier`: asking again for more scopes keeps them), or from `form`
-    when it was sent back."""
+    for the app (`earlier`: asking again, for more scopes or the other resource, keeps them), or from
+    `form` when it was sent back."""
     result = []
     for index, detail in enumerate(requested or ()):
         scope = SCOPE_OF[detail.actions[0]]

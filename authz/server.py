@@ -19,7 +19,7 @@ from authlib.oauth2.rfc7009 import RevocationEndpoint
 from authlib.oauth2.rfc7662 import IntrospectionEndpoint
 from authlib.oauth2.rfc9207 import IssuerParameter
 
-from authz import clients, tokens
+from authz import clients, connected_apps, tokens
 from authz.adapter import HttpJsonRequest, HttpOAuth2Request, OAuthResponse, db, document_error
 from authz.errors import safe_description
 from authz.grants import TOKEN_AUTH_METHODS, CodeGrant, PkceS256, RefreshGrant
@@ -108,7 +108,11 @@ class OAuthServer(AuthorizationServer):
 
     def save_token(self, token, request):
         rotating = request.refresh_token if isinstance(request.refresh_token, tokens.StoredToken) else None
-        grant = rotating.grant if rotating is not None else tokens.start_grant(db(), request.authorization_code)
+        if rotating is not None:
+            grant = rotating.grant
+        else:
+            grant = tokens.start_grant(db(), request.authorization_code)
+            connected_apps.adopt_limits(db(), grant)  # its limits become the app's
         tokens.store_pair(db(), grant, token, rotating=rotating)
         tokens.with_granted_details(token, grant)
 

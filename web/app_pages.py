@@ -1,9 +1,9 @@
 """Settings → Connected apps: what each app may do, the limits the person set (editable), what it did.
 
-An app's page shows each sign-in's limits in words, each with how many actions the app took in the
-last 24 hours (through any of its sign-ins), and a form to change them (the person owns the account:
-they may lower, raise or remove a limit). Below, the app's recent consequential actions through any
-sign-in, refusals included. An app refused for a
+An app's page (reached through any of its sign-ins) shows the app's limits in words, each with how
+many actions it took in the last 24 hours, and a form to change them (the person owns the account:
+they may lower, raise or remove a limit); saving changes them on every sign-in of the app. Below, the
+app's recent consequential actions through any sign-in, refusals included. An app refused for a
 limit links here with the action and the invoice, so the person can raise the limit or finish the
 action themselves.
 """

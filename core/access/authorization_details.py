@@ -9,13 +9,15 @@ One type, `invoice_actions`:
 largest invoice total, in minor units of one currency, the actions may touch (an invoice in another
 currency is outside it); `max_per_day` (optional) is how many of these actions in any 24 hours. A
 grant that carries authorization details may do only the actions they list, within their limits;
-a grant without any (an older one, an API key) is bounded by its scopes alone.
+a grant without any (an older one, an API key) is bounded by its scopes alone. The limits are the
+app's, for one person and business: every live grant of the app holds the same (`for_app`).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 
 from core.base.money import format_money, from_major, is_known_currency, to_major
 from core.base.validation import MAX_SAFE_INTEGER
@@ -74,8 +76,8 @@ class InvoiceActions:
         return other.max_per_day is None or (self.max_per_day is not None and self.max_per_day <= other.max_per_day)
 
 
-def parse(value: object) -> tuple[InvoiceActions, ...]:
-    """`authorization_details` as sent (a JSON string in a form, or already parsed)."""
+def parse(value: object, *, most: int | None = MAX_DETAILS) -> tuple[InvoiceActions, ...]:
+    """`authorization_details` as sent (a JSON string in a form, or already parsed); at most `most` of them."""
     if isinstance(value, str):
         try:
             value = json.loads(value)
@@ -83,8 +85,8 @@ def parse(value: object) -> tuple[InvoiceActions, ...]:
             raise InvalidAuthorizationDetails("authorization_details must be a JSON array") from None
     if not isinstance(value, list) or not value:
         raise InvalidAuthorizationDetails("authorization_details must be a non-empty JSON array of objects")
-    if len(value) > MAX_DETAILS:
-        raise InvalidAuthorizationDetails(f"at most {MAX_DETAILS} authorization details")
+    if most is not None and len(value) > most:
+        raise InvalidAuthorizationDetails(f"at most {most} authorization details")
     return tuple(_one(item, index) for index, item in enumerate(value))
 
 
@@ -152,5 +154,32 @@ def to_json(details: tuple[InvoiceActions, ...] | None) -> list[dict] | None:
 
 
 def from_stored(value: object) -> tuple[InvoiceActions, ...] | None:
-    """What a grant stores (validated when it was granted); None for a grant without any."""
-    return None if value is None else parse(value)
+    """What a grant stores (validated when it was granted, or made by `for_app` from such, which may
+    hold more than a request may ask for); None for a grant without any."""
+    return None if value is None else parse(value, most=None)
+
+
+def actions_of(scopes: Iterable[str]) -> frozenset[str]:
+    """The consequential actions these scopes allow."""
+    return frozenset(action for scope in scopes for action in ACTIONS_OF.get(scope, ()))
+
+
+def for_app(newest: tuple[InvoiceActions, ...] | None, newest_may: frozenset[str],
+            earlier: tuple[InvoiceActions, ...] | None, earlier_may: frozenset[str]) -> tuple[InvoiceActions, ...] | None:
+    """An app's limits once the person grants it again: the new grant's (`newest`) decide the actions
+    its scopes allow (`newest_may`); the app's `earlier` limits stay for the others, which its other
+    live grants may take (`earlier_may`). So a grant that may only read, or only send, cannot drop a
+    limit on finalizing. None (scopes alone decide) only when neither has any."""
+    if newest is None and earlier is None:
+        return None
+    decided = newest if newest is not None else _unlimited(newest_may)
+    if earlier is None:
+        return decided + _unlimited(earlier_may - newest_may)
+    kept = tuple(replace(detail, actions=rest) for detail in earlier
+                 if (rest := tuple(action for action in detail.actions if action not in newest_may)))
+    return decided + kept
+
+
+def _unlimited(actions: frozenset[str]) -> tuple[InvoiceActions, ...]:
+    """These actions allowed without a limit (a grant with details does only what they list)."""
+    return (InvoiceActions(actions=tuple(a for a in ACTIONS if a in actions)),) if actions else ()

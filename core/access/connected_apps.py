@@ -1,5 +1,5 @@
-"""What the dashboard needs of the authorization server: the apps a user has connected, and
-disconnecting one. `authz.connected_apps` provides it; the composition root hands it to `web`."""
+"""What the dashboard needs of the authorization server: the apps a user has connected, their limits,
+and disconnecting one. `authz.connected_apps` provides it; the composition root hands it to `web`."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from sqlmodel import Session
 
 @dataclass(frozen=True)
 class Grant:
-    """One sign-in of an app: where it acts, and the limits the person set (None: its scopes alone)."""
+    """One sign-in of an app: where it acts, and the app's limits (every live sign-in of the app holds
+    the same; None: its scopes alone)."""
 
     id: uuid.UUID
     client_id: str
@@ -34,7 +35,7 @@ class AppSummary:
     resources: list[str]  # "MCP" and/or "REST API"
     connected_at: datetime
     last_used_at: datetime | None
-    grants: list[Grant]  # its live sign-ins, each with its limits
+    grants: list[Grant]  # its live sign-ins, oldest first, each holding the app's limits
 
 
 class ConnectedApps(Protocol):
@@ -45,4 +46,5 @@ class ConnectedApps(Protocol):
     def grant(self, session: Session, user_id: uuid.UUID, grant_id: uuid.UUID) -> Grant | None: ...
 
     def set_limits(self, session: Session, user_id: uuid.UUID, grant_id: uuid.UUID, details: tuple | None) -> bool:
-        """Change a live grant's limits; they reach the app's next request, on every process."""
+        """Change the limits of this live grant's app: every sign-in of it not revoked holds them from
+        the app's next request, on every process."""

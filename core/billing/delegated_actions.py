@@ -1,7 +1,8 @@
 """Consequential actions an app takes for a person, within the limits the person set.
 
-Before an app (an OAuth token) finalizes, sends, marks paid or voids, `act_for` checks the grant's
-authorization details: the action must be listed, the invoice total within `max_amount` in that same currency, and the actions
+Before an app (an OAuth token) finalizes, sends, marks paid or voids, `act_for` checks the app's
+authorization details (every live grant of the app holds the same: `authz.connected_apps`): the
+action must be listed, the invoice total within `max_amount` in that same currency, and the actions
 of the last 24 hours under `max_per_day`. The day's count is the app's for that person and business,
 over all its sign-ins (MCP and REST, a step-up, another device), disconnected ones included: signing
 in again does not start a new day. The check runs in the action's own transaction, after the

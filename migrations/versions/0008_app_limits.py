@@ -1,5 +1,5 @@
 """one set of limits per app, person and business: delegated actions name the app and the person and
-are counted by them
+are counted by them; the grants of an app that stand side by side take the app's limits
 
 Revision ID: 0008
 Revises: 0007
@@ -7,6 +7,8 @@ Revises: 0007
 import sqlalchemy as sa
 import sqlmodel
 from alembic import op
+
+from core.access import authorization_details
 
 revision = "0008"
 down_revision = "0007"
@@ -29,6 +31,36 @@ def upgrade() -> None:
     op.create_index("ix_delegated_actions_app_created", "delegated_actions",
                     ["account_id", "user_id", "client_id", "created_at"])
     op.drop_index("ix_delegated_actions_grant_created", table_name="delegated_actions")
+    _share_limits()
+
+
+def _share_limits() -> None:
+    """The grants of one app, person and business not revoked take the app's limits: each grant's, in
+    the order they were made, as `authz.connected_apps.adopt_limits` now takes them."""
+    grants = sa.table("oauth_grants", sa.column("id", sa.Uuid()), sa.column("client_id", sa.String()),
+                      sa.column("user_id", sa.Uuid()), sa.column("account_id", sa.Uuid()),
+                      sa.column("scopes", sa.JSON()), sa.column("authorization_details", sa.JSON()),
+                      sa.column("created_at"), sa.column("revoked_at"))
+    connection = op.get_bind()
+    by_app: dict[tuple, list] = {}
+    columns = (grants.c.id, grants.c.client_id, grants.c.user_id, grants.c.account_id, grants.c.scopes,
+               grants.c.authorization_details)
+    for row in connection.execute(sa.select(*columns).where(grants.c.revoked_at.is_(None))
+                                  .order_by(grants.c.created_at, grants.c.id)):
+        by_app.setdefault((row.client_id, row.user_id, row.account_id), []).append(row)
+    for rows in by_app.values():
+        if len(rows) < 2:
+            continue
+        limits, may = None, frozenset()
+        for row in rows:
+            newest_may = authorization_details.actions_of(row.scopes)
+            limits = authorization_details.for_app(authorization_details.from_stored(row.authorization_details),
+                                                   newest_may, limits, may)
+            may |= newest_may
+        if limits is None:  # none of them has any
+            continue
+        connection.execute(grants.update().where(grants.c.id.in_([row.id for row in rows]))
+                           .values(authorization_details=authorization_details.to_json(limits)))
 
 
 def downgrade() -> None:

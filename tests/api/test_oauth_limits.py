@@ -162,10 +162,11 @@ def test_an_earlier_lower_limit_narrows_what_the_app_asks_for_again(browser, app
     assert again["authorization_details"][0]["max_amount"] == {"currency": "USD", "amount": 25000}
 
 
-def test_another_resource_does_not_inherit_the_limits(browser, app_client):
+def test_another_resource_starts_from_the_apps_limits(browser, app_client):
     rest_token(browser, app_client, fields={"invoices-send.per_day": "1"})
-    assert "authorization_details" not in obtain(browser, app_client, resource=resources.mcp(),
-                                                  scopes=["invoices:read", "invoices:send"])
+    mcp = obtain(browser, app_client, resource=resources.mcp(), scopes=["invoices:read", "invoices:send"])
+    details = {tuple(d["actions"]): d for d in mcp["authorization_details"]}
+    assert details[("send",)] == {"type": "invoice_actions", "actions": ["send"], "max_per_day": 1}
 
 
 def test_introspection_returns_the_limits_to_the_tokens_own_client(browser, client, app_client):
@@ -321,6 +322,12 @@ def grant_ids(client_id: str) -> list[str]:
                                                 .order_by(OAuthGrant.created_at))]
 
 
+def save_limits(browser, grant_id: str, **fields):
+    form = browser.get(f"/settings/apps/{grant_id}").text
+    csrf = form.split('name="csrf_token" value="', 1)[1].split('"', 1)[0]
+    return browser.post(f"/settings/apps/{grant_id}", data={"csrf_token": csrf, **fields}, follow_redirects=False)
+
+
 def test_two_grants_of_one_app_share_one_daily_count(browser, client, app_client, tenant):
     first = as_token(client, rest_token(browser, app_client, authorization_details=TWO_A_DAY)["access_token"])
     second = as_token(client, rest_token(browser, app_client, authorization_details=TWO_A_DAY)["access_token"])
@@ -339,6 +346,27 @@ def test_the_mcp_and_rest_grants_of_one_app_share_one_daily_count(browser, clien
     assert result["isError"] is True and json.loads(result["content"][0]["text"])["code"] == "grant_limit_exceeded"
 
 
+def test_the_newest_grants_lower_limit_applies_to_an_older_grants_token(browser, client, app_client, tenant):
+    older = as_token(client, rest_token(browser, app_client, authorization_details=FINALIZE_1000)["access_token"])
+    rest_token(browser, app_client, authorization_details=FINALIZE_1000, fields={"detail0.amount": "250"})
+    refused = finalize(older, draft_of(tenant, 60000)["id"])
+    assert refused.status_code == 403 and "up to 250.00 USD" in refused.json()["detail"]
+
+
+def test_the_newest_grants_higher_limit_applies_to_an_older_grants_token(browser, client, app_client, tenant):
+    older = as_token(client, rest_token(browser, app_client, authorization_details=FINALIZE_1000,
+                                        fields={"detail0.amount": "250"})["access_token"])
+    rest_token(browser, app_client, authorization_details=FINALIZE_1000, fields={"detail0.amount": "1000"})
+    assert finalize(older, draft_of(tenant, 60000)["id"]).status_code == 200
+
+
+def test_an_older_grants_introspection_says_the_apps_limits(browser, client, app_client):
+    older = rest_token(browser, app_client, authorization_details=FINALIZE_1000)["access_token"]
+    newest = rest_token(browser, app_client, authorization_details=FINALIZE_1000, fields={"detail0.amount": "250"})
+    answer = client.post("/oauth/introspect", data={"token": older, "client_id": app_client["client_id"]}).json()
+    assert answer["authorization_details"] == newest["authorization_details"]
+
+
 def test_another_grant_revokes_none(browser, client, app_client, tenant):
     older = rest_token(browser, app_client, authorization_details=FINALIZE_1000)["access_token"]
     rest_token(browser, app_client, authorization_details=FINALIZE_1000, fields={"detail0.amount": "250"})
@@ -346,6 +374,18 @@ def test_another_grant_revokes_none(browser, client, app_client, tenant):
     response = client.get("/api/v1/invoices", headers={"Authorization": f"Bearer {older}"})
     assert response.status_code == 200
     assert len(grant_ids(app_client["client_id"])) == 3
+
+
+def test_a_grant_that_may_not_act_leaves_the_apps_limits_as_they_were(browser, client, app_client, tenant):
+    rest = as_token(client, rest_token(browser, app_client, authorization_details=FINALIZE_1000)["access_token"])
+    obtain(browser, app_client, scopes=["invoices:read"])  # MCP, reading only: no limits of its own
+    assert finalize(rest, draft_of(tenant, 250000)["id"]).status_code == 403
+
+
+def test_a_grant_for_other_actions_keeps_the_apps_limits_on_the_rest(browser, client, app_client, tenant):
+    rest = as_token(client, rest_token(browser, app_client, authorization_details=FINALIZE_1000)["access_token"])
+    obtain(browser, app_client, scopes=["invoices:read", "invoices:send"])  # MCP, sending only, no limit set
+    assert finalize(rest, draft_of(tenant, 250000)["id"]).status_code == 403
 
 
 def test_disconnecting_and_connecting_again_keeps_the_days_count(browser, client, app_client, tenant):
@@ -377,6 +417,15 @@ def test_the_same_app_for_another_person_keeps_its_own_count(browser, client, ap
     sign_in(client, other_tenant.user_email)
     theirs = as_token(client, rest_token(client, app_client, authorization_details=one_a_day)["access_token"])
     assert finalize(theirs, draft_of(other_tenant, 1000)["id"]).status_code == 200
+
+
+def test_saving_limits_in_the_dashboard_changes_every_grant_of_the_app(browser, client, app_client, tenant):
+    rest_token(browser, app_client, authorization_details=FINALIZE_1000)
+    newest = as_token(client, rest_token(browser, app_client, authorization_details=FINALIZE_1000)["access_token"])
+    older_id = grant_ids(app_client["client_id"])[0]
+    saved = save_limits(browser, older_id, **{"detail0.amount": "500", "detail0.currency": "USD", "detail0.per_day": "5"})
+    assert saved.status_code == 303
+    assert finalize(newest, draft_of(tenant, 60000)["id"]).status_code == 403
 
 
 def test_the_apps_page_shows_the_count_its_grants_share(browser, client, app_client, tenant):

@@ -28,6 +28,8 @@ def test_the_migrated_schema_matches_the_models(test_settings):
 
 # --- 0008: one set of limits per app, person and business (issue 33) ---------------------------------
 
+FINALIZE = [{"type": "invoice_actions", "actions": ["finalize"], "max_amount": {"currency": "USD", "amount": 100000}}]
+SEND = [{"type": "invoice_actions", "actions": ["send"], "max_per_day": 1}]
 GRANTS = sa.table("oauth_grants", *(sa.column(name, type_) for name, type_ in [
     ("id", sa.Uuid()), ("client_id", sa.String()), ("user_id", sa.Uuid()), ("account_id", sa.Uuid()),
     ("resource", sa.String()), ("scopes", sa.JSON()), ("authorization_details", sa.JSON()),
@@ -91,3 +93,16 @@ def test_0008_names_the_app_and_person_of_actions_recorded_before(before_0008):
         assert connection.execute(sa.select(ACTIONS.c.client_id, ACTIONS.c.user_id)).one() == ("cl_books",
                                                                                               before_0008.user)
 
+
+def test_0008_gives_the_grants_of_one_app_standing_side_by_side_the_apps_limits(before_0008):
+    side_by_side = [before_0008.grant("cl_books", ["invoices:finalize"], FINALIZE),
+                    before_0008.grant("cl_books", ["invoices:read"], None),
+                    before_0008.grant("cl_books", ["invoices:send"], SEND)]
+    unlimited_send = [{"type": "invoice_actions", "actions": ["send"]}]
+    revoked = before_0008.grant("cl_books", ["invoices:send"], unlimited_send, revoked=True)
+    other_app = before_0008.grant("cl_other", ["invoices:send"], SEND)
+    migrate(before_0008.engine, "0008")
+    with before_0008.engine.connect() as connection:
+        held = dict(connection.execute(sa.select(GRANTS.c.id, GRANTS.c.authorization_details)).all())
+    assert [held[grant_id] for grant_id in side_by_side] == [SEND + FINALIZE] * 3
+    assert held[revoked] == unlimited_send and held[other_app] == SEND

@@ -11,7 +11,10 @@ import shutil
 import stat
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -381,3 +384,131 @@ def test_an_e_invoice_is_saved_and_a_refusal_names_the_field(cli, home):
     cli("invoices", "finalize", other)
     message = refused(cli("invoices", "e-invoice", other, "--format", "peppol", "-o", "x.xml"))
     assert "Error (validation)" in message and "customer.address.country" in message
+
+
+# --- keys and tokens never in clear text to another host ------------------------------------------------
+
+class Wire:
+    """An HTTP proxy on the loopback interface that records every request reaching it and answers 404.
+    The CLI runs with HTTP_PROXY naming it, so whatever it sends to an http:// host lands here instead of
+    on the network (example.test and 10.0.0.5 are never contacted)."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[str, str, dict[str, str]]] = []
+        wire = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _record(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                self.rfile.read(length)
+                wire.requests.append((self.command, self.path, dict(self.headers)))
+                body = json.dumps({"status": 404, "code": "not_found", "detail": "Recorded by the test."}).encode()
+                self.send_response(404)
+                self.send_header("Content-Type", "application/problem+json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_POST = do_PATCH = do_DELETE = _record
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def wire() -> Iterator[Wire]:
+    recorder = Wire()
+    yield recorder
+    recorder.close()
+
+
+def through(environment: dict[str, str], wire: Wire, **changes: str) -> dict[str, str]:
+    """`environment` with every http(s) request going to `wire`."""
+    kept = {k: v for k, v in environment.items() if k.lower() not in ("no_proxy", "all_proxy", "https_proxy")}
+    return {**kept, "HTTP_PROXY": wire.url, "http_proxy": wire.url, **changes}
+
+
+CLEAR_TEXT_ELSEWHERE = ["http://example.test", "http://10.0.0.5:8000/api/v1"]
+
+
+@pytest.mark.parametrize("url", CLEAR_TEXT_ELSEWHERE)
+def test_a_key_is_not_sent_in_clear_text_to_another_host(cli, env, wire, account, url):
+    message = refused(cli("customers", "list", environment=through(env, wire, INVOICING_BASE_URL=url)), 2)
+    assert "clear text" in message and "--insecure" in message and "https://" in message
+    message = refused(cli("--api-key", account.key, "--base-url", url, "whoami", environment=through(env, wire)), 2)
+    assert "--insecure" in message and account.key not in message
+    assert wire.requests == []
+
+
+def test_insecure_sends_it_anyway(cli, env, wire, account):
+    environment = through(env, wire, INVOICING_BASE_URL="http://example.test")
+    assert "Recorded by the test" in refused(cli("--insecure", "customers", "list", environment=environment))
+    [(method, target, headers)] = wire.requests  # what the proxy saw is what the network would have carried
+    assert (method, target) == ("GET", "http://example.test/api/v1/customers?limit=25")
+    assert headers["Authorization"] == f"Bearer {account.key}"
+
+
+def test_a_sign_in_to_another_host_over_http_is_refused_before_anything_is_sent(signed_out, home, wire):
+    result = subprocess.run([CLI, "--base-url", "http://example.test", "login", "--no-browser", "--timeout", "10"],
+                            env=through(signed_out, wire), cwd=home, capture_output=True, text=True, timeout=TIMEOUT)
+    message = refused(result, 2)
+    assert "--insecure" in message and "Open this address" not in message
+    assert wire.requests == []
+
+
+def test_a_kept_token_is_not_sent_in_clear_text_to_another_host(cli, signed_out, home, wire):
+    stored = home / "config" / "invoicing" / "credentials.json"
+    stored.parent.mkdir(parents=True)
+    stored.write_text(json.dumps({"default": "http://example.test/api/v1", "servers": {"http://example.test/api/v1": {
+        "issuer": "http://example.test", "client_id": "cl_x", "access_token": "inv_oat_kept",
+        "refresh_token": "inv_ort_kept", "expires_at": int(time.time()) + 3600,
+        "token_endpoint": "http://example.test/oauth/token", "revocation_endpoint": "http://example.test/oauth/revoke"}}}))
+    environment = through({k: v for k, v in signed_out.items() if k != "INVOICING_BASE_URL"}, wire)  # the kept default
+    assert "access token" in refused(cli("customers", "list", environment=environment), 2)
+    assert "refresh token" in refused(cli("logout", environment=environment), 2)
+    assert wire.requests == []
+    assert json.loads(stored.read_text())["servers"]["http://example.test/api/v1"]["refresh_token"] == "inv_ort_kept"
+
+
+def test_a_refresh_token_is_not_sent_in_clear_text_to_another_host(cli, signed_out, home, origin, wire):
+    stored = _signed_in_file(home, origin, token_endpoint="http://example.test/oauth/token",
+                             revocation_endpoint="http://10.0.0.5/oauth/revoke")
+    environment = through(signed_out, wire, INVOICING_BASE_URL=origin)
+    assert "example.test" in refused(cli("customers", "list", environment=environment), 2)
+    assert "10.0.0.5" in refused(cli("logout", environment=environment), 2)
+    assert wire.requests == []
+    assert json.loads(stored.read_text())["servers"][f"{origin}/api/v1"]["refresh_token"] == "inv_ort_old"
+
+
+def test_localhost_is_this_machine(cli, env, origin):
+    local = origin.replace("127.0.0.1", "localhost")
+    assert data(cli("customers", "list", "--json", environment={**env, "INVOICING_BASE_URL": local})) == []
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:8000/api/v1", "http://127.8.0.1", "http://localhost:8000",
+                                 "http://LOCALHOST.:8000", "http://[::1]:8000", "http://[::ffff:127.0.0.1]",
+                                 "https://example.test", "https://10.0.0.5:8443/api/v1"])
+def test_loopback_and_https_are_allowed(url):
+    from invoicing_client.cli import cleartext
+    assert not cleartext.exposed(url)
+
+
+@pytest.mark.parametrize("url", ["http://example.test", "http://10.0.0.5", "http://[fe80::1]:8000", "http://0.0.0.0:8000",
+                                 "http://localhost.example.test", "http://127.0.0.1.example.test", "http://127.1",
+                                 "HTTP://example.test"])
+def test_http_to_any_other_host_is_exposed(url):
+    from invoicing_client.cli import cleartext
+    assert cleartext.exposed(url)
+
+
+def test_the_help_steers_keys_to_the_environment(cli):
+    shown = re.sub(r"[│\s]+", " ", cli("--help").stdout)  # one line, whatever the wrapping
+    assert "INVOICING_API_KEY" in shown and "shell history" in shown and "--insecure" in shown

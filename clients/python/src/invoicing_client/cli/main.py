@@ -2,7 +2,8 @@
 
 Tables for people, `--json` for scripts (the API's objects, on stdout); confirmations go to stderr.
 Exit codes: 0 done; 1 the API refused (its code and message on stderr) or sign-in failed; 2 wrong
-usage; 3 the server could not be reached.
+usage, a key or token that would go over http:// to another host without `--insecure` among them
+(`cleartext`); 3 the server could not be reached.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from rich.markup import escape
 
 from invoicing_client import InvoicingClient, __version__
 from invoicing_client._http import DEFAULT_BASE_URL, api_base
-from invoicing_client.cli import credentials, oauth
+from invoicing_client.cli import cleartext, credentials, oauth
 from invoicing_client.cli import output as show
 from invoicing_client.cli.items import ITEM_FORMAT, parse_item, read_json
 from invoicing_client.errors import APIConnectionError, AuthenticationError, InvoicingError
@@ -29,7 +30,7 @@ from invoicing_client.pagination import Pager
 # Typer's usage errors (click's, vendored by recent Typer): shown as click shows them, exit code 2.
 UsageProblem = next(kind for kind in typer.BadParameter.__mro__ if kind.__name__ == "ClickException")
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
-EXIT_REFUSED, EXIT_UNREACHABLE = 1, 3
+EXIT_REFUSED, EXIT_USAGE, EXIT_UNREACHABLE = 1, 2, 3
 
 
 def _group(help_text: str) -> typer.Typer:
@@ -37,8 +38,8 @@ def _group(help_text: str) -> typer.Typer:
 
 
 app = _group("The Invoicing API from your terminal: customers, products, prices, invoices and webhooks.\n\n"
-             "Start with `invoicing-cli login` (or set INVOICING_API_KEY), then for example "
-             "`invoicing-cli invoices list`.")
+             "Start with `invoicing-cli login`, or put an API key in the environment (`export "
+             "INVOICING_API_KEY=inv_live_…`, never on the command line), then for example `invoicing-cli invoices list`.")
 customers_app = _group("Customers: the people and companies you invoice.")
 products_app = _group("Products: what you sell, by name.")
 prices_app = _group("Prices: a product's amount in one currency.")
@@ -56,6 +57,7 @@ class Options:
     base_url: str | None = None
     api_key: str | None = None
     json: bool = False
+    insecure: bool = False
 
 
 OPTIONS = Options()
@@ -79,12 +81,16 @@ def options(
              f"else {DEFAULT_BASE_URL}).")] = None,
     api_key: Annotated[str | None, typer.Option(
         "--api-key", envvar="INVOICING_API_KEY", show_envvar=True,
-        help="An API key (inv_live_…) instead of `login`.")] = None,
+        help="An API key (inv_live_…) instead of `login`. Set INVOICING_API_KEY rather than this option: "
+             "a key on the command line is seen by other users in `ps` and kept in your shell history.")] = None,
+    insecure: Annotated[bool, typer.Option(
+        "--insecure", help="Send the key or token even over http:// to a host other than this computer, "
+                           "in clear text (refused without it; https, and http to this computer, always work).")] = False,
     json_output: Json = False,
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
                                           help="Print the version and exit.")] = False,
 ) -> None:
-    OPTIONS.base_url, OPTIONS.api_key, OPTIONS.json = base_url, api_key, json_output
+    OPTIONS.base_url, OPTIONS.api_key, OPTIONS.json, OPTIONS.insecure = base_url, api_key, json_output, insecure
 
 
 def api_url() -> str:
@@ -92,12 +98,16 @@ def api_url() -> str:
 
 
 def client() -> InvoicingClient:
+    """The API with the key, else the sign-in's token; neither goes over http:// to another host
+    without --insecure."""
     api = api_url()
-    key = OPTIONS.api_key or oauth.access_token(api)
-    if not key:
-        raise AuthenticationError(f"Not signed in to {api}. Run `invoicing-cli login`, or pass --api-key "
-                                  "(or set INVOICING_API_KEY).")
-    return InvoicingClient(api_key=key, base_url=api)
+    if OPTIONS.api_key:
+        cleartext.check(api, "your API key", insecure=OPTIONS.insecure)
+        return InvoicingClient(api_key=OPTIONS.api_key, base_url=api)
+    token = oauth.access_token(api, insecure=OPTIONS.insecure)
+    if not token:
+        raise AuthenticationError(f"Not signed in to {api}. Run `invoicing-cli login`, or set INVOICING_API_KEY.")
+    return InvoicingClient(api_key=token, base_url=api)
 
 
 def call(action: Callable[[InvoicingClient], Any]) -> Any:
@@ -216,7 +226,8 @@ def login(
 ) -> None:
     """Sign in with your browser (OAuth 2.1 with PKCE); the tokens are kept in your config directory."""
     api = api_url()
-    token = oauth.login(api, scope=scope, open_browser=not no_browser, timeout=timeout, say=show.say)
+    token = oauth.login(api, scope=scope, open_browser=not no_browser, timeout=timeout, say=show.say,
+                        insecure=OPTIONS.insecure)
     show.done(f"Signed in to {api}, allowed: {token.get('scope', '')}")
 
 
@@ -224,7 +235,7 @@ def login(
 def logout() -> None:
     """Revoke this tool's sign-in to the server and forget its tokens."""
     api = api_url()
-    if oauth.logout(api):
+    if oauth.logout(api, insecure=OPTIONS.insecure):
         show.done(f"Signed out of {api}.")
     else:
         show.say(f"Not signed in to {api}.")
@@ -240,11 +251,11 @@ def whoami(as_json: Json = False) -> None:
     elif kept.get("access_token"):
         credential = {"kind": "oauth", "scope": kept.get("scope", ""), "client_id": kept.get("client_id")}
     else:
-        raise AuthenticationError(f"Not signed in to {api}. Run `invoicing-cli login`, or pass --api-key.")
+        raise AuthenticationError(f"Not signed in to {api}. Run `invoicing-cli login`, or set INVOICING_API_KEY.")
     try:
         business = call(lambda c: c.business.retrieve())
     except InvoicingError as exc:
-        if isinstance(exc, (AuthenticationError, APIConnectionError)):
+        if isinstance(exc, (AuthenticationError, APIConnectionError, cleartext.ClearTextRefused)):
             raise
         business = None
     answer = {"base_url": api, "credential": credential, "business": business.to_dict() if business else None}
@@ -645,6 +656,9 @@ def main(argv: list[str] | None = None) -> None:
     except APIConnectionError as exc:
         _report(exc)
         sys.exit(EXIT_UNREACHABLE)
+    except cleartext.ClearTextRefused as exc:
+        _report(exc)
+        sys.exit(EXIT_USAGE)
     except InvoicingError as exc:
         _report(exc)
         sys.exit(EXIT_REFUSED)

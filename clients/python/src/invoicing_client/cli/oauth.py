@@ -6,7 +6,8 @@ RFC 8414), registers this tool once per server (RFC 7591, a public client whose 
 and waits on a port of the loopback interface for the answer. The token is bound to the REST API
 (`resource`, RFC 8707) and kept by `credentials`; it is refreshed before it expires (each refresh
 token works once) and revoked by `logout`. Nothing is fetched from anywhere but the server itself,
-so it works on a deployment without internet access.
+so it works on a deployment without internet access. No code or token is sent over http:// to
+another host without `insecure` (`cleartext`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx
 
-from invoicing_client.cli import credentials
+from invoicing_client.cli import cleartext, credentials
 from invoicing_client.cli.credentials import LoginFailed
 from invoicing_client.errors import APIConnectionError, AuthenticationError
 
@@ -112,7 +113,7 @@ def _json(response: httpx.Response, what: str) -> dict[str, Any]:
 
 def register(http: _Http, server: Server) -> str:
     if not server.registration_endpoint:
-        raise LoginFailed("This server does not let tools register themselves; use an API key (--api-key).")
+        raise LoginFailed("This server does not let tools register themselves; use an API key (set INVOICING_API_KEY).")
     response = http.send("POST", server.registration_endpoint, json={
         "client_name": CLIENT_NAME, "redirect_uris": [f"http://127.0.0.1{REDIRECT_PATH}"],
         "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"],
@@ -196,10 +197,12 @@ class _Callback:
 
 
 def login(api: str, *, scope: str | None, open_browser: bool, timeout: float,
-          say: Callable[[str], None]) -> dict[str, Any]:
+          say: Callable[[str], None], insecure: bool = False) -> dict[str, Any]:
     """Sign in to `api` and keep the tokens; the token response."""
+    cleartext.check(api, "the code and tokens of a sign-in", insecure=insecure)
     with _Http() as http:
         server = discover(http, api)
+        cleartext.check(server.token_endpoint, "the sign-in's code and tokens", insecure=insecure)
         kept = credentials.server(api)
         client_id = kept.get("client_id") if kept.get("issuer") == server.issuer else None
         if client_id and not _client_known(http, server, client_id):
@@ -233,7 +236,7 @@ def login(api: str, *, scope: str | None, open_browser: bool, timeout: float,
         if response.status_code != 200:
             raise LoginFailed(f"The server did not issue a token: {_oauth_error(response)}")
         token = _token(response)
-        _forget_earlier(http, kept)
+        _forget_earlier(http, kept, insecure)
         _keep(api, server, client_id, token)
         return token
 
@@ -268,9 +271,10 @@ def _token(response: httpx.Response) -> dict[str, Any]:
     return token
 
 
-def _forget_earlier(http: _Http, kept: dict[str, Any]) -> None:
+def _forget_earlier(http: _Http, kept: dict[str, Any], insecure: bool) -> None:
     """Revoke the sign-in a new one replaces (best effort: it expires anyway)."""
-    if kept.get("refresh_token") and kept.get("revocation_endpoint") and kept.get("client_id"):
+    if kept.get("refresh_token") and kept.get("revocation_endpoint") and kept.get("client_id") and (
+            insecure or not cleartext.exposed(kept["revocation_endpoint"])):
         try:
             http.send("POST", kept["revocation_endpoint"], data={
                 "token": kept["refresh_token"], "token_type_hint": "refresh_token", "client_id": kept["client_id"]})
@@ -293,24 +297,27 @@ def _lifetime(token: dict[str, Any]) -> int:
         return 3600
 
 
-def access_token(api: str) -> str | None:
+def access_token(api: str, *, insecure: bool = False) -> str | None:
     """A valid access token for `api` from the last login, refreshed when it is about to expire;
-    None when nobody signed in."""
+    None when nobody signed in. `ClearTextRefused` when it or the refresh token would go over http://
+    to another host."""
     kept = credentials.server(api)
     if not kept.get("access_token"):
         return None
+    cleartext.check(api, "your sign-in's access token", insecure=insecure)
     if kept.get("expires_at", 0) - EARLY_REFRESH > time.time():
         return kept["access_token"]
     with credentials.locked():
         kept = credentials.server(api)  # another command may have refreshed meanwhile
         if kept.get("access_token") and kept.get("expires_at", 0) - EARLY_REFRESH > time.time():
             return kept["access_token"]
-        return _refresh(api, kept)
+        return _refresh(api, kept, insecure)
 
 
-def _refresh(api: str, kept: dict[str, Any]) -> str:
+def _refresh(api: str, kept: dict[str, Any], insecure: bool) -> str:
     if not kept.get("refresh_token") or not kept.get("token_endpoint"):
         raise AuthenticationError("Your sign-in has expired. Run `invoicing-cli login`.")
+    cleartext.check(kept["token_endpoint"], "your refresh token", insecure=insecure)
     with _Http() as http:
         response = http.send("POST", kept["token_endpoint"], data={
             "grant_type": "refresh_token", "refresh_token": kept["refresh_token"], "client_id": kept.get("client_id"),
@@ -339,7 +346,7 @@ def _error_code(response: httpx.Response) -> str | None:
     return body.get("error") if isinstance(body, dict) else None
 
 
-def logout(api: str) -> bool:
+def logout(api: str, *, insecure: bool = False) -> bool:
     """Revoke the sign-in to `api` (its refresh token ends the whole grant) and forget the tokens.
     False when nobody was signed in."""
     with credentials.locked():
@@ -351,6 +358,7 @@ def logout(api: str) -> bool:
                               "(Settings → Connected apps). The tokens are kept until then.")
         token, hint = ((kept["refresh_token"], "refresh_token") if kept.get("refresh_token")
                        else (kept["access_token"], "access_token"))
+        cleartext.check(kept["revocation_endpoint"], f"your {hint.replace('_', ' ')}", insecure=insecure)
         with _Http() as http:
             response = http.send("POST", kept["revocation_endpoint"], data={
                 "token": token, "token_type_hint": hint, "client_id": kept.get("client_id")})

@@ -172,13 +172,25 @@ def enter_code(visit: Visit) -> Response:
                             f"{'try' if outcome.attempts_left == 1 else 'tries'}, then sign in again.")
 
 
+def _too_many_codes(visit: Visit, retry_after: int) -> Response:
+    response = render(visit.request, "error.html", status_code=429, title="Too many new codes",
+                      message=f"A sign-in may ask for another code {sign_in.RESENDS_PER_CHALLENGE} times, and a "
+                              f"network {sign_in.RESENDS_PER_NETWORK} times an hour. Use the last code sent, "
+                              f"or sign in again later.",
+                      retry_after=retry_after, back_url="/login/code", back_label="Back to the code")
+    response.headers["Retry-After"] = str(retry_after)
+    return response
+
+
 def resend_code(visit: Visit) -> Response:
-    token = visit.request.cookies.get(CHALLENGE_COOKIE)
     with transaction() as session:
-        if sign_in.find_challenge(session, token) is None:
-            return _challenge_gone(visit)
-        mail = sign_in.resend_code(session, token)
-    return send_after(redirect("/login/code?notice=resent"), mail, "sign_in_code")
+        outcome = sign_in.resend_code(session, visit.request.cookies.get(CHALLENGE_COOKIE), visit.client_ip())
+    if outcome.gone:
+        return _challenge_gone(visit)
+    if outcome.throttled:
+        return _too_many_codes(visit, outcome.retry_after)
+    # Sent after the answer: how long it takes must not tell whether there was one (a right password).
+    return send_after(redirect("/login/code?notice=resent"), outcome.mail, "sign_in_code")
 
 
 def logout_form(visit: Visit) -> Response:

@@ -19,6 +19,10 @@ Each attempt is counted before its password is checked (concurrent attempts cann
 limit between a look and a count) and taken back when it succeeds. Counter keys are keyed hashes
 of the e-mail (trimmed, lowercased) and the client's network, so the answer is the same whether or
 not the account exists, and nothing stored reveals either.
+
+Once a code is needed, a right and a wrong password do the same work, not only get the same answer:
+the same statements, the same rows written, at the sign-in and at each "send another code" (which
+is limited per challenge and per network). Only the e-mail differs, sent after the answer.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from email.message import EmailMessage
 
-from sqlalchemy import delete
+from sqlalchemy import bindparam, delete, update
 from sqlmodel import Session, select
 
 from config.settings import get_settings
@@ -46,6 +50,8 @@ CODE_DIGITS = 8
 CODE_LIFETIME = timedelta(minutes=10)
 CODE_ATTEMPTS = 5  # wrong codes before a challenge is spent
 CODE_MAILS_PER_HOUR = 5  # per account, so nobody can flood the owner's mailbox
+RESENDS_PER_CHALLENGE = 3  # an hour (longer than a challenge can live): an owner needs one, or two
+RESENDS_PER_NETWORK = 20  # an hour, across challenges: a few people behind one address, not a loop
 
 
 def failures_per_account() -> ratelimit.Limit:
@@ -63,6 +69,14 @@ def failures_per_known_browser() -> ratelimit.Limit:
 
 def code_mails_per_account() -> ratelimit.Limit:
     return ratelimit.Limit("sign_in_code_mail", CODE_MAILS_PER_HOUR, 3600)
+
+
+def resends_per_challenge() -> ratelimit.Limit:
+    return ratelimit.Limit("sign_in_code_resend", RESENDS_PER_CHALLENGE, 3600)
+
+
+def resends_per_network() -> ratelimit.Limit:
+    return ratelimit.Limit("sign_in_code_resend_network", RESENDS_PER_NETWORK, 3600)
 
 
 @dataclass(frozen=True)
@@ -180,28 +194,48 @@ def email_hint(email: str) -> str:
     return f"{local[:1]}•••@{domain}" if local else "the account's e-mail address"
 
 
+def _code_hash_for(user: User | None, code: str) -> str:
+    """The code's HMAC for a user whose password matched; for anyone else, one no code has (the
+    same work either way)."""
+    decoy = crypto.token(16)  # not digits: no typed code is ever hashed from it
+    return _code_hash(code if user is not None else decoy)
+
+
 def _challenge(session: Session, user: User | None, email: str, next_path: str, now: float | None) -> Challenge:
-    token, code = crypto.token(32), _new_code()
+    token, code, subject = crypto.token(32), _new_code(), account_subject(email)
     challenge = SignInChallenge(
-        token_hash=crypto.sha256_hex(token), user_id=user.id if user else None, account_subject=account_subject(email),
-        code_hash=_code_hash(code) if user else _code_hash(crypto.token(16)), email_hint=email_hint(email),
+        token_hash=crypto.sha256_hex(token), user_id=user.id if user else None, account_subject=subject,
+        code_hash=_code_hash_for(user, code), email_hint=email_hint(email),
         next_path=next_path, expires_at=clock_now() + CODE_LIFETIME)
     session.add(challenge)
-    return Challenge(token=token, email_hint=challenge.email_hint, mail=_code_mail(session, user, code, now))
+    _sent, mail = _code_mail(session, user, subject, code, now)
+    return Challenge(token=token, email_hint=challenge.email_hint, mail=mail)
 
 
-def _code_mail(session: Session, user: User | None, code: str, now: float | None) -> EmailMessage | None:
-    """The code's e-mail to a user whose password matched, unless the account had its share of codes."""
-    if user is None:
-        return None
-    if ratelimit.hit(session, code_mails_per_account(), account_subject(user.email), now=now).exceeded:
-        metrics.rate_limited("sign_in_code_mail")
-        return None
+def _code_mail(session: Session, user: User | None, subject: str, code: str,
+               now: float | None) -> tuple[bool, EmailMessage | None]:
+    """Whether the account (`subject`) may have another code e-mail, and that e-mail when it goes
+    to a user whose password matched (None for anyone else). The same statements either way: the
+    account's share is counted for every challenge and, for one without a user, given back at once
+    (on the same row), so a wrong password takes nothing from the owner's codes."""
+    usage = ratelimit.hit(session, code_mails_per_account(), subject, now=now)
+    ratelimit.take_back(session, code_mails_per_account(), subject, now=now,
+                        effective=user is None and not usage.exceeded)
+    message = _code_message(user, code)
+    if usage.exceeded:
+        if user is not None:
+            metrics.rate_limited("sign_in_code_mail")
+        return False, None
+    return True, message if user is not None else None
+
+
+def _code_message(user: User | None, code: str) -> EmailMessage:
+    """The code's e-mail; for no user, one to nobody, written all the same and never sent."""
     message = EmailMessage()
     message["Subject"] = f"Your sign-in code: {code}"
     message["From"] = get_settings().sender_address
-    message["To"] = user.email
-    minutes, name = int(CODE_LIFETIME.total_seconds() // 60), plain_name(user.name)
+    message["To"] = user.email if user is not None else "nobody@invalid"
+    minutes, name = int(CODE_LIFETIME.total_seconds() // 60), plain_name(user.name if user is not None else None)
     message.set_content(
         f"{f'Hello {name},' if name else 'Hello,'}\n\n"
         f"Someone signed in to your invoicing account with your password from a browser it has not seen "
@@ -244,20 +278,41 @@ def enter_code(session: Session, token: str | None, code: str) -> CodeOutcome:
     return CodeOutcome(next_path=challenge.next_path, attempts_left=CODE_ATTEMPTS - challenge.attempts)
 
 
-def resend_code(session: Session, token: str | None, *, now: float | None = None) -> EmailMessage | None:
-    """A new code for the browser's challenge (the old one stops working), when its password
-    matched and the account has not had its share of codes; the answer is the same either way."""
+@dataclass(frozen=True)
+class ResendOutcome:
+    gone: bool = False  # no live challenge: sign in again
+    retry_after: int | None = None  # seconds, when refused by a limit
+    mail: EmailMessage | None = None  # the new code's e-mail, to send after the answer
+
+    @property
+    def throttled(self) -> bool:
+        return self.retry_after is not None
+
+
+def resend_code(session: Session, token: str | None, client_ip: str, *,
+                now: float | None = None) -> ResendOutcome:
+    """Another code for the browser's challenge, limited per challenge and per network. Unless the
+    account has had its share of code e-mails, the challenge lives another `CODE_LIFETIME` with a
+    new code (the old one stops working), e-mailed when its password matched. A right and a wrong
+    password run the same statements and write the same rows: the user is read (none for a wrong
+    one), the account's share counted, the challenge rewritten."""
     challenge = find_challenge(session, token, lock=True)
-    if challenge is None or challenge.user_id is None:
-        return None
-    user = session.get(User, challenge.user_id)
+    if challenge is None:
+        return ResendOutcome(gone=True)
+    for limit, subject in ((resends_per_network(), address_subject(client_ip)),
+                           (resends_per_challenge(), str(challenge.id))):
+        usage = ratelimit.hit(session, limit, subject, now=now)
+        if usage.exceeded:
+            usage.refused()
+            return ResendOutcome(retry_after=usage.retry_after)
+    user = session.exec(select(User).where(User.id == bindparam("user_id", challenge.user_id))).first()
     code = _new_code()
-    mail = _code_mail(session, user, code, now)
-    if mail is not None:
-        challenge.code_hash = _code_hash(code)
-        challenge.expires_at = clock_now() + CODE_LIFETIME
-        session.add(challenge)
-    return mail
+    renewed, mail = _code_mail(session, user, challenge.account_subject, code, now)
+    code_hash = _code_hash_for(user, code)
+    session.execute(update(SignInChallenge).where(SignInChallenge.id == challenge.id).values(
+        code_hash=code_hash if renewed else challenge.code_hash,
+        expires_at=clock_now() + CODE_LIFETIME if renewed else challenge.expires_at))
+    return ResendOutcome(mail=mail)
 
 
 def purge_expired(session: Session) -> None:

@@ -188,15 +188,20 @@ def peek(session: Session, limit: Limit, subject: str, *, now: float | None = No
     return reader(session, limit, _bucket(limit, subject), _now_ms(now))
 
 
-def take_back(session: Session, limit: Limit, subject: str, *, now: float | None = None) -> None:
-    """Uncount the latest request counted for `subject` (one counted ahead and then not needed)."""
+def take_back(session: Session, limit: Limit, subject: str, *, now: float | None = None,
+              effective: bool = True) -> None:
+    """Uncount the latest request counted for `subject` (one counted ahead and then not needed).
+    With `effective` false the same statement runs on the same row and changes nothing: for a
+    caller whose work must not differ with a secret (a right or a wrong password)."""
     bucket, now_ms = _bucket(limit, subject), _now_ms(now)
     if limit.exact:
-        session.execute(_log_take_back(limit), {"target": bucket, "ring_length": limit.requests * WIDTH})
+        ring_length = limit.requests * WIDTH if effective else -1  # no ring has a negative length
+        session.execute(_log_take_back(limit), {"target": bucket, "ring_length": ring_length})
         return
     window_start = _Window.at(limit, now_ms).start_ms // 1000
+    least = 0 if effective else 2**31 - 1  # no count reaches it
     session.execute(update(WINDOWS).where(WINDOWS.c.bucket == bucket, WINDOWS.c.window_start == window_start,
-                                          WINDOWS.c.count > 0).values(count=WINDOWS.c.count - 1))
+                                          WINDOWS.c.count > least).values(count=WINDOWS.c.count - 1))
 
 
 def forget(session: Session, limit: Limit, subject: str) -> None:

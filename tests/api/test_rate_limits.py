@@ -294,6 +294,17 @@ def test_take_back_uncounts_the_latest(counters):
     assert not spend(COUNTER, "s", 1, now=MINUTE).exceeded
 
 
+def test_a_take_back_that_is_not_effective_changes_nothing(counters):
+    """The same statement on the same row, for callers whose work must not tell a secret."""
+    spend(LOG, "s", 3, now=HOUR)
+    spend(COUNTER, "s", 10, now=MINUTE)
+    with db.transaction() as session:
+        ratelimit.take_back(session, LOG, "s", now=HOUR, effective=False)
+        ratelimit.take_back(session, COUNTER, "s", now=MINUTE, effective=False)
+    assert spend(LOG, "s", 1, now=HOUR).exceeded
+    assert spend(COUNTER, "s", 1, now=MINUTE).exceeded
+
+
 def test_forget_drops_a_subject_only():
     spend(LOG, "s", 3, now=HOUR)
     spend(LOG, "t", 3, now=HOUR)

@@ -14,17 +14,19 @@ from contextlib import ExitStack
 from datetime import timedelta
 
 import pytest
-from sqlmodel import select
+from sqlalchemy import event, func
+from sqlmodel import SQLModel, select
 from starlette.testclient import TestClient
 
 from core.access import known_browsers, sign_in
 from core.base import db
 from core.base.addresses import client_network
 from core.base.crypto import sha256_hex
+from core.mechanisms import ratelimit
 from core.models import RateLimitLog, SignInChallenge
 from pages.sessions import CHALLENGE_COOKIE, KNOWN_BROWSER_COOKIE
 from tests.conftest import TEST_ORIGIN
-from tests.web.conftest import Browser, outbox_messages
+from tests.web.conftest import PASSWORD, Browser, csrf_of, outbox_messages
 
 BUDGET = sign_in.failures_per_account()
 ATTACKER = "198.51.100.7"
@@ -66,6 +68,55 @@ def code_in(outbox, email: str) -> str:
 
 def enter(browser: Browser, code: str):
     return browser.submit("/login/code", {"code": code}, page="/login")  # the code page may be gone
+
+
+def resend(browser: Browser):
+    return browser.submit("/login/code/resend", page="/login/code")
+
+
+def row_counts() -> dict[str, int]:
+    with db.transaction() as session:
+        return {table.name: session.execute(select(func.count()).select_from(table)).scalar_one()
+                for table in SQLModel.metadata.sorted_tables}
+
+
+def database_work(path: str, browser: Browser, form: dict | None = None, *, page: str) -> tuple:
+    """What POSTing `form` to `path` did: the answer (status, location), the statements it ran as
+    they went to the database (parameter values are not in them: placeholders stand for them) and
+    how many rows each table gained. The form's page is fetched first, out of the count."""
+    fields = {**(form or {}), "csrf_token": csrf_of(browser.get(page).text)}
+    statements: list[str] = []
+
+    def note(_connection, _cursor, statement, *_):
+        statements.append(" ".join(statement.split()))
+    before = row_counts()
+    event.listen(db.get_engine(), "before_cursor_execute", note)
+    try:
+        response = browser.client.post(path, data=fields, follow_redirects=False)
+    finally:
+        event.remove(db.get_engine(), "before_cursor_execute", note)
+    after = row_counts()
+    gained = {table: after[table] - before[table] for table in after if after[table] != before[table]}
+    return (response.status_code, response.headers.get("location")), statements, gained
+
+
+@pytest.fixture
+def twins(browser_at) -> tuple[str, str]:
+    """The e-mail addresses of two accounts in the same state: each budget spent by a distributed
+    attack, no code asked for yet."""
+    emails = []
+    for n in (1, 2):
+        founder = browser_at(f"192.0.2.{n}")
+        assert founder.sign_up().status_code == 303
+        spend_budget(founder.email)
+        emails.append(founder.email)
+    return emails[0], emails[1]
+
+
+def spend_code_mails(email: str) -> None:
+    with db.transaction() as session:
+        for _ in range(sign_in.CODE_MAILS_PER_HOUR):
+            ratelimit.hit(session, sign_in.code_mails_per_account(), sign_in.account_subject(email))
 
 
 # --- below the budget -------------------------------------------------------------------------
@@ -134,6 +185,15 @@ def test_right_and_wrong_passwords_get_the_same_answer_once_the_budget_is_spent(
     pages = [b.get("/login/code").text for b in (right, wrong)]
     assert re.sub(r'value="[^"]+"', "", pages[0]) == re.sub(r'value="[^"]+"', "", pages[1])
     assert len(outbox_messages(outbox, owner.email)) == 2  # the verification e-mail and one code
+
+
+def test_a_sign_in_once_the_budget_is_spent_does_the_same_work_for_a_right_and_a_wrong_password(twins, browser_at):
+    """Not only the answer: the statements run and the rows written tell no more (their time would)."""
+    right, wrong = (database_work("/login", browser_at(address), {"email": email, "password": password}, page="/login")
+                    for address, email, password in (("203.0.113.1", twins[0], PASSWORD),
+                                                     ("203.0.113.2", twins[1], WRONG)))
+    assert right[0] == (303, "/login/code")
+    assert right == wrong
 
 
 def test_a_wrong_password_never_gets_a_working_code(owner, browser_at, outbox):
@@ -290,6 +350,42 @@ def test_another_code_replaces_the_first(challenged, outbox, owner):
     assert second != first  # eight random digits: equal once in a hundred million
     assert enter(newcomer, first).status_code == 401
     assert enter(newcomer, second).status_code == 303
+
+
+@pytest.mark.parametrize("code_mails_spent", [False, True], ids=["code e-mails left", "code e-mails spent"])
+def test_resending_a_code_does_the_same_work_for_a_right_and_a_wrong_password(twins, browser_at, code_mails_spent):
+    right, wrong = browser_at("203.0.113.1"), browser_at("203.0.113.2")
+    for browser, email, password in ((right, twins[0], PASSWORD), (wrong, twins[1], WRONG)):
+        if code_mails_spent:
+            spend_code_mails(email)
+        assert browser.sign_in(email, password=password).headers["location"] == "/login/code"
+    work = [database_work("/login/code/resend", browser, page="/login/code") for browser in (right, wrong)]
+    assert work[0][0] == (303, "/login/code?notice=resent")
+    assert work[0] == work[1]
+
+
+def test_codes_resent_for_one_sign_in_are_limited(challenged):
+    newcomer, _ = challenged
+    limit = sign_in.resends_per_challenge().requests
+    assert [resend(newcomer).status_code for _ in range(limit + 1)] == [303] * limit + [429]
+
+
+def test_codes_resent_from_one_network_are_limited(owner, browser_at):
+    spend_budget(owner.email)
+    limit, per_challenge = sign_in.resends_per_network().requests, sign_in.resends_per_challenge().requests
+    for n in range(limit):  # as many sign-ins waiting for a code as the resends need
+        if n % per_challenge == 0:
+            token = attempt(owner.email, address=ATTACKER).challenge.token
+        with db.transaction() as session:
+            assert not sign_in.resend_code(session, token, ATTACKER).throttled
+    attacker, elsewhere = browser_at(ATTACKER), browser_at("203.0.113.1")
+    for browser in (attacker, elsewhere):
+        assert browser.sign_in(owner.email, password=WRONG).headers["location"] == "/login/code"
+    refused = resend(attacker)
+    assert refused.status_code == 429
+    assert 0 < int(refused.headers["retry-after"]) <= 3600
+    assert "Too many new codes" in refused.text
+    assert resend(elsewhere).status_code == 303
 
 
 def test_code_emails_are_limited_per_account(owner, browser_at, outbox):

@@ -270,7 +270,7 @@ async def _number_and_write(claimed: _Claimed, request: Request, invoice_id: uui
             invoice, shown, reply = finalized(layout, values, values[0], request)
             written = await connection.fetchval(
                 FINALIZE_STATEMENT, *_finishing(claimed.claim, reply),
-                *_history(invoice, "invoice.finalized", shown, principal), invoice.id, invoice.number,
+                *_history(invoice, "invoice.finalized", shown, principal, row["latest_event"]), invoice.id, invoice.number,
                 json.dumps(invoice.customer_snapshot), json.dumps(invoice.issuer_snapshot), invoice.public_url_token,
                 invoice.finalized_at, invoice.updated)
             if not written:
@@ -283,9 +283,9 @@ async def _number_and_write(claimed: _Claimed, request: Request, invoice_id: uui
 def _numbering_statement() -> tuple[raw.Text, invoice_reads.Layout]:
     """The draft `:invoice_id` of `:account_id` locked, when it has a line and the account a business
     profile, and the account's next number taken (`invoices.finalize`, `numbering.next_number`): the
-    number, the invoice's columns, its customer's (`c_…`) and the profile's (`b_…`); no row (and no
-    number taken) otherwise. A concurrent finalization of the same draft waits on the lock and then
-    finds it no longer a draft."""
+    number, the time of the draft's latest event, the invoice's columns, its customer's (`c_…`) and
+    the profile's (`b_…`); no row (and no number taken) otherwise. A concurrent finalization of the
+    same draft waits on the lock and then finds it no longer a draft."""
     from sqlalchemy import and_, bindparam, exists, literal, select, true
     from sqlalchemy.dialects.postgresql import insert
 
@@ -299,11 +299,12 @@ def _numbering_statement() -> tuple[raw.Text, invoice_reads.Layout]:
                                           select(locked.c.account_id, literal(1)).select_from(with_profile))
              .on_conflict_do_update(index_elements=["account_id"], set_={"last_number": COUNTERS.c.last_number + 1})
              .returning(COUNTERS.c.last_number).cte("taken"))
-    statement = (select(taken.c.last_number.label("number_taken"), *locked.c, *invoice_reads.party_columns())
+    statement = (select(taken.c.last_number.label("number_taken"),
+                        events.latest_time(locked.c.id).label("latest_event"), *locked.c, *invoice_reads.party_columns())
                  .select_from(with_profile.join(taken, true())
                               .outerjoin(CUSTOMERS, and_(CUSTOMERS.c.id == locked.c.customer_id)))
                  .where(locked.c.account_id == account))
-    return raw.postgres_text(statement), invoice_reads.Layout.of(statement, skip=1, parse_json=True)
+    return raw.postgres_text(statement), invoice_reads.Layout.of(statement, skip=2, parse_json=True)
 
 
 # --- shared by both, and by SQLite's --------------------------------------------------------------
@@ -345,9 +346,10 @@ def _finishing(claim: idempotency.Claim, reply: Reply) -> list:
     return [claim.record_id, claim.token, reply.status, reply.body, json.dumps(reply.headers)]
 
 
-def event_row(invoice, kind: str, shown: dict, principal: Principal):
-    """The history row of `invoice` as `events.record` writes it (`shown`: the invoice without lines)."""
-    event_id, created_at = uuid.uuid4(), now()
+def event_row(invoice, kind: str, shown: dict, principal: Principal, latest=None):
+    """The history row of `invoice` as `events.record` writes it (`shown`: the invoice without lines;
+    `latest`: the time of its latest event, read with the invoice)."""
+    event_id, created_at = uuid.uuid4(), events.stamp_after(latest)
     return plain(InvoiceEvent)(id=event_id, account_id=invoice.account_id, invoice_id=invoice.id, type=kind,
                                meta=jsonable(principal.event_meta()),
                                payload=events.event_payload(event_id, kind, created_at, shown), created_at=created_at)
@@ -359,10 +361,10 @@ def delivery_row(event, endpoint_id: uuid.UUID):
                                   next_attempt_at=now())
 
 
-def _history(invoice, kind: str, shown: dict, principal: Principal) -> list:
+def _history(invoice, kind: str, shown: dict, principal: Principal, latest=None) -> list:
     """The parameters $6–$8 of a write: the event, its outbox row's columns (for every endpoint that
     subscribes), its kind."""
-    event = event_row(invoice, kind, shown, principal)
+    event = event_row(invoice, kind, shown, principal, latest)
     return [_row_json(event), _row_json(delivery_row(event, NO_ACCOUNT)), kind]
 
 

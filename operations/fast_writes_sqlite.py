@@ -19,7 +19,7 @@ from sqlalchemy.dialects.sqlite import insert
 
 from core.base import raw
 from core.base.errors import Conflict
-from core.billing import invoice_reads
+from core.billing import events, invoice_reads
 from core.billing.invoice_inputs import InvoiceCreate
 from core.mechanisms import idempotency
 from core.models import InvoiceCounter, InvoiceEvent, WebhookDelivery, WebhookEndpoint
@@ -115,12 +115,13 @@ def _number_and_write(connection, principal, usage, claim, request: Request, inv
         if not found:
             return None
         taken = raw.sqlite_text(NEXT_NUMBER).run(connection, {"account_id": principal.account_id})[0].last_number
+        latest = raw.sqlite_text(LATEST_EVENT).run(connection, {"invoice_id": invoice_id})[0].latest
         invoice, shown, reply = finalized(_finalizable_layout(), tuple(found[0]), taken, request)
         if not _finished(connection, claim, reply):
             raise _LostClaim
         raw.sqlite_text(FINALIZED).execute(connection, {name: getattr(invoice, name) for name in FINALIZED_COLUMNS}
                                            | {"invoice_id": invoice.id})
-        _record(connection, event_row(invoice, "invoice.finalized", shown, principal))
+        _record(connection, event_row(invoice, "invoice.finalized", shown, principal, latest))
     return Answer(reply.body.encode(), None, usage)
 
 
@@ -214,6 +215,7 @@ FINALIZABLE = (select(*INVOICES.c, *invoice_reads.party_columns())
                             .outerjoin(CUSTOMERS, CUSTOMERS.c.id == INVOICES.c.customer_id))
                .where(INVOICES.c.id == bindparam("invoice_id"), INVOICES.c.account_id == bindparam("account_id"),
                       INVOICES.c.status == "draft", exists().where(LINES.c.invoice_id == INVOICES.c.id)))
+LATEST_EVENT = select(events.latest_time(bindparam("invoice_id", type_=INVOICES.c.id.type)).label("latest"))
 NEXT_NUMBER = (insert(COUNTERS).values(account_id=bindparam("account_id"), last_number=1)
                .on_conflict_do_update(index_elements=["account_id"], set_={"last_number": COUNTERS.c.last_number + 1})
                .returning(COUNTERS.c.last_number))

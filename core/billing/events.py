@@ -7,10 +7,10 @@ are written in that same transaction.
 from __future__ import annotations
 
 import uuid
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from pydantic import BaseModel, Field
-from sqlalchemy import func
+from sqlalchemy import ScalarSelect, func
 from sqlmodel import Session, select
 
 from core.access.resources import rest_api
@@ -37,16 +37,18 @@ class EventOut(BaseModel):
     created_at: Timestamp = Field(description="When it happened")
 
 
-def _next_timestamp(session: Session, invoice: Invoice, type: str):
-    """Now, or just after the invoice's latest event, so that history orders as it happened."""
-    if type == "invoice.created":  # its first: nothing to order after
-        return now()
-    latest = session.exec(select(func.max(InvoiceEvent.created_at))
-                          .where(InvoiceEvent.invoice_id == invoice.id)).one()
+def latest_time(invoice_id) -> ScalarSelect:
+    """The time of the invoice's latest event (null before its first), as a scalar subquery: every
+    writer of events reads it in its own statement, under the invoice's row lock where it holds one."""
+    return select(func.max(InvoiceEvent.created_at)).where(InvoiceEvent.invoice_id == invoice_id).scalar_subquery()
+
+
+def stamp_after(latest: datetime | None) -> datetime:
+    """An event's time: now, or just after the invoice's latest event, so that a history and its
+    webhooks order as it happened even while the clock stands still or steps back. The one rule of
+    every writer of events (this module's `record` and the fast write path)."""
     stamp = now()
-    if latest is not None and stamp <= latest:
-        stamp = latest + timedelta(milliseconds=1)
-    return stamp
+    return stamp if latest is None or stamp > latest else latest + timedelta(milliseconds=1)
 
 
 def record(session: Session, invoice: Invoice, type: str, meta: dict | None) -> InvoiceEvent:
@@ -55,7 +57,8 @@ def record(session: Session, invoice: Invoice, type: str, meta: dict | None) -> 
         raise ValueError(f"unknown event type {type!r}")
     session.flush()
     event_id = uuid.uuid4()
-    created_at = _next_timestamp(session, invoice, type)
+    latest = None if type == "invoice.created" else session.exec(select(latest_time(invoice.id))).one()
+    created_at = stamp_after(latest)
     payload = event_payload(event_id, type, created_at, invoice_to_api(session, invoice, with_lines=False))
     event = InvoiceEvent(id=event_id, account_id=invoice.account_id, invoice_id=invoice.id, type=type,
                          meta=jsonable(meta) if meta is not None else None, payload=payload,

@@ -1,0 +1,85 @@
+"""An invoice's events are in the order they happened on every path that writes them (the pipeline and
+the fast write path, both databases), even while the clock stands still: each event is stamped after
+the invoice's latest (`core.billing.events.stamp_after`), so a history and the webhooks never show
+`invoice.finalized` before `invoice.created`."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from core.base import clock
+from operations import fast_writes
+from tests.api.invoicing import add_webhook_endpoint, adhoc, customer, stored_events
+
+SURFACES = ("core", "operations", "rest", "mcp_server", "web", "authz", "service", "pages")
+
+
+@pytest.fixture
+def clock_held_still(monkeypatch):
+    """Every `now()` of the service gives one moment."""
+    moment = clock.now()
+
+    def still():
+        return moment
+
+    for name, module in list(sys.modules.items()):
+        if name.split(".")[0] in SURFACES and getattr(module, "now", None) is clock.now:
+            monkeypatch.setattr(module, "now", still)
+    monkeypatch.setattr(clock, "now", still)
+    return moment
+
+
+async def _left(*_arguments):
+    return None
+
+
+def _noting(write, name: str, written: list[str]):
+    async def noted(*arguments):
+        answer = await write(*arguments)
+        if isinstance(answer, fast_writes.Answer) and answer.error is None:
+            written.append(name)
+        return answer
+    return noted
+
+
+@pytest.fixture(params=["fast path", "pipeline"])
+def path(request, monkeypatch) -> tuple[list[str], list[str]]:
+    """The path that writes the draft and its finalization: (what the fast path should write itself,
+    what it wrote)."""
+    written: list[str] = []
+    for name in ("create_invoice", "finalize_invoice"):
+        if request.param == "pipeline":
+            monkeypatch.setattr(fast_writes, name, _left)
+            continue
+
+        monkeypatch.setattr(fast_writes, name, _noting(getattr(fast_writes, name), name, written))
+    return ([] if request.param == "pipeline" else ["create_invoice", "finalize_invoice"]), written
+
+
+def test_a_history_orders_as_it_happened_while_the_clock_stands_still(tenant, clock_held_still, path):
+    add_webhook_endpoint(tenant.account_id)
+    created = tenant.post("/invoices", json={"customer": customer(tenant)["id"], "items": [adhoc()]}, idem=True)
+    assert created.status_code == 201, created.text
+    invoice_id = created.json()["data"]["id"]
+    assert tenant.post("/invoice-items", json={"invoice": invoice_id, **adhoc("Travel")}, idem=True).status_code == 201
+    assert tenant.post(f"/invoices/{invoice_id}/finalize", idem=True).status_code == 200
+
+    history = tenant.get(f"/invoices/{invoice_id}/events").json()["data"]
+    assert [event["type"] for event in history] == ["invoice.finalized", "invoice.updated", "invoice.created"]
+    moments = [event["created_at"] for event in reversed(history)]
+    assert moments == sorted(set(moments)), moments  # strictly later, one after the other
+    stored = stored_events(tenant.account_id)
+    assert [event.payload["created_at"] for event in stored] == moments  # the webhook bodies say the same
+    expected, written = path
+    assert written == expected
+
+
+def test_an_event_after_a_later_one_is_stamped_after_it(monkeypatch):
+    from datetime import timedelta
+
+    from core.billing import events
+    latest = clock.now() + timedelta(seconds=5)  # written by a process whose clock runs ahead
+    assert events.stamp_after(latest) == latest + timedelta(milliseconds=1)
+    assert events.stamp_after(None) <= clock.now()

@@ -6,6 +6,7 @@ from sqlmodel import SQLModel
 import core.models  # noqa: F401  (registers the tables)
 from config.settings import get_settings
 from core.base.db import make_engine
+from core.catalog.name_search import has_a_model
 
 try:  # OAuth tables live with the authorization server.
     import authz.models  # noqa: F401
@@ -44,6 +45,7 @@ def _run(connection) -> None:
         render_item=render_item,
         render_as_batch=connection.dialect.name == "sqlite",
         compare_type=True,
+        include_name=has_a_model,  # SQLite's name search index (0009) is no model's
     )
     with context.begin_transaction():
         context.run_migrations()

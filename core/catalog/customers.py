@@ -25,6 +25,7 @@ from core.base.validation import (
     literal_true,
     not_null,
 )
+from core.catalog import name_search
 from core.mechanisms.pagination import Page, paginate
 from core.models import Customer
 
@@ -133,11 +134,9 @@ def names_starting_with(session: Session, account_id: uuid.UUID, typed: str, lim
 
 
 def list_customers(session: Session, account_id: uuid.UUID, q: CustomerListQuery) -> Page:
-    query = select(Customer).where(Customer.account_id == account_id)
+    query = name_search.of_account(session, Customer, account_id, q.query)
     if not q.include_deleted:
         query = query.where(Customer.archived_at.is_(None))
-    if q.query:
-        query = query.where(func.lower(Customer.name).contains(q.query.lower(), autoescape=True))
     filters = {"query": q.query, "include_deleted": q.include_deleted}
     return paginate(session, query, Customer, kind="customers", account_id=account_id, filters=filters,
                     cursor=q.cursor, limit=q.limit)

@@ -12,7 +12,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, Field, Strict, StrictBool, WithJsonSchema, field_validator
 from pydantic.json_schema import SkipJsonSchema
-from sqlalchemy import func
 from sqlmodel import Session, select
 
 from core.base import ids
@@ -32,6 +31,7 @@ from core.base.validation import (
     known_currency,
     not_null,
 )
+from core.catalog import name_search
 from core.mechanisms.pagination import Page, paginate
 from core.models import Price, Product
 
@@ -112,11 +112,9 @@ def get_product(session: Session, account_id: uuid.UUID, id_text: str, *, lock: 
 
 
 def list_products(session: Session, account_id: uuid.UUID, q: ProductListQuery) -> Page:
-    query = select(Product).where(Product.account_id == account_id)
+    query = name_search.of_account(session, Product, account_id, q.query)
     if q.active is not None:
         query = query.where(Product.active == q.active)
-    if q.query:
-        query = query.where(func.lower(Product.name).contains(q.query.lower(), autoescape=True))
     filters = {"query": q.query, "active": q.active}
     return paginate(session, query, Product, kind="products", account_id=account_id, filters=filters,
                     cursor=q.cursor, limit=q.limit)

@@ -8,20 +8,24 @@ import sqlalchemy as sa
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlmodel import SQLModel
+from sqlmodel import Session, SQLModel
 
 import authz.models  # noqa: F401  (its tables belong to the metadata)
 import core.models  # noqa: F401
 from core.base import db
 from core.base.clock import now
+from core.catalog import name_search
+from core.models import Customer, Product
 from service.migrate import alembic_config
 
 
 # SQLite cannot reflect expression indexes (the trigram indexes are PostgreSQL's alone anyway).
+# SQLite's trigram index of names (FTS5 tables and their keys, migration 0009) has no model.
 @pytest.mark.filterwarnings("ignore:autogenerate skipping metadata-specified expression-based index")
 def test_the_migrated_schema_matches_the_models(test_settings):
     with db.get_engine().connect() as connection:
-        differences = compare_metadata(MigrationContext.configure(connection), SQLModel.metadata)
+        context = MigrationContext.configure(connection, opts={"include_name": name_search.has_a_model})
+        differences = compare_metadata(context, SQLModel.metadata)
     assert differences == []
 
 
@@ -106,3 +110,75 @@ def test_0008_gives_the_grants_of_one_app_standing_side_by_side_the_apps_limits(
         held = dict(connection.execute(sa.select(GRANTS.c.id, GRANTS.c.authorization_details)).all())
     assert [held[grant_id] for grant_id in side_by_side] == [SEND + FINALIZE] * 3
     assert held[revoked] == unlimited_send and held[other_app] == SEND
+
+
+# --- 0009: SQLite's trigram index of names (issue 34) -----------------------------------------------
+
+
+class Before0009:
+    """A database of its own (SQLite) at revision 0008 with one person and their business."""
+
+    def __init__(self, path) -> None:
+        self.engine = sa.create_engine(f"sqlite:///{path}")
+        migrate(self.engine, "0008")
+        self.user, self.account = uuid.uuid4(), uuid.uuid4()
+        with self.engine.begin() as connection:
+            connection.execute(sa.text("INSERT INTO users (id, email, password_hash, created_at) "
+                                       "VALUES (:id, 'a@example.com', 'x', '2026-01-01')"), {"id": self.user.hex})
+            connection.execute(sa.text("INSERT INTO accounts (id, owner_user_id, created_at) "
+                                       "VALUES (:id, :user, '2026-01-01')"), {"id": self.account.hex, "user": self.user.hex})
+
+    def add(self, model, *names: str) -> list[uuid.UUID]:
+        with Session(self.engine, expire_on_commit=False) as session, session.begin():
+            rows = [model(account_id=self.account, name=name) for name in names]
+            session.add_all(rows)
+        return [row.id for row in rows]
+
+    def search(self, model, typed: str) -> tuple[set, str]:
+        with Session(self.engine) as session:
+            statement = name_search.of_account(session, model, self.account, typed)
+            return {row.id for row in session.scalars(statement)}, str(statement.compile(self.engine))
+
+    def objects(self) -> set[str]:
+        with self.engine.connect() as connection:
+            return set(connection.scalars(sa.text("SELECT name FROM sqlite_master WHERE name LIKE '%name_fts%' "
+                                                  "OR name LIKE '%name_keys%'")))
+
+
+@pytest.fixture
+def before_0009(tmp_path):
+    database = Before0009(tmp_path / "before-0009.db")
+    yield database
+    database.engine.dispose()
+
+
+@pytest.mark.parametrize("model", [Customer, Product])
+def test_0009_indexes_the_names_of_rows_made_before(before_0009, model):
+    wanted = before_0009.add(model, "Northwind Traders", "NORTHWIND LTD")
+    before_0009.add(model, "Southwind", "Contoso")
+    migrate(before_0009.engine, "0009")
+    found, statement = before_0009.search(model, "northwind")
+    assert found == set(wanted) and "MATCH" in statement
+    later = before_0009.add(model, "Northwind again")
+    assert before_0009.search(model, "northwind")[0] == set(wanted + later)
+
+
+def test_0009_without_fts5_trigrams_leaves_the_search_reading_the_account(before_0009, monkeypatch):
+    monkeypatch.setattr(name_search, "trigram_available", lambda _connection: False)
+    wanted = before_0009.add(Customer, "Northwind Traders")
+    migrate(before_0009.engine, "0009")
+    assert before_0009.objects() == set()
+    found, statement = before_0009.search(Customer, "northwind")
+    assert found == set(wanted) and "MATCH" not in statement
+
+
+def test_0009_downgrade_removes_the_index_and_its_triggers(before_0009):
+    migrate(before_0009.engine, "0009")
+    assert before_0009.objects()
+    with before_0009.engine.begin() as connection:
+        config = alembic_config()
+        config.attributes["connection"] = connection
+        command.downgrade(config, "0008")
+    assert before_0009.objects() == set()
+    wanted = before_0009.add(Customer, "Northwind Traders")
+    assert before_0009.search(Customer, "northwind")[0] == set(wanted)

@@ -147,7 +147,8 @@ async def _act_as_confirmed(ctx: ServerRequestContext, tool: Tool, arguments: di
     outcome = await anyio.to_thread.run_sync(run_tool, tool, dict(arguments), authorization, confirmed)
     if outcome.error is not None and outcome.error.code == ConfirmationStale.code:
         metrics.tool_call(tool.name, outcome.error.code)
-        asked = await confirmations.ask_again(ctx, tool.name, arguments, with_formatted_money, in_view=in_view)
+        asked = await confirmations.ask_again(ctx, tool.name, arguments, with_formatted_money, in_view=in_view,
+                                              first=confirmed is None or confirmed.digest is None)
         return asked or confirmations.changed(tool.name)
     return _result(tool, outcome)
 

@@ -74,7 +74,8 @@ def send_invoice(session: Session, principal: Principal, id_text: str,
     if not to:
         raise ValidationFailed.at("to", "is required: the customer has no e-mail address")
     delegated_actions.act_for(session, principal, "send", invoice)
-    require_as_confirmed(session, invoice, "send", data, confirmed)
+    if (shown := require_as_confirmed(session, invoice, "send", data, confirmed)) is not None:
+        to, cc = recipients(shown, data)  # exactly the addresses the person confirmed
     usage = _count_send(session, principal)
     if invoice.status == "draft":
         invoices.finalize(session, principal, invoice, as_action=None)

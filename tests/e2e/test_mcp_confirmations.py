@@ -29,15 +29,15 @@ class Person:
     what the assistant does while the person reads the question."""
 
     def __init__(self, answer: str = "accept", tick: bool = True, *, answers: list[str] | None = None,
-                 meanwhile=None) -> None:
+                 meanwhile=None, every_time: bool = False) -> None:
         self.answer, self.tick, self.asked = answer, tick, []
-        self.answers, self.meanwhile = list(answers or []), meanwhile
+        self.answers, self.meanwhile, self.every_time = list(answers or []), meanwhile, every_time
 
     async def __call__(self, _context, params: types.ElicitRequestParams) -> types.ElicitResult:
         self.asked.append(params.message)
         if self.meanwhile is not None:
             await anyio.to_thread.run_sync(self.meanwhile)
-            self.meanwhile = None
+            self.meanwhile = self.meanwhile if self.every_time else None
         answer = self.answers.pop(0) if self.answers else self.answer
         if answer == "accept":
             return types.ElicitResult(action="accept", content={"confirm": self.tick})
@@ -179,6 +179,20 @@ def test_the_person_who_confirms_the_fresh_question_gets_what_it_showed(servers,
                  lambda client: client.call_tool("finalize_invoice", {"invoice": created["id"]}))
     assert result.structured_content["status"] == "open" and result.structured_content["total"] == 9900000
     assert len(person.asked) == 2
+
+
+def test_a_draft_that_keeps_changing_under_the_question_is_refused_after_three(servers, tenant):
+    created = draft(servers[0], tenant.key)
+    api = httpx.Client(base_url=f"{servers[0]}/api/v1", headers={"Authorization": f"Bearer {tenant.key}"})
+    amounts = iter(range(300000, 400000, 10000))
+    person = Person("accept", every_time=True, meanwhile=lambda: api.patch(
+        f"/invoices/{created['id']}", json={"items": [{"description": "Design", "unit_amount": next(amounts)}]}
+    ).raise_for_status())
+    result = run(servers[0], tenant.key, "legacy", person,
+                 lambda client: client.call_tool("finalize_invoice", {"invoice": created["id"]}))
+    assert result.is_error and json.loads(result.content[0].text)["code"] == "confirmation_stale"
+    assert len(person.asked) == 3
+    assert invoice(servers[0], tenant.key, created["id"])["status"] == "draft"
 
 
 # --- the sealed state of a 2026-07-28 round trip -----------------------------------------------------

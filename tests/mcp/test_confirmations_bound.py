@@ -8,11 +8,13 @@ from __future__ import annotations
 import pytest
 
 from core.access import credentials, resources
-from core.base.db import transaction
+from core.base.db import new_session, transaction
 from core.base.errors import ConfirmationStale
 from core.billing import confirmations as core_confirmations
-from core.billing import invoices
+from core.billing import invoices, sending
 from core.billing.confirmations import NOTHING_ASKED, Confirmed
+from core.billing.invoice_inputs import PayInput, VoidInput
+from core.billing.sending import SendInput
 from mcp_server import confirmations
 from operations import confirmations as questions
 from tests.api.invoicing import adhoc, customer, draft, finalize
@@ -176,6 +178,25 @@ def test_a_draft_given_lines_after_nothing_was_asked_gets_a_question_instead_of_
     assert tenant.get(f"/invoices/{invoice['id']}").json()["data"]["status"] == "draft"
     assert result["structuredContent"]["confirmation_required"] is True
     assert "2,500.00 USD" in result["structuredContent"]["question"]
+    assert "notice" not in result["structuredContent"]  # nothing was asked before: nothing "changed after"
+
+
+def test_a_handshake_era_call_raced_past_nothing_to_ask_is_refused_not_acted(client, tenant, monkeypatch):
+    from mcp_server import gate
+    invoice = draft(tenant, items=[])
+    real = questions.question_for
+
+    def nothing_to_ask_then_a_concurrent_write(*args):
+        question = real(*args)
+        assert question is None  # a draft without lines: nothing to ask
+        tenant.post("/invoice-items", json={"invoice": invoice["id"], **adhoc("Design", 250000)}, idem=True)
+        return question
+
+    monkeypatch.setattr(gate, "question_for", nothing_to_ask_then_a_concurrent_write)
+    session = initialize(client, tenant.key, {"elicitation": {"form": {}}})
+    result = call_in(client, tenant, session, "finalize_invoice", invoice=invoice["id"])
+    assert result["isError"] is True and '"confirmation_stale"' in result["content"][0]["text"]
+    assert tenant.get(f"/invoices/{invoice['id']}").json()["data"]["status"] == "draft"
 
 
 def test_a_client_that_cannot_be_asked_acts_on_its_scopes(client, tenant):
@@ -203,6 +224,43 @@ def test_core_finalize_refuses_what_the_person_did_not_see(tenant, confirmed):
         row = invoices.get_invoice(session, tenant.account_id, invoice["id"], lock=True)
         invoices.finalize(session, principal, row, confirmed=confirmed)
     assert tenant.get(f"/invoices/{invoice['id']}").json()["data"]["status"] == "draft"
+
+
+@pytest.mark.parametrize(("action", "act"), [
+    ("pay", lambda session, principal, row: invoices.mark_paid(session, principal, row, PayInput(reference="BACS 7"),
+                                                               confirmed=Confirmed("0" * 64))),
+    ("void", lambda session, principal, row: invoices.void(session, principal, row, VoidInput(reason="dup"),
+                                                          confirmed=NOTHING_ASKED)),
+])
+def test_core_pay_and_void_refuse_what_the_person_did_not_see(tenant, action, act):
+    invoice = opened(tenant)
+    principal = tenant_principal(tenant)
+    with pytest.raises(ConfirmationStale), transaction() as session:
+        act(session, principal, invoices.get_invoice(session, tenant.account_id, invoice["id"], lock=True))
+    assert tenant.get(f"/invoices/{invoice['id']}").json()["data"]["status"] == "open"
+    assert history(tenant, invoice["id"]) == ["invoice.finalized", "invoice.created"]
+
+
+def test_core_send_refuses_what_the_person_did_not_see_before_anything_goes_out(tenant):
+    invoice = opened(tenant)
+    principal = tenant_principal(tenant)
+    session = new_session()
+    try:
+        with pytest.raises(ConfirmationStale):
+            sending.send_invoice(session, principal, invoice["id"], SendInput(message="Pay to IBAN …"),
+                                 confirmed=Confirmed("0" * 64))
+    finally:
+        session.rollback()
+        session.close()
+    assert "invoice.emailed" not in history(tenant, invoice["id"])
+
+
+def test_a_payment_day_is_part_of_what_is_confirmed(client, tenant):
+    invoice = opened(tenant)
+    asked, session = ask_in_view(client, tenant, "mark_invoice_paid", invoice["id"], paid_on="2026-11-20")
+    assert "paid on 20 Nov 2026" in asked["structuredContent"]["question"]
+    paid = confirm(client, tenant, session, asked)
+    assert paid["structuredContent"]["paid_at"].startswith("2026-11-20")
 
 
 def test_core_finalize_acts_on_what_the_person_saw(tenant):

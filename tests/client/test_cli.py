@@ -391,7 +391,8 @@ def test_an_e_invoice_is_saved_and_a_refusal_names_the_field(cli, home):
 class Wire:
     """An HTTP proxy on the loopback interface that records every request reaching it and answers 404.
     The CLI runs with HTTP_PROXY naming it, so whatever it sends to an http:// host lands here instead of
-    on the network (example.test and 10.0.0.5 are never contacted)."""
+    on the network (example.test and 10.0.0.5 are never contacted). It stands for a proxy elsewhere: what
+    reaches it would have crossed the network."""
 
     def __init__(self) -> None:
         self.requests: list[tuple[str, str, dict[str, str]]] = []
@@ -409,7 +410,7 @@ class Wire:
                 self.end_headers()
                 self.wfile.write(body)
 
-            do_GET = do_POST = do_PATCH = do_DELETE = _record
+            do_GET = do_POST = do_PATCH = do_DELETE = do_CONNECT = _record  # CONNECT: an https tunnel, refused
 
             def log_message(self, *args: object) -> None:
                 pass
@@ -488,6 +489,51 @@ def test_a_refresh_token_is_not_sent_in_clear_text_to_another_host(cli, signed_o
     assert json.loads(stored.read_text())["servers"][f"{origin}/api/v1"]["refresh_token"] == "inv_ort_old"
 
 
+PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
+
+
+def proxied(environment: dict[str, str], wire: Wire, *names: str) -> dict[str, str]:
+    """`environment` with the proxy variables `names` (and no others) naming `wire`."""
+    kept = {k: v for k, v in environment.items() if k.lower() not in PROXY_VARIABLES}
+    return {**kept, **{name: wire.url for name in names}}
+
+
+@pytest.mark.parametrize("variable", ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"])
+def test_a_key_for_this_computer_never_goes_through_a_proxy(cli, env, wire, account, origin, variable):
+    results = [cli(*command, "--json", environment={**proxied(env, wire, variable), "INVOICING_BASE_URL": url})
+               for url in (origin, origin.replace("127.0.0.1", "localhost"))
+               for command in (("customers", "list"), ("whoami",))]
+    assert wire.requests == []  # straight to this computer: the key never reached the proxy
+    assert [data(result) for result in results[::2]] == [[], []]
+    assert {data(result)["credential"]["kind"] for result in results[1::2]} == {"api_key"}
+
+
+def test_a_sign_in_to_this_computer_never_goes_through_a_proxy(cli, signed_out, home, origin, account, wire):
+    environment = proxied(signed_out, wire, "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
+    login = LoginSession(environment, home)  # discovery, registration, the code for tokens
+    consent(origin, account.user_email, login.url)
+    assert login.finish()[0] == 0
+    stored = home / "config" / "invoicing" / "credentials.json"
+    everything = json.loads(stored.read_text())
+    everything["servers"][f"{origin}/api/v1"]["expires_at"] = 0
+    stored.write_text(json.dumps(everything))
+    assert data(cli("customers", "list", "--json", environment=environment)) == []  # refreshed, then used
+    out = cli("logout", environment=environment)  # the refresh token revoked
+    assert out.returncode == 0 and "Signed out" in out.stderr
+    assert wire.requests == []
+
+
+@pytest.mark.parametrize(("variable", "url", "tunnel"), [
+    ("HTTPS_PROXY", "https://example.test/api/v1", "example.test:443"),
+    ("all_proxy", "https://localhost:8443/api/v1", "localhost:8443")])
+def test_https_goes_through_the_proxy_as_configured(cli, env, wire, account, variable, url, tunnel):
+    environment = {**proxied(env, wire, variable), "INVOICING_BASE_URL": url}
+    assert "could not be reached" in refused(cli("customers", "list", environment=environment), 3)
+    [(method, target, headers)] = wire.requests  # a tunnel asked for: the key would have gone inside it, encrypted
+    assert (method, target) == ("CONNECT", tunnel)
+    assert account.key not in json.dumps(headers)
+
+
 def test_localhost_is_this_machine(cli, env, origin):
     local = origin.replace("127.0.0.1", "localhost")
     assert data(cli("customers", "list", "--json", environment={**env, "INVOICING_BASE_URL": local})) == []
@@ -507,6 +553,16 @@ def test_loopback_and_https_are_allowed(url):
 def test_http_to_any_other_host_is_exposed(url):
     from invoicing_client.cli import cleartext
     assert cleartext.exposed(url)
+
+
+@pytest.mark.parametrize(("url", "straight"), [
+    ("http://127.0.0.1:8000/api/v1", True), ("http://LOCALHOST.:8000", True), ("http://[::1]:8000", True),
+    ("https://localhost:8443", False), ("https://example.test", False), ("http://example.test", False)])
+def test_only_http_to_this_computer_ignores_the_environments_proxies(url, straight):
+    from invoicing_client.cli import cleartext
+    assert cleartext.local(url) is straight
+    with cleartext.http_client(url) as client:
+        assert client.trust_env is not straight
 
 
 def test_the_help_steers_keys_to_the_environment(cli):

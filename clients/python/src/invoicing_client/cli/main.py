@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -97,17 +98,20 @@ def api_url() -> str:
     return api_base(OPTIONS.base_url or credentials.default_server() or DEFAULT_BASE_URL)
 
 
-def client() -> InvoicingClient:
+@contextmanager
+def client() -> Iterator[InvoicingClient]:
     """The API with the key, else the sign-in's token; neither goes over http:// to another host
-    without --insecure."""
+    without --insecure, nor through a proxy to this computer (`cleartext.http_client`)."""
     api = api_url()
     if OPTIONS.api_key:
         cleartext.check(api, "your API key", insecure=OPTIONS.insecure)
-        return InvoicingClient(api_key=OPTIONS.api_key, base_url=api)
-    token = oauth.access_token(api, insecure=OPTIONS.insecure)
-    if not token:
-        raise AuthenticationError(f"Not signed in to {api}. Run `invoicing-cli login`, or set INVOICING_API_KEY.")
-    return InvoicingClient(api_key=token, base_url=api)
+        key = OPTIONS.api_key
+    else:
+        key = oauth.access_token(api, insecure=OPTIONS.insecure)
+        if not key:
+            raise AuthenticationError(f"Not signed in to {api}. Run `invoicing-cli login`, or set INVOICING_API_KEY.")
+    with cleartext.http_client(api) as http, InvoicingClient(api_key=key, base_url=api, http_client=http) as invoicing:
+        yield invoicing
 
 
 def call(action: Callable[[InvoicingClient], Any]) -> Any:

@@ -50,20 +50,26 @@ class Server:
 
 
 class _Http:
-    """httpx for the sign-in, its failures as this tool's errors (never a traceback)."""
+    """httpx for the sign-in, its failures as this tool's errors (never a traceback). http:// to this
+    computer goes straight there, never through a proxy (`cleartext.http_client`); the rest as the
+    environment says."""
 
     def __init__(self) -> None:
-        self.client = httpx.Client(timeout=30.0)
+        self.clients: dict[bool, httpx.Client] = {}  # by whether the URL is http:// to this computer
 
     def __enter__(self) -> _Http:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        self.client.close()
+        for client in self.clients.values():
+            client.close()
 
     def send(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
+        local = cleartext.local(url)
+        if local not in self.clients:
+            self.clients[local] = cleartext.http_client(url, timeout=30.0)
         try:
-            return self.client.request(method, url, **kwargs)
+            return self.clients[local].request(method, url, **kwargs)
         except httpx.HTTPError as exc:
             raise APIConnectionError(f"{url} could not be reached ({type(exc).__name__}: {exc}).") from None
 

@@ -10,7 +10,9 @@ largest invoice total, in minor units of one currency, the actions may touch (an
 currency is outside it); `max_per_day` (optional) is how many of these actions in any 24 hours. A
 grant that carries authorization details may do only the actions they list, within their limits;
 a grant without any (an older one, an API key) is bounded by its scopes alone. The limits are the
-app's, for one person and business: every live grant of the app holds the same (`for_app`).
+app's, for one person and business: every live grant of the app holds the same (`for_app`; for the
+grants that stood side by side before, `limits_of_all`). A refresh may ask for details the grant's
+cover (`covers`).
 """
 
 from __future__ import annotations
@@ -183,3 +185,110 @@ def for_app(newest: tuple[InvoiceActions, ...] | None, newest_may: frozenset[str
 def _unlimited(actions: frozenset[str]) -> tuple[InvoiceActions, ...]:
     """These actions allowed without a limit (a grant with details does only what they list)."""
     return (InvoiceActions(actions=tuple(a for a in ACTIONS if a in actions)),) if actions else ()
+
+
+def covers(granted: tuple[InvoiceActions, ...], requested: tuple[InvoiceActions, ...]) -> bool:
+    """Whether `requested` (a refresh's `authorization_details`, RFC 9396 §6) asks for nothing `granted`
+    does not allow: the same details in any order, or narrower ones (fewer actions, a lower amount in
+    the same currency, a lower daily count over at least the actions it counts)."""
+    return all(any(_within(asked, action, held) for held in granted) for asked in requested for action in asked.actions)
+
+
+def limits_of_all(grants: Iterable[tuple[frozenset[str], tuple[InvoiceActions, ...] | None]]
+                  ) -> tuple[InvoiceActions, ...] | None:
+    """One set of limits for grants that stood side by side, each given as (the actions its scopes
+    allow, its details), that widens none of them (migration 0008). Per action, only the grants whose
+    scopes allow it bound it: one without details allowed it without limit, one with details only as
+    they list it. So an action keeps every limit any of them set on it (the lowest amount, the lowest
+    count, and a count over at least the actions each counted together); one that a limited grant
+    could not take, or that no invoice could meet (amounts in two currencies), or whose counts could
+    only be kept by also allowing such an action, is listed with at most 0 a day, which the person sees
+    and may change in the dashboard. None (scopes alone decide) when none of them has details."""
+    grants = list(grants)
+    bounded = [(may, details) for may, details in grants if details is not None]
+    may_any = frozenset().union(*(may for may, _ in grants))
+    if not bounded or not may_any:
+        return None
+    candidates = []
+    for action in (a for a in ACTIONS if a in may_any):
+        bounds = [details for may, details in bounded if action in may]
+        if not bounds:
+            candidates.append(InvoiceActions(actions=(action,)))
+            continue
+        terms = [_counted(action, detail) for detail in bounds[0] if action in detail.actions]
+        for details in bounds[1:]:
+            terms = _fewest([both for term in terms for detail in details if action in detail.actions
+                             if (both := _both(action, term, detail)) is not None], action)
+        candidates += [term for term in terms
+                       if all(any(_within(term, other, detail) for detail in details)
+                              for other in term.actions for may, details in bounded if other in may)]
+    allowed = {action for candidate in candidates for action in candidate.actions}
+    refused = [InvoiceActions(actions=tuple(a for a in actions if a in may_any and a not in allowed), max_per_day=0)
+               for actions in ACTIONS_OF.values()]
+    return _tidy(candidates + [detail for detail in refused if detail.actions])
+
+
+def _within(narrow: InvoiceActions, action: str, wide: InvoiceActions) -> bool:
+    """Whether `narrow` allows `action` only where `wide` does: `wide` lists it, its amount is within
+    wide's (the same currency, no higher) and its daily count no higher over at least the actions wide
+    counts (a count over more actions reaches the limit no later). At most 0 a day allows nothing."""
+    if action not in wide.actions:
+        return False
+    if narrow.max_per_day == 0:
+        return True
+    if wide.max_amount is not None and (narrow.max_amount is None or narrow.max_amount[0] != wide.max_amount[0]
+                                        or narrow.max_amount[1] > wide.max_amount[1]):
+        return False
+    return wide.max_per_day is None or (narrow.max_per_day is not None and narrow.max_per_day <= wide.max_per_day
+                                        and set(wide.actions) <= set(narrow.actions))
+
+
+def _counted(action: str, detail: InvoiceActions) -> InvoiceActions:
+    """What `detail` allows of `action`: listing the actions it counts with it (none without a count)."""
+    counted = {action, *detail.actions} if detail.max_per_day is not None else {action}
+    return InvoiceActions(actions=tuple(a for a in ACTIONS if a in counted), max_amount=detail.max_amount,
+                          max_per_day=detail.max_per_day)
+
+
+def _both(action: str, one: InvoiceActions, other: InvoiceActions) -> InvoiceActions | None:
+    """`action` within both (no wider than either; None when no invoice meets both amounts)."""
+    amount = one.max_amount or other.max_amount
+    if one.max_amount and other.max_amount:
+        if one.max_amount[0] != other.max_amount[0]:
+            return None
+        amount = (one.max_amount[0], min(one.max_amount[1], other.max_amount[1]))
+    counts = [detail for detail in (one, other) if detail.max_per_day is not None]
+    counted = {action}.union(*(detail.actions for detail in counts))
+    return InvoiceActions(actions=tuple(a for a in ACTIONS if a in counted), max_amount=amount,
+                          max_per_day=min((detail.max_per_day for detail in counts), default=None))
+
+
+def _fewest(terms: list[InvoiceActions], action: str) -> list[InvoiceActions]:
+    """`terms` without those another allows `action` beyond (and without repeats)."""
+    return _widest(terms, lambda narrow, wide: _within(narrow, action, wide))
+
+
+def _widest(items: list[InvoiceActions], within) -> list[InvoiceActions]:
+    """`items` without any that `within` puts inside another (of two inside each other, the first stays)."""
+    return [item for index, item in enumerate(items)
+            if not any(within(item, other) and (not within(other, item) or position < index)
+                       for position, other in enumerate(items) if position != index)]
+
+
+def _tidy(candidates: list[InvoiceActions]) -> tuple[InvoiceActions, ...]:
+    """The details to store: no repeats, none another allows more than; those without a count joined
+    per scope when their amounts agree (as the consent page makes them); in the order of ACTIONS."""
+    joined: dict[tuple, set[str]] = {}
+    counted = []
+    for candidate in candidates:
+        if candidate.max_per_day is None:
+            for action in candidate.actions:
+                scope = SCOPE_OF[action]
+                joined.setdefault((scope, candidate.max_amount), set()).add(action)
+        elif candidate not in counted:
+            counted.append(candidate)
+    details = [InvoiceActions(actions=tuple(a for a in ACTIONS if a in actions), max_amount=amount)
+               for (_, amount), actions in joined.items()] + counted
+    kept = _widest(details, lambda narrow, wide: all(_within(narrow, action, wide) for action in narrow.actions))
+    return tuple(sorted(kept, key=lambda d: ([ACTIONS.index(a) for a in d.actions], d.max_per_day is None,
+                                             d.max_per_day or 0, d.max_amount or ("", 0))))

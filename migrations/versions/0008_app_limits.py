@@ -35,8 +35,11 @@ def upgrade() -> None:
 
 
 def _share_limits() -> None:
-    """The grants of one app, person and business not revoked take the app's limits: each grant's, in
-    the order they were made, as `authz.connected_apps.adopt_limits` now takes them."""
+    """The grants of one app, person and business not revoked take one set of limits that widens none
+    of them (`authorization_details.limits_of_all`): before this revision each grant held its own, and
+    the consent page started only from those of a grant for the same resource, so a later grant often
+    has fewer (none, say, beside an MCP grant that may finalize up to 1,000 USD). Taking the newest's,
+    as a new grant does from now on, would have lifted limits the person set without telling them."""
     grants = sa.table("oauth_grants", sa.column("id", sa.Uuid()), sa.column("client_id", sa.String()),
                       sa.column("user_id", sa.Uuid()), sa.column("account_id", sa.Uuid()),
                       sa.column("scopes", sa.JSON()), sa.column("authorization_details", sa.JSON()),
@@ -51,13 +54,10 @@ def _share_limits() -> None:
     for rows in by_app.values():
         if len(rows) < 2:
             continue
-        limits, may = None, frozenset()
-        for row in rows:
-            newest_may = authorization_details.actions_of(row.scopes)
-            limits = authorization_details.for_app(authorization_details.from_stored(row.authorization_details),
-                                                   newest_may, limits, may)
-            may |= newest_may
-        if limits is None:  # none of them has any
+        limits = authorization_details.limits_of_all(
+            (authorization_details.actions_of(row.scopes), authorization_details.from_stored(row.authorization_details))
+            for row in rows)
+        if limits is None:  # none of them has any (or may act at all)
             continue
         connection.execute(grants.update().where(grants.c.id.in_([row.id for row in rows]))
                            .values(authorization_details=authorization_details.to_json(limits)))

@@ -1,6 +1,8 @@
 """The migrations build exactly the schema the models describe (no drift either way)."""
 
+import os
 import uuid
+from contextlib import contextmanager
 from datetime import timedelta
 
 import pytest
@@ -8,6 +10,7 @@ import sqlalchemy as sa
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
+from sqlalchemy.engine import make_url
 from sqlmodel import Session, SQLModel
 
 import authz.models  # noqa: F401  (its tables belong to the metadata)
@@ -32,8 +35,9 @@ def test_the_migrated_schema_matches_the_models(test_settings):
 
 # --- 0008: one set of limits per app, person and business (issue 33) ---------------------------------
 
-FINALIZE = [{"type": "invoice_actions", "actions": ["finalize"], "max_amount": {"currency": "USD", "amount": 100000}}]
+FINALIZE = [{"type": "invoice_actions", "actions": ["finalize", "void"], "max_amount": {"currency": "USD", "amount": 100000}}]
 SEND = [{"type": "invoice_actions", "actions": ["send"], "max_per_day": 1}]
+UNLIMITED_SEND = [{"type": "invoice_actions", "actions": ["send"]}]
 GRANTS = sa.table("oauth_grants", *(sa.column(name, type_) for name, type_ in [
     ("id", sa.Uuid()), ("client_id", sa.String()), ("user_id", sa.Uuid()), ("account_id", sa.Uuid()),
     ("resource", sa.String()), ("scopes", sa.JSON()), ("authorization_details", sa.JSON()),
@@ -52,18 +56,49 @@ def migrate(engine, revision: str) -> None:
         command.upgrade(config, revision)
 
 
-class Before0008:
-    """A database of its own (SQLite) at revision 0007 with one person and their business."""
+USERS = sa.table("users", sa.column("id", sa.Uuid()), sa.column("email", sa.String()),
+                 sa.column("password_hash", sa.String()), sa.column("created_at", db.UTCDateTime()))
+ACCOUNTS = sa.table("accounts", sa.column("id", sa.Uuid()), sa.column("owner_user_id", sa.Uuid()),
+                    sa.column("created_at", db.UTCDateTime()))
 
-    def __init__(self, path) -> None:
-        self.engine = sa.create_engine(f"sqlite:///{path}")
+
+@contextmanager
+def own_database(tmp_path, name: str):
+    """An empty database of its own: on the PostgreSQL server when INVOICING_TEST_DATABASE_URL names
+    one (dropped afterwards), else an SQLite file."""
+    url = os.environ.get("INVOICING_TEST_DATABASE_URL", "")
+    if not url.startswith("postgresql"):
+        engine = sa.create_engine(f"sqlite:///{tmp_path / name}.db")
+        yield engine
+        engine.dispose()
+        return
+    server = make_url(url)
+    database = f"{server.database}_{name}_{uuid.uuid4().hex[:8]}"
+    admin = sa.create_engine(server, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(sa.text(f'CREATE DATABASE "{database}"'))
+    engine = sa.create_engine(server.set(database=database))
+    try:
+        yield engine
+    finally:
+        engine.dispose()
+        with admin.connect() as connection:
+            connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)'))
+        admin.dispose()
+
+
+class Before0008:
+    """A database of its own (SQLite, or PostgreSQL when the tests run on it) at revision 0007 with one
+    person and their business."""
+
+    def __init__(self, engine) -> None:
+        self.engine = engine
         migrate(self.engine, "0007")
         self.user, self.account, self.made = uuid.uuid4(), uuid.uuid4(), 0
         with self.engine.begin() as connection:
-            connection.execute(sa.text("INSERT INTO users (id, email, password_hash, created_at) "
-                                       "VALUES (:id, 'a@example.com', 'x', '2026-01-01')"), {"id": self.user.hex})
-            connection.execute(sa.text("INSERT INTO accounts (id, owner_user_id, created_at) "
-                                       "VALUES (:id, :user, '2026-01-01')"), {"id": self.account.hex, "user": self.user.hex})
+            connection.execute(USERS.insert().values(id=self.user, email="a@example.com", password_hash="x",
+                                                     created_at=now()))
+            connection.execute(ACCOUNTS.insert().values(id=self.account, owner_user_id=self.user, created_at=now()))
 
     def grant(self, client_id: str, scopes: list[str], details: list | None, *, revoked: bool = False) -> uuid.UUID:
         """A grant of the person, made after the ones before."""
@@ -83,11 +118,16 @@ class Before0008:
                 created_at=now()))
 
 
+    def limits(self) -> dict[uuid.UUID, list | None]:
+        """Each grant's authorization details, by its id."""
+        with self.engine.connect() as connection:
+            return dict(connection.execute(sa.select(GRANTS.c.id, GRANTS.c.authorization_details)).all())
+
+
 @pytest.fixture
 def before_0008(tmp_path):
-    database = Before0008(tmp_path / "before-0008.db")
-    yield database
-    database.engine.dispose()
+    with own_database(tmp_path, "before_0008") as engine:
+        yield Before0008(engine)
 
 
 def test_0008_names_the_app_and_person_of_actions_recorded_before(before_0008):
@@ -102,14 +142,50 @@ def test_0008_gives_the_grants_of_one_app_standing_side_by_side_the_apps_limits(
     side_by_side = [before_0008.grant("cl_books", ["invoices:finalize"], FINALIZE),
                     before_0008.grant("cl_books", ["invoices:read"], None),
                     before_0008.grant("cl_books", ["invoices:send"], SEND)]
-    unlimited_send = [{"type": "invoice_actions", "actions": ["send"]}]
-    revoked = before_0008.grant("cl_books", ["invoices:send"], unlimited_send, revoked=True)
+    revoked = before_0008.grant("cl_books", ["invoices:send"], UNLIMITED_SEND, revoked=True)
     other_app = before_0008.grant("cl_other", ["invoices:send"], SEND)
     migrate(before_0008.engine, "0008")
-    with before_0008.engine.connect() as connection:
-        held = dict(connection.execute(sa.select(GRANTS.c.id, GRANTS.c.authorization_details)).all())
-    assert [held[grant_id] for grant_id in side_by_side] == [SEND + FINALIZE] * 3
-    assert held[revoked] == unlimited_send and held[other_app] == SEND
+    held = before_0008.limits()
+    assert [held[grant_id] for grant_id in side_by_side] == [FINALIZE + SEND] * 3
+    assert held[revoked] == UNLIMITED_SEND and held[other_app] == SEND
+
+
+def test_0008_keeps_an_older_grants_limit_beside_a_later_grant_without_any(before_0008):
+    """The review's case: MCP may finalize up to 1,000 USD; a later REST grant of the app, whose consent
+    page did not start from the MCP grant's limits, has none. Its scopes alone allowed finalizing
+    without limit; the MCP grant's tokens must not gain that."""
+    mcp = before_0008.grant("cl_books", ["invoices:read", "invoices:finalize"], FINALIZE)
+    rest = before_0008.grant("cl_books", ["invoices:read", "invoices:finalize", "invoices:send"], None)
+    migrate(before_0008.engine, "0008")
+    held = before_0008.limits()
+    assert held[mcp] == held[rest] == FINALIZE + UNLIMITED_SEND
+
+
+def test_0008_keeps_the_strictest_limit_of_each_action(before_0008):
+    limit = lambda actions, **fields: {"type": "invoice_actions", "actions": actions, **fields}  # noqa: E731
+    grants = [before_0008.grant("cl_books", ["invoices:finalize", "invoices:send"],
+                                [limit(["finalize", "void"], max_amount={"currency": "USD", "amount": 100000},
+                                       max_per_day=5), limit(["send"], max_per_day=1)]),
+              before_0008.grant("cl_books", ["invoices:finalize"],
+                                [limit(["finalize", "void"], max_amount={"currency": "USD", "amount": 50000})]),
+              before_0008.grant("cl_books", ["invoices:finalize", "invoices:send"],
+                                [limit(["finalize", "void"], max_per_day=3), limit(["send"])])]
+    migrate(before_0008.engine, "0008")
+    held = before_0008.limits()
+    assert [held[grant_id] for grant_id in grants] == [[
+        limit(["finalize", "void"], max_amount={"currency": "USD", "amount": 50000}, max_per_day=3),
+        limit(["send"], max_per_day=1)]] * 3
+
+
+def test_0008_shows_what_no_invoice_could_meet_as_0_a_day(before_0008):
+    grants = [before_0008.grant("cl_books", ["invoices:finalize"], FINALIZE),
+              before_0008.grant("cl_books", ["invoices:finalize"], [
+                  {"type": "invoice_actions", "actions": ["finalize", "void"],
+                   "max_amount": {"currency": "EUR", "amount": 90000}}])]
+    migrate(before_0008.engine, "0008")
+    held = before_0008.limits()
+    assert [held[grant_id] for grant_id in grants] == [[
+        {"type": "invoice_actions", "actions": ["finalize", "void"], "max_per_day": 0}]] * 2
 
 
 # --- 0009: SQLite's trigram index of names (issue 34) -----------------------------------------------

@@ -74,7 +74,9 @@ def _explain(account: str, name: str) -> dict:
                 read(session)
         finally:
             event.remove(engine, "before_cursor_execute", capture)
-        statement, parameters = next((s, p) for s, p in captured if s.lstrip().upper().startswith("SELECT"))
+        # The page's statement (a search on SQLite first counts the trigram index's matches).
+        statement, parameters = next((s, p) for s, p in captured
+                                     if s.lstrip().upper().startswith("SELECT") and "ORDER BY" in s)
         prefix = "EXPLAIN QUERY PLAN " if engine.dialect.name == "sqlite" else "EXPLAIN (ANALYZE, COSTS OFF) "
         raw = engine.raw_connection()
         try:

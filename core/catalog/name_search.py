@@ -19,6 +19,7 @@ account as before.
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 import uuid
 import weakref
@@ -79,22 +80,27 @@ def _unindexed(column):
     return UnaryExpression(column, operator=operators.custom_op("+"), type_=column.type)
 
 
-def _fts(table: str) -> sa.TableClause:
-    return sa.table(fts_table(table), sa.column("rowid", sa.Integer()), sa.column(fts_table(table)))
+@functools.cache
+def _tables(table: str) -> tuple[sa.TableClause, sa.TableClause]:
+    fts = sa.table(fts_table(table), sa.column("rowid", sa.Integer()), sa.column(fts_table(table)))
+    keys = sa.table(keys_table(table), sa.column("key", sa.Integer()), sa.column("id", sa.Uuid()))
+    return fts, keys
+
+
+def _match(table: str, phrase: str):
+    fts, _keys = _tables(table)
+    return fts.c[fts_table(table)].op("MATCH")(phrase)
 
 
 def _matching(table: str, phrase: str):
     """The ids of the rows whose name the index matches `phrase` for (a superset of the condition's)."""
-    fts = _fts(table)
-    keys = sa.table(keys_table(table), sa.column("key", sa.Integer()), sa.column("id", sa.Uuid()))
-    return (sa.select(keys.c.id).join(fts, fts.c.rowid == keys.c.key)
-            .where(fts.c[fts_table(table)].op("MATCH")(phrase)))
+    fts, keys = _tables(table)
+    return sa.select(keys.c.id).join(fts, fts.c.rowid == keys.c.key).where(_match(table, phrase))
 
 
 def _candidates(session: Session, table: str, phrase: str) -> int:
     """How many names anywhere the index matches `phrase` for, counted up to MANY."""
-    fts = _fts(table)
-    first = sa.select(sa.literal(1)).where(fts.c[fts_table(table)].op("MATCH")(phrase)).limit(MANY).subquery()
+    first = sa.select(sa.literal(1)).where(_match(table, phrase)).limit(MANY).subquery()
     return session.execute(sa.select(sa.func.count()).select_from(first)).scalar_one()
 
 

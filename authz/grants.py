@@ -109,17 +109,23 @@ class RefreshGrant(grants.RefreshTokenGrant):
         scoping.check_same_resource(self.request.payload.datalist.get("resource", []), grant.resource)
         asked = self.request.payload.data.get("authorization_details")
         if asked is not None:
-            keeps = requested_details(asked) == authorization_details.from_stored(grant.authorization_details)
-            if not keeps:
+            # RFC 9396 §6: what the grant allows, or less. The grant holds the app's limits, which a
+            # newer grant or the dashboard may have changed (their order too, and past ten of them);
+            # the new tokens carry the grant's, as the response says.
+            held = authorization_details.from_stored(grant.authorization_details)
+            if held is None or not authorization_details.covers(
+                    held, requested_details(asked, most=max(authorization_details.MAX_DETAILS, len(held)))):
                 raise InvalidAuthorizationDetailsError(
-                    "A refresh keeps the authorization details the person granted; ask for new ones by authorizing again.")
+                    "A refresh may ask for the authorization details the app holds, or fewer, never more; "
+                    "ask for more by authorizing again.")
 
 
-def requested_details(value: object) -> tuple | None:
-    """The `authorization_details` of a request (None when absent), or invalid_authorization_details."""
+def requested_details(value: object, *, most: int = authorization_details.MAX_DETAILS) -> tuple | None:
+    """The `authorization_details` of a request (None when absent; at most `most`), or
+    invalid_authorization_details."""
     if value is None:
         return None
     try:
-        return authorization_details.parse(value)
+        return authorization_details.parse(value, most=most)
     except authorization_details.InvalidAuthorizationDetails as exc:
         raise InvalidAuthorizationDetailsError(safe_description(str(exc))) from None

@@ -143,6 +143,61 @@ def test_refresh_keeps_the_limits_and_refuses_others(browser, client, app_client
     assert refused.status_code == 400 and refused.json()["error"] == "invalid_authorization_details"
 
 
+def test_refresh_may_repeat_its_details_after_the_app_was_authorized_again(browser, client, app_client):
+    """The review's case: authorizing the app for the other resource rewrites the details every grant of
+    the app holds (here their order), and the REST token's client repeats what it was given (RFC 9396 §6)."""
+    token = rest_token(browser, app_client, authorization_details=FINALIZE_1000)
+    obtain(browser, app_client, scopes=["invoices:read", "invoices:send"])  # MCP: sending, its limits as filled in
+    renewed = refresh(client, app_client["client_id"], token["refresh_token"],
+                      authorization_details=json.dumps(token["authorization_details"]))
+    assert renewed.status_code == 200, renewed.text
+    held = renewed.json()["authorization_details"]
+    assert held != token["authorization_details"]
+    assert sorted(held, key=json.dumps) == sorted(token["authorization_details"], key=json.dumps)
+
+
+def test_refresh_may_ask_for_less_and_gets_the_apps_limits(browser, client, app_client):
+    token = rest_token(browser, app_client, authorization_details=FINALIZE_1000)
+    fewer = [{**FINALIZE_1000[0], "max_amount": {"currency": "USD", "amount": 25000}, "max_per_day": 1}]
+    renewed = refresh(client, app_client["client_id"], token["refresh_token"], authorization_details=json.dumps(fewer))
+    assert renewed.status_code == 200, renewed.text
+    assert renewed.json()["authorization_details"] == token["authorization_details"]  # what the token holds
+
+
+def test_refresh_cannot_ask_again_for_a_limit_the_app_no_longer_has(browser, client, app_client):
+    older = rest_token(browser, app_client, authorization_details=FINALIZE_1000)
+    rest_token(browser, app_client, authorization_details=FINALIZE_1000, fields={"detail0.amount": "250"})
+    refused = refresh(client, app_client["client_id"], older["refresh_token"],
+                      authorization_details=json.dumps(older["authorization_details"]))
+    assert refused.status_code == 400 and refused.json()["error"] == "invalid_authorization_details"
+
+
+def test_refresh_and_introspection_take_more_than_ten_details_the_app_holds(browser, client, app_client):
+    from sqlmodel import select
+
+    from authz.models import OAuthGrant
+    from core.base import db
+    token = rest_token(browser, app_client, authorization_details=FINALIZE_1000)
+    twelve = [{"type": "invoice_actions", "actions": [action], "max_per_day": n}
+              for action in ("finalize", "send") for n in range(1, 7)]
+    with db.transaction() as session:
+        for grant in session.exec(select(OAuthGrant).where(OAuthGrant.client_id == app_client["client_id"])):
+            grant.authorization_details = twelve
+            session.add(grant)
+    plain = refresh(client, app_client["client_id"], token["refresh_token"])
+    assert plain.status_code == 200 and plain.json()["authorization_details"] == twelve
+    repeated = refresh(client, app_client["client_id"], plain.json()["refresh_token"],
+                       authorization_details=json.dumps(twelve[::-1]))
+    assert repeated.status_code == 200, repeated.text
+    assert repeated.json()["authorization_details"] == twelve
+    answer = client.post("/oauth/introspect", data={"token": repeated.json()["access_token"],
+                                                    "client_id": app_client["client_id"]}).json()
+    assert answer["active"] is True and answer["authorization_details"] == twelve
+    wider = refresh(client, app_client["client_id"], repeated.json()["refresh_token"],
+                    authorization_details=json.dumps([*twelve, {"type": "invoice_actions", "actions": ["pay"]}]))
+    assert wider.status_code == 400 and wider.json()["error"] == "invalid_authorization_details"
+
+
 def test_asking_again_for_more_scopes_starts_from_the_limits_the_person_set(browser, app_client):
     obtain(browser, app_client, resource=resources.rest_api(), scopes=["invoices:read", "invoices:finalize"],
            fields={"invoices-finalize.amount": "100", "invoices-finalize.per_day": "2"})

@@ -11,7 +11,7 @@ VACUUM, unlike the implicit rowid of a table whose key is a UUID); triggers keep
 the table. For a query of three characters or more the FTS match narrows the rows read: it finds
 every name the condition finds (it folds case per character, Unicode too, so a match of the
 condition is a match of the index) and the condition then decides, so the answer is the
-condition's. A shorter query has no trigram to look up; one that more than `MANY` names contain
+condition's. A shorter query has no trigram to look up; one that `MANY` names or more contain
 anywhere in the database reads the account newest first instead, where a page of matches comes
 soon. A database whose SQLite lacks FTS5's trigram tokenizer has no such tables and reads the
 account as before.
@@ -31,7 +31,7 @@ from sqlmodel import Session, select
 
 SEARCHED = ("customers", "products")
 TRIGRAM = 3  # the trigram tokenizer finds nothing for a shorter string
-MANY = 2000  # more candidates than this anywhere: the account's newest rows hold a page sooner
+MANY = 2000  # this many candidates anywhere: the account's newest rows hold a page sooner
 TRIGRAM_SQLITE = (3, 34, 0)  # the first SQLite with FTS5's trigram tokenizer
 
 

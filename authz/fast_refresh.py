@@ -33,6 +33,7 @@ from starlette.exceptions import HTTPException
 from starlette.responses import PlainTextResponse, Response
 from starlette.types import Scope, Send
 
+from asgi.lanes import declared_length, first_header, send_answer
 from authz import metadata_documents, tokens
 from authz.adapter import HttpInput, urlencoded_fields
 from authz.clients import Client
@@ -45,7 +46,6 @@ from core.base.clock import now
 from core.base.db import UNAVAILABLE, get_engine
 from core.base.errors import UpstreamFailed
 from core.base.validation import unacceptable_parameters
-from operations.lanes import declared_length, first_header, send_answer
 
 log = logging.getLogger("invoicing.oauth")
 PATH = "/oauth/token"

@@ -22,12 +22,12 @@ from mcp.server.transport_security import TransportSecurityMiddleware
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
+from asgi.lanes import read_body
 from core.base import context, metrics
 from core.base.errors import NotFound
 from core.base.jsonout import dumps
 from mcp_server.server import result_content, with_formatted_money
 from operations import fast_reads
-from operations.lanes import read_body
 from operations.rendering import error_payload
 
 log = logging.getLogger("invoicing.mcp")

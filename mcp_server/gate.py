@@ -16,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from asgi.lanes import replaying
 from core.access import credentials, resources
 from core.access.principal import Principal
 from core.access.scopes import MCP_SCOPES
@@ -30,7 +31,6 @@ from mcp_server.clients import SESSION_HEADER, Traits, UnknownSession, binding, 
 from mcp_server.tools import BY_NAME, Tool
 from operations.challenge import bearer_challenge
 from operations.confirmations import ACTIONS, Question, question_for
-from operations.lanes import replaying
 from operations.pipeline import as_domain_error
 
 log = logging.getLogger("invoicing.mcp")

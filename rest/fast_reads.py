@@ -16,11 +16,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
+from asgi.lanes import first_header, send_answer
 from core.access import resources
 from core.base import context
 from core.base.errors import InternalError
 from operations import fast_reads
-from operations.lanes import first_header, send_answer
 from rest.framework import rate_limit_headers, request_id_of
 from rest.problems import problem_response
 

@@ -15,9 +15,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Scope, Send
 
+from asgi.lanes import declared_length, send_answer
 from core.base import context
 from operations import fast_writes
-from operations.lanes import declared_length, send_answer
 from rest import framework, invoices
 from rest.fast_reads import Endpoint, internal_error, refused_request_id, response_to
 

@@ -10,9 +10,9 @@ from collections.abc import Awaitable, Callable
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from asgi.lanes import read_body
 from authz import fast_refresh
 from mcp_server import fast_calls
-from operations.lanes import read_body
 from rest import fast_reads, fast_writes
 from service import observability
 

@@ -9,8 +9,8 @@ import asyncio
 
 import pytest
 
+from asgi.lanes import declared_length, read_body
 from authz import fast_refresh
-from operations.lanes import declared_length, read_body
 from rest import fast_writes
 
 FORM = b"application/x-www-form-urlencoded"

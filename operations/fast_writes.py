@@ -270,9 +270,9 @@ async def _number_and_write(claimed: _Claimed, request: Request, invoice_id: uui
             invoice, shown, reply = finalized(layout, values, values[0], request)
             written = await connection.fetchval(
                 FINALIZE_STATEMENT, *_finishing(claimed.claim, reply),
-                *_history(invoice, "invoice.finalized", shown, principal, row["latest_event"]), invoice.id, invoice.number,
-                json.dumps(invoice.customer_snapshot), json.dumps(invoice.issuer_snapshot), invoice.public_url_token,
-                invoice.finalized_at, invoice.updated)
+                *_history(invoice, "invoice.finalized", shown, principal, row["latest_event"]), invoice.id,
+                *(json.dumps(getattr(invoice, name)) if _is_json(INVOICES.c[name]) else getattr(invoice, name)
+                  for name in invoices.FINALIZED_COLUMNS))
             if not written:
                 raise raw.Rollback
     except raw.Rollback:
@@ -331,12 +331,7 @@ def finalized(layout: invoice_reads.Layout, values: tuple, number_taken: int, re
     `invoices.finalize` does, with the number taken: (invoice, shown, reply)."""
     invoice = PLAIN_ROWS[0](**{name: getattr(layout.parts[""].view(values), name) for name in INVOICES.c.keys()})
     customer, business = layout.parts["c_"].view(values), layout.parts["b_"].view(values)
-    invoice.number = format_number(business.invoice_prefix, number_taken)
-    invoice.customer_snapshot = customer_details(customer)
-    invoice.issuer_snapshot = jsonable(business_to_api(business))
-    invoice.public_url_token = secrets.token_urlsafe(32)
-    invoice.status = "open"
-    invoice.finalized_at = invoice.updated = now()
+    invoices.opened(invoice, format_number(business.invoice_prefix, number_taken), customer, business)
     shown = assembled(invoice_fields(invoice), invoice.customer_snapshot, invoice.issuer_snapshot, None)
     return invoice, shown, request.presenter.success(shown)
 
@@ -471,10 +466,11 @@ CREATE_STATEMENT = _write_statement(f"""invoice AS (
 lines AS (
   INSERT INTO {LINES.name} ({_names(LINES)})
   SELECT {_from_record(LINES, "r")} FROM finished, json_populate_recordset(NULL::{LINES.name}, $10::json) AS r)""")
-# The columns `invoices.finalize` changes, as the ORM's UPDATE writes them.
+# The columns `invoices.finalize` changes (`invoices.FINALIZED_COLUMNS`, from $10), as the ORM's UPDATE writes them.
 FINALIZE_STATEMENT = _write_statement(f"""invoice AS (
-  UPDATE {INVOICES.name} SET number = $10, customer_snapshot = $11::json, issuer_snapshot = $12::json,
-    public_url_token = $13, status = 'open', finalized_at = $14, updated = $15
+  UPDATE {INVOICES.name} SET {", ".join(
+      f"{name} = ${number}{'::json' if _is_json(INVOICES.c[name]) else ''}"
+      for number, name in enumerate(invoices.FINALIZED_COLUMNS, start=10))}
   FROM finished WHERE {INVOICES.name}.id = $9)""")
 NUMBERING = _numbering_statement()
 RELEASE_STATEMENT = f"DELETE FROM {RECORDS.name} WHERE id = $1 AND claim_token = $2 AND state = 'running'"

@@ -19,7 +19,7 @@ from sqlalchemy.dialects.sqlite import insert
 
 from core.base import raw
 from core.base.errors import Conflict
-from core.billing import events, invoice_reads
+from core.billing import events, invoice_reads, invoices
 from core.billing.invoice_inputs import InvoiceCreate
 from core.mechanisms import idempotency
 from core.models import InvoiceCounter, InvoiceEvent, WebhookDelivery, WebhookEndpoint
@@ -119,7 +119,7 @@ def _number_and_write(connection, principal, usage, claim, request: Request, inv
         invoice, shown, reply = finalized(_finalizable_layout(), tuple(found[0]), taken, request)
         if not _finished(connection, claim, reply):
             raise _LostClaim
-        raw.sqlite_text(FINALIZED).execute(connection, {name: getattr(invoice, name) for name in FINALIZED_COLUMNS}
+        raw.sqlite_text(FINALIZED).execute(connection, {name: getattr(invoice, name) for name in invoices.FINALIZED_COLUMNS}
                                            | {"invoice_id": invoice.id})
         _record(connection, event_row(invoice, "invoice.finalized", shown, principal, latest))
     return Answer(reply.body.encode(), None, usage)
@@ -219,11 +219,8 @@ LATEST_EVENT = select(events.latest_time(bindparam("invoice_id", type_=INVOICES.
 NEXT_NUMBER = (insert(COUNTERS).values(account_id=bindparam("account_id"), last_number=1)
                .on_conflict_do_update(index_elements=["account_id"], set_={"last_number": COUNTERS.c.last_number + 1})
                .returning(COUNTERS.c.last_number))
-# The columns `invoices.finalize` changes.
-FINALIZED_COLUMNS = ("number", "customer_snapshot", "issuer_snapshot", "public_url_token", "status", "finalized_at",
-                     "updated")
 FINALIZED = update(INVOICES).where(INVOICES.c.id == bindparam("invoice_id")).values(
-    {name: bindparam(name, type_=INVOICES.c[name].type) for name in FINALIZED_COLUMNS})
+    {name: bindparam(name, type_=INVOICES.c[name].type) for name in invoices.FINALIZED_COLUMNS})
 
 
 @functools.cache

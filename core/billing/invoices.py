@@ -359,16 +359,29 @@ def finalize(session: Session, principal: Principal, invoice: Invoice, *, as_act
     require_as_confirmed(session, invoice, "finalize", None, confirmed)
     # Read and numbered before the invoice changes: nothing is flushed early, one UPDATE writes it.
     customer = session.get(Customer, invoice.customer_id)
-    invoice.number = numbering.next_number(session, invoice.account_id, profile.invoice_prefix)
+    number = numbering.next_number(session, invoice.account_id, profile.invoice_prefix)
+    opened(invoice, number, customer, profile)
+    session.add(invoice)
+    session.flush()
+    events.record(session, invoice, "invoice.finalized", principal.event_meta())
+    return invoice
+
+
+# What finalizing changes on a draft (`opened`), and so what a writer of a finalization writes.
+FINALIZED_COLUMNS = ("number", "customer_snapshot", "issuer_snapshot", "public_url_token", "status", "finalized_at",
+                     "updated")
+
+
+def opened(invoice, number: str, customer, profile) -> None:
+    """The draft `invoice` made open, in memory (its FINALIZED_COLUMNS): its number, the customer and
+    the issuer (the business profile) frozen into it as they are now, its public link's token, the
+    moment. `invoice`, `customer` and `profile` are rows of their tables, ORM objects or Core rows."""
+    invoice.number = number
     invoice.customer_snapshot = customer_details(customer)
     invoice.issuer_snapshot = jsonable(business_to_api(profile))
     invoice.public_url_token = secrets.token_urlsafe(32)
     invoice.status = "open"
     invoice.finalized_at = invoice.updated = now()
-    session.add(invoice)
-    session.flush()
-    events.record(session, invoice, "invoice.finalized", principal.event_meta())
-    return invoice
 
 
 def _require_open(invoice: Invoice, action: str) -> None:

@@ -97,37 +97,35 @@ def test_the_view_shows_the_invoice_and_finalizes_it_after_the_persons_confirmat
     assert calls == [("tools/call", "finalize_invoice"), ("tools/call", "confirm_invoice_action")]
 
 
-def test_cancel_in_the_view_leaves_the_draft(live_server, page):  # noqa: F811
+def asking_in_the_view(live_server, page, tool: str, customer: dict, amount: int, **arguments):  # noqa: F811
+    """A draft for a new customer; `tool` called on it by the host and its result (the question) shown
+    in the view: (the REST client, the invoice, the view's frame)."""
     tenant = make_tenant(None)
     api = httpx.Client(base_url=f"{live_server}/api/v1", headers={"Authorization": f"Bearer {tenant.key}"})
-    customer = api.post("/customers", json={"name": "Initech"}).json()["data"]
+    customer_id = api.post("/customers", json=customer).json()["data"]["id"]
     invoice = api.post("/invoices", headers={"Idempotency-Key": uuid.uuid4().hex}, json={
-        "customer": customer["id"], "items": [{"description": "Audit", "unit_amount": 90000}]}).json()["data"]
+        "customer": customer_id, "items": [{"description": "Design", "unit_amount": amount}]}).json()["data"]
     mcp = Mcp(live_server, tenant.key)
     view = mcp.rpc("resources/read", {"uri": "ui://invoicing/invoice-view.html"})["result"]["contents"][0]["text"]
-    asked = mcp.rpc("tools/call", {"name": "finalize_invoice", "arguments": {"invoice": invoice["id"]}})["result"]
+    asked = mcp.rpc("tools/call", {"name": tool, "arguments": {"invoice": invoice["id"], **arguments}})["result"]
     page.expose_function("forward", lambda method, params: json.dumps(mcp.rpc(method, json.loads(params))))
     page.set_content(HOST_PAGE)
     page.evaluate("([view, result]) => window.show(view, result)", [view, asked])
-    inside = page.frame_locator("iframe")
+    return api, invoice, page.frame_locator("iframe")
+
+
+GLOBEX = {"name": "Globex Corp", "email": "ap@globex.example"}
+
+
+def test_cancel_in_the_view_leaves_the_draft(live_server, page):  # noqa: F811
+    api, invoice, inside = asking_in_the_view(live_server, page, "finalize_invoice", {"name": "Initech"}, 90000)
     inside.get_by_role("button", name="Cancel").click()
     inside.get_by_text("The person declined").wait_for()
     assert api.get(f"/invoices/{invoice['id']}").json()["data"]["status"] == "draft"
 
 
 def test_confirm_after_the_draft_changed_shows_the_new_question_and_finalizes_nothing(live_server, page):  # noqa: F811
-    tenant = make_tenant(None)
-    api = httpx.Client(base_url=f"{live_server}/api/v1", headers={"Authorization": f"Bearer {tenant.key}"})
-    customer = api.post("/customers", json={"name": "Globex Corp", "email": "ap@globex.example"}).json()["data"]
-    invoice = api.post("/invoices", headers={"Idempotency-Key": uuid.uuid4().hex}, json={
-        "customer": customer["id"], "items": [{"description": "Design", "unit_amount": 250000}]}).json()["data"]
-    mcp = Mcp(live_server, tenant.key)
-    view = mcp.rpc("resources/read", {"uri": "ui://invoicing/invoice-view.html"})["result"]["contents"][0]["text"]
-    asked = mcp.rpc("tools/call", {"name": "finalize_invoice", "arguments": {"invoice": invoice["id"]}})["result"]
-    page.expose_function("forward", lambda method, params: json.dumps(mcp.rpc(method, json.loads(params))))
-    page.set_content(HOST_PAGE)
-    page.evaluate("([view, result]) => window.show(view, result)", [view, asked])
-    inside = page.frame_locator("iframe")
+    api, invoice, inside = asking_in_the_view(live_server, page, "finalize_invoice", GLOBEX, 250000)
     inside.get_by_text("Finalize the draft for Globex Corp, 2,500.00 USD").wait_for()
 
     api.patch(f"/invoices/{invoice['id']}", json={"items": [{"description": "Design", "unit_amount": 9900000}]})
@@ -140,19 +138,9 @@ def test_confirm_after_the_draft_changed_shows_the_new_question_and_finalizes_no
 
 
 def test_the_send_question_shows_the_note_as_written(live_server, page):  # noqa: F811
-    tenant = make_tenant(None)
-    api = httpx.Client(base_url=f"{live_server}/api/v1", headers={"Authorization": f"Bearer {tenant.key}"})
-    customer = api.post("/customers", json={"name": "Globex Corp", "email": "ap@globex.example"}).json()["data"]
-    invoice = api.post("/invoices", headers={"Idempotency-Key": uuid.uuid4().hex}, json={
-        "customer": customer["id"], "items": [{"description": "Design", "unit_amount": 250000}]}).json()["data"]
-    mcp = Mcp(live_server, tenant.key)
-    view = mcp.rpc("resources/read", {"uri": "ui://invoicing/invoice-view.html"})["result"]["contents"][0]["text"]
     note = "Thank you for the workshop.\n<b>Our bank details changed</b>: see the PDF."
-    asked = mcp.rpc("tools/call", {"name": "send_invoice", "arguments": {
-        "invoice": invoice["id"], "message": note, "cc": ["cfo@globex.example"]}})["result"]
-    page.set_content(HOST_PAGE)
-    page.evaluate("([view, result]) => window.show(view, result)", [view, asked])
-    inside = page.frame_locator("iframe")
+    _, _, inside = asking_in_the_view(live_server, page, "send_invoice", GLOBEX, 250000, message=note,
+                                      cc=["cfo@globex.example"])
     question = inside.get_by_role("region", name="Confirmation")
     question.wait_for()
     text = question.inner_text()

@@ -183,14 +183,17 @@ def _too_many_codes(visit: Visit, retry_after: int) -> Response:
 
 
 def resend_code(visit: Visit) -> Response:
+    token = visit.request.cookies.get(CHALLENGE_COOKIE)
     with transaction() as session:
-        outcome = sign_in.resend_code(session, visit.request.cookies.get(CHALLENGE_COOKIE), visit.client_ip())
+        outcome = sign_in.resend_code(session, token, visit.client_ip())
     if outcome.gone:
         return _challenge_gone(visit)
     if outcome.throttled:
         return _too_many_codes(visit, outcome.retry_after)
+    response = redirect("/login/code?notice=resent")
+    set_challenge_cookie(response, token)  # the challenge lives another CODE_LIFETIME: so does its cookie
     # Sent after the answer: how long it takes must not tell whether there was one (a right password).
-    return send_after(redirect("/login/code?notice=resent"), outcome.mail, "sign_in_code")
+    return send_after(response, outcome.mail, "sign_in_code")
 
 
 def logout_form(visit: Visit) -> Response:

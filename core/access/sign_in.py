@@ -22,7 +22,10 @@ not the account exists, and nothing stored reveals either.
 
 Once a code is needed, a right and a wrong password do the same work, not only get the same answer:
 the same statements, the same rows written, at the sign-in and at each "send another code" (which
-is limited per challenge and per network). Only the e-mail differs, sent after the answer.
+is limited per challenge and per network). Only the e-mail differs, sent after the answer. And
+nothing a browser can see later depends on the password either: a challenge's life and its
+resends' refusals follow from its own resends and its network's alone, never from the account's
+share of code e-mails (which only a right password spends).
 """
 
 from __future__ import annotations
@@ -208,16 +211,18 @@ def _challenge(session: Session, user: User | None, email: str, next_path: str, 
         code_hash=_code_hash_for(user, code), email_hint=email_hint(email),
         next_path=next_path, expires_at=clock_now() + CODE_LIFETIME)
     session.add(challenge)
-    _sent, mail = _code_mail(session, user, subject, code, now)
+    mail = _code_mail(session, user, subject, code, now)
     return Challenge(token=token, email_hint=challenge.email_hint, mail=mail)
 
 
 def _code_mail(session: Session, user: User | None, subject: str, code: str,
-               now: float | None) -> tuple[bool, EmailMessage | None]:
-    """Whether the account (`subject`) may have another code e-mail, and that e-mail when it goes
-    to a user whose password matched (None for anyone else). The same statements either way: the
-    account's share is counted for every challenge and, for one without a user, given back at once
-    (on the same row), so a wrong password takes nothing from the owner's codes."""
+               now: float | None) -> EmailMessage | None:
+    """The code's e-mail when it goes out: to a user whose password matched, while the account
+    (`subject`) has code e-mails left in the hour; None otherwise. The same statements either
+    way: the account's share is counted for every challenge and, for one without a user, given
+    back at once (on the same row), so a wrong password takes nothing from the owner's codes.
+    Whether an e-mail goes must change nothing a browser sees (the caller's answer, the
+    challenge's life): only a right password spends the share, so that would tell it."""
     usage = ratelimit.hit(session, code_mails_per_account(), subject, now=now)
     ratelimit.take_back(session, code_mails_per_account(), subject, now=now,
                         effective=user is None and not usage.exceeded)
@@ -225,8 +230,8 @@ def _code_mail(session: Session, user: User | None, subject: str, code: str,
     if usage.exceeded:
         if user is not None:
             metrics.rate_limited("sign_in_code_mail")
-        return False, None
-    return True, message if user is not None else None
+        return None
+    return message if user is not None else None
 
 
 def _code_message(user: User | None, code: str) -> EmailMessage:
@@ -272,7 +277,8 @@ def enter_code(session: Session, token: str | None, code: str) -> CodeOutcome:
     challenge.attempts += 1
     session.add(challenge)
     typed = "".join(character for character in code if character.isdigit() and character.isascii())
-    if challenge.user_id is not None and crypto.same(_code_hash(typed), challenge.code_hash):
+    matches = crypto.same(_code_hash(typed), challenge.code_hash)  # checked for every challenge: the same work
+    if challenge.user_id is not None and matches:
         session.delete(challenge)
         return CodeOutcome(user=session.get(User, challenge.user_id), next_path=challenge.next_path)
     return CodeOutcome(next_path=challenge.next_path, attempts_left=CODE_ATTEMPTS - challenge.attempts)
@@ -291,11 +297,18 @@ class ResendOutcome:
 
 def resend_code(session: Session, token: str | None, client_ip: str, *,
                 now: float | None = None) -> ResendOutcome:
-    """Another code for the browser's challenge, limited per challenge and per network. Unless the
-    account has had its share of code e-mails, the challenge lives another `CODE_LIFETIME` with a
-    new code (the old one stops working), e-mailed when its password matched. A right and a wrong
-    password run the same statements and write the same rows: the user is read (none for a wrong
-    one), the account's share counted, the challenge rewritten."""
+    """Another code for the browser's challenge, limited per challenge and per network.
+
+    Every resend the limits allow gives the challenge another `CODE_LIFETIME`, whatever the
+    password and the account's share of code e-mails: what a browser sees (the answer, how long
+    the challenge lives, which later resends are refused) depends only on the challenge's own
+    resends and its network's, so no sequence of requests tells a right password from a wrong
+    one. (The per-challenge limit, over an hour, bounds a challenge's life to
+    `CODE_LIFETIME` × (1 + `RESENDS_PER_CHALLENGE`).) A new code replaces the old one only when its
+    e-mail goes out (a right password, within the account's share); otherwise the code already
+    e-mailed, if any, keeps working. A right and a wrong password run the same statements and
+    write the same rows: the user is read (none for a wrong one), the account's share counted,
+    the challenge rewritten."""
     challenge = find_challenge(session, token, lock=True)
     if challenge is None:
         return ResendOutcome(gone=True)
@@ -307,11 +320,11 @@ def resend_code(session: Session, token: str | None, client_ip: str, *,
             return ResendOutcome(retry_after=usage.retry_after)
     user = session.exec(select(User).where(User.id == bindparam("user_id", challenge.user_id))).first()
     code = _new_code()
-    renewed, mail = _code_mail(session, user, challenge.account_subject, code, now)
+    mail = _code_mail(session, user, challenge.account_subject, code, now)
     code_hash = _code_hash_for(user, code)
     session.execute(update(SignInChallenge).where(SignInChallenge.id == challenge.id).values(
-        code_hash=code_hash if renewed else challenge.code_hash,
-        expires_at=clock_now() + CODE_LIFETIME if renewed else challenge.expires_at))
+        code_hash=code_hash if mail is not None else challenge.code_hash,
+        expires_at=clock_now() + CODE_LIFETIME))
     return ResendOutcome(mail=mail)
 
 

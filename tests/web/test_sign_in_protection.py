@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from contextlib import ExitStack
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import event, func
@@ -113,9 +114,9 @@ def twins(browser_at) -> tuple[str, str]:
     return emails[0], emails[1]
 
 
-def spend_code_mails(email: str) -> None:
+def spend_code_mails(email: str, count: int = sign_in.CODE_MAILS_PER_HOUR) -> None:
     with db.transaction() as session:
-        for _ in range(sign_in.CODE_MAILS_PER_HOUR):
+        for _ in range(count):
             ratelimit.hit(session, sign_in.code_mails_per_account(), sign_in.account_subject(email))
 
 
@@ -362,6 +363,123 @@ def test_resending_a_code_does_the_same_work_for_a_right_and_a_wrong_password(tw
     work = [database_work("/login/code/resend", browser, page="/login/code") for browser in (right, wrong)]
     assert work[0][0] == (303, "/login/code?notice=resent")
     assert work[0] == work[1]
+
+
+# --- what a guess shows over many requests ----------------------------------------------------
+
+@pytest.fixture
+def clock(monkeypatch):
+    """The clocks a sign-in reads, moved together by the test: the challenges' lifetimes
+    (`sign_in.clock_now`) and the limits (`ratelimit.clock`). `clock.at(minutes)` from the start."""
+
+    class Clock:
+        start = time.time() // 1 + 1  # after whatever the fixtures counted before
+        now = start
+
+        def at(self, minutes: float) -> None:
+            self.now = self.start + minutes * 60
+
+    driven = Clock()
+    monkeypatch.setattr(ratelimit, "clock", lambda: driven.now)
+    monkeypatch.setattr(sign_in, "clock_now", lambda: datetime.fromtimestamp(driven.now, UTC))
+    return driven
+
+
+# A guess played out (minutes after its first sign-in): the reviewer's scenario of issue 33, where a
+# resend renewed the challenge only while the account's code e-mails lasted (which only a right
+# password spends), then every later step of a challenge: entering codes, refusals, the end.
+GUESS = (
+    (0, "sign in"), (1, "resend"), (2, "resend"), (3, "resend"),  # challenge A and its 3 resends
+    (3.5, "resend"),  # refused: A's resends are spent
+    (4, "sign in"),  # challenge B (the browser's cookie names it now)
+    (9, "resend"),  # B lives until 19; without this resend it would end at 14
+    (16, "enter"),
+    (17, "resend"), (18, "resend"), (19, "resend"),  # the last one refused; B lives until 28
+    (27, "enter"), (29, "enter"),  # B has ended
+    (30, "resend"),
+)
+GUESS_STATUSES = [303, 303, 303, 303, 429, 303, 303, 401, 303, 303, 429, 401, 410, 410]
+
+
+def seen(response) -> tuple:
+    """What a browser, or a script, sees of an answer, random values aside: the status, where it
+    leads, Retry-After, the cookies set (their names and attributes) and the page."""
+    cookies = sorted("; ".join([part.split("=", 1)[0]] + [a.strip().lower() for a in attributes
+                                                            if not a.strip().lower().startswith("expires")])
+                     for part, *attributes in (c.split(";") for c in response.headers.get_list("set-cookie")))
+    page = re.sub(r'value="[^"]*"', 'value=""', response.text)
+    return response.status_code, response.headers.get("location"), response.headers.get("retry-after"), cookies, page
+
+
+def challenges_of(email: str) -> list[tuple]:
+    """How long each of the account's challenges lives, and how many codes were typed into it."""
+    with db.transaction() as session:
+        query = select(SignInChallenge).where(SignInChallenge.account_subject == sign_in.account_subject(email))
+        return [(c.expires_at, c.attempts) for c in session.exec(query.order_by(SignInChallenge.created_at))]
+
+
+def play(browser: Browser, password: str, action: str, typed: str) -> list:
+    """One step of a guess: what its answer showed (and the page it led to), and the challenges."""
+    path, form = {"sign in": ("/login", {"email": browser.email, "password": password, "next": "/"}),
+                  "resend": ("/login/code/resend", {}),
+                  "enter": ("/login/code", {"code": typed})}[action]
+    response = browser.submit(path, form, page="/login")  # the code page may be gone
+    shown = [seen(response)]
+    if response.status_code == 303:
+        shown.append(seen(browser.get(response.headers["location"])))
+    return [*shown, challenges_of(browser.email)]
+
+
+@pytest.mark.parametrize("code_mails_used", [0, sign_in.CODE_MAILS_PER_HOUR - 1],
+                         ids=["all code e-mails left", "one code e-mail left"])
+def test_a_guess_shows_the_same_over_any_sequence_for_a_right_and_a_wrong_password(
+        twins, browser_at, clock, outbox, code_mails_used):
+    """Every answer, every page, every refusal and each challenge's lifetime, step by step, with
+    the clock moving: a right password differs only in a code the attacker never sees."""
+    right, wrong = browser_at("203.0.113.1"), browser_at("203.0.113.2")
+    right.email, wrong.email = twins
+    for email in twins:
+        spend_code_mails(email, code_mails_used)
+    statuses = []
+    for minutes, action in GUESS:
+        clock.at(minutes)
+        mailed = [m["Subject"][-8:] for m in outbox_messages(outbox, right.email)]
+        typed = next(code for code in ("00000000", "11111111") if code not in mailed)  # a code nobody was sent
+        shown = [play(browser, password, action, typed) for browser, password in ((right, PASSWORD), (wrong, WRONG))]
+        assert shown[0] == shown[1], f"at {minutes} minutes, {action}"
+        statuses.append(shown[1][0][0])
+    assert statuses == GUESS_STATUSES
+
+
+def test_a_resend_when_no_code_email_can_go_keeps_the_code_and_the_challenge(owner, browser_at, clock, outbox):
+    """The owner's code keeps working for the longer life a resend gives the challenge, even
+    when the account's code e-mails are spent and no new code could go out."""
+    spend_budget(owner.email)
+    spend_code_mails(owner.email, sign_in.CODE_MAILS_PER_HOUR - 1)
+    newcomer = browser_at("203.0.113.1")
+    assert newcomer.sign_in(owner.email).headers["location"] == "/login/code"  # the last code e-mail
+    code = code_in(outbox, owner.email)
+    clock.at(5)
+    resent = resend(newcomer)
+    assert resent.headers["location"] == "/login/code?notice=resent"
+    cookie = next(c for c in resent.headers.get_list("set-cookie") if c.startswith(CHALLENGE_COOKIE))
+    assert f"max-age={int(sign_in.CODE_LIFETIME.total_seconds())}" in cookie.lower()  # a browser keeps it as long
+    assert len(outbox_messages(outbox, owner.email)) == 2  # the verification e-mail and the one code
+    clock.at(12)  # past the first 10 minutes, within the 10 after the resend
+    assert enter(newcomer, code).headers["location"] == "/"
+
+
+def test_wrong_passwords_take_nothing_from_the_owners_code_emails(owner, browser_at, outbox):
+    spend_budget(owner.email)
+    for n in range(sign_in.CODE_MAILS_PER_HOUR + 1):
+        guesser = browser_at(f"203.0.113.{10 + n}")
+        assert guesser.sign_in(owner.email, password=WRONG).headers["location"] == "/login/code"
+        resends = sign_in.RESENDS_PER_CHALLENGE
+        assert [resend(guesser).status_code for _ in range(resends)] == [303] * resends
+    newcomer = browser_at("203.0.113.1")
+    assert newcomer.sign_in(owner.email).headers["location"] == "/login/code"
+    assert len(outbox_messages(outbox, owner.email)) == 2  # the verification e-mail and the owner's code
+    assert enter(newcomer, code_in(outbox, owner.email)).headers["location"] == "/"
 
 
 def test_codes_resent_for_one_sign_in_are_limited(challenged):

@@ -8,7 +8,6 @@ every other method) goes on to the full stack."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable
 
 from starlette.datastructures import QueryParams
@@ -19,8 +18,8 @@ from starlette.types import Receive, Scope, Send
 from asgi.lanes import first_header, send_answer
 from core.access import resources
 from core.base import context
-from core.base.errors import InternalError
 from operations import fast_reads
+from operations.pipeline import as_domain_error
 from rest.framework import rate_limit_headers, request_id_of
 from rest.problems import problem_response
 
@@ -29,7 +28,6 @@ Target = str | QueryParams  # an invoice's id, or the list's query
 LIST = "/api/v1/invoices"  # the path and route template of the list
 PREFIX = LIST + "/"
 ROUTE = "/api/v1/invoices/{id}"
-log = logging.getLogger("invoicing.operations")
 
 
 async def answer(authorization: str | None, target: Target, request_id: str) -> Response | None:
@@ -40,16 +38,15 @@ async def answer(authorization: str | None, target: Target, request_id: str) -> 
             found = await fast_reads.get_invoice(authorization, target)
         else:
             found = await fast_reads.list_invoices(authorization, dict(target))
-    except Exception:
-        return internal_error(request_id)
+    except Exception as exc:
+        return internal_error(exc, request_id)
     return None if found is None else response_to(found, request_id)
 
 
-def internal_error(request_id: str) -> Response:
-    """A fault of ours, answered as the pipeline does: never leaked, always logged."""
-    log.error("unexpected error (request %s)", request_id, exc_info=True)
-    return problem_response(InternalError("An unexpected error occurred; retry the request. Request id: "
-                                          + request_id), request_id)
+def internal_error(exc: Exception, request_id: str) -> Response:
+    """An unexpected exception of a fast path, answered as the pipeline answers one (`as_domain_error`:
+    an unreachable database is a 502, any other fault of ours a 500; never leaked, always logged)."""
+    return problem_response(as_domain_error(exc, request_id), request_id)
 
 
 def response_to(found: fast_reads.Answer, request_id: str, status: int = 200) -> Response:

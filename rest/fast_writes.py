@@ -90,8 +90,8 @@ async def _answer(operation: framework.Endpoint, scope: Scope, body: bytes, para
             headers.get("authorization"), body, headers.get("idempotency-key"), (operation.method, scope["path"]),
             QueryParams(scope["query_string"]).multi_items(), params, request_id,
             framework.EndpointPresenter(operation, request_id)))
-    except Exception:
-        return internal_error(request_id)
+    except Exception as exc:
+        return internal_error(exc, request_id)
     if found is None or isinstance(found, fast_writes.Handover):
         scope[TRIED] = True
         scope[framework.COUNTED] = found is not None

@@ -11,6 +11,7 @@ from decimal import Decimal
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sqlalchemy.exc import OperationalError
 
 from core.base import db, ids
 from core.base.clock import now, today
@@ -18,6 +19,7 @@ from core.base.jsonout import dumps
 from core.billing.invoice_render import view_invoice
 from core.mechanisms import ratelimit
 from core.models import BusinessProfile, Invoice, InvoiceLine
+from operations import fast_reads
 from tests import hostile
 from tests.api.invoicing import adhoc, customer, draft, finalize, open_invoice, pay, void
 from tests.conftest import make_tenant
@@ -277,7 +279,6 @@ def test_an_invoice_finalized_paid_and_voided_is_read_at_each_step(tenant):
 
 
 def test_an_open_invoice_read_yesterday_is_overdue_today(tenant, monkeypatch):
-    from operations import fast_reads
     invoice = open_invoice(tenant, due_date=today().isoformat())
     assert fast(tenant, invoice["id"]).json()["data"]["status"] == "open"
     monkeypatch.setattr(fast_reads, "today", lambda: today() + timedelta(days=1))
@@ -288,3 +289,19 @@ def test_an_invoice_read_by_its_account_is_still_not_found_for_another(tenant, o
     invoice = draft(tenant)
     assert fast(tenant, invoice["id"]).status_code == 200
     assert fast(other_tenant, invoice["id"]).status_code == 404
+
+
+@pytest.mark.parametrize(("fault", "status", "code"), [
+    (RuntimeError("boom"), 500, "internal_error"),
+    (OperationalError("SELECT 1", {}, Exception("server closed the connection")), 502, "upstream_failed"),
+])
+def test_a_fault_of_the_fast_read_is_answered_as_the_pipeline_answers_it(tenant, monkeypatch, fault, status, code):
+    async def broken(*_arguments):
+        raise fault
+
+    invoice = draft(tenant)
+    monkeypatch.setattr(fast_reads, "get_invoice", broken)
+    response = tenant.get(f"/invoices/{invoice['id']}")
+    assert response.status_code == status and response.json()["code"] == code
+    assert response.json()["instance"] == response.headers["x-request-id"]
+    assert "boom" not in response.text and "server closed" not in response.text

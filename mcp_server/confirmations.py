@@ -166,11 +166,11 @@ async def before_acting(ctx: ServerRequestContext, tool: str, arguments: dict, p
     if (asked := ctx.request.scope.get(CONFIRMED)) is not None:
         return Proceed(asked)  # the gate asked on the call's stream and the person said yes
     traits = traits_for(ctx)
-    if traits.elicitation and is_modern(ctx):
-        return await _round_trip(principal, tool, arguments, params)
-    if traits.elicitation:
+    if traits.elicitation and not is_modern(ctx):
         return Proceed(NOTHING_ASKED)  # a handshake-era client: the gate found nothing to ask
-    if traits.apps:
+    if traits.elicitation and params.request_state is not None:
+        return await _answered(tool, arguments, params)
+    if traits.elicitation or traits.apps:
         return await ask_again(ctx, tool, arguments, shown, first=True) or Proceed(NOTHING_ASKED)
     return Proceed(None)
 
@@ -201,12 +201,9 @@ def _input_required(question: Question) -> types.InputRequiredResult:
         request_state=state)
 
 
-async def _round_trip(principal: Principal, tool: str, arguments: dict,
-                      params: types.CallToolRequestParams) -> types.CallToolResult | types.InputRequiredResult | Proceed:
+async def _answered(tool: str, arguments: dict, params: types.CallToolRequestParams) -> types.CallToolResult | Proceed:
+    """The second call of a 2026-07-28 round trip: the person's answer, with the state we sealed."""
     state = params.request_state  # as sealed by us: the boundary opened and checked it
-    if state is None:
-        question = await run_in_threadpool(question_for, tool, principal, arguments.get("invoice"), arguments)
-        return Proceed(NOTHING_ASKED) if question is None else _input_required(question)
     nonce, _, shown_digest = state.removeprefix(STATE_PREFIX).partition(":")
     if not state.startswith(STATE_PREFIX) or not nonce or not shown_digest:
         return refused("The confirmation is not one this server asked for.")

@@ -22,19 +22,21 @@ def write(benches, args, started: datetime, path: Path) -> None:
         f"loopback (`wrk`; the refresh grant by `bench/refresh_load.py`), {args.seconds:g} s per run, the median "
         f"of {args.repeats} runs per cell. **Ratio** is the throughput against the baseline at the same number of "
         "connections: a bare Starlette app on the same uvicorn settings answering the same bytes from memory, "
-        "the limit of our stack. The machine is shared and noisy: the same cell can move by a third between runs.",
+        "the limit of our stack; **of REST** compares an assistant's MCP write with the same write over REST with "
+        "an API key, in the same run. The machine is shared and noisy: the same cell can move by a third between "
+        "runs.",
         "",
         *[f"![{title}]({name})" for title, name in plots],
         "",
         "## Throughput and latency",
         "",
-        "| database | scenario | connections | requests/s | ratio | p50 ms | p99 ms | runs (req/s) |",
-        "|---|---|---:|---:|---:|---:|---:|---|",
+        "| database | scenario | connections | requests/s | ratio | of REST | p50 ms | p99 ms | runs (req/s) |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     for row in rows:
         errors = f" ({row['non_2xx']} failed or unanswered)" if row["non_2xx"] else ""
         lines.append(f"| {row['database']} | {row['scenario']}{errors} | {row['connections']} | {row['rps']:.0f} | "
-                     f"{row['ratio']:.1%} | {row['p50']:.2f} | {row['p99']:.2f} | "
+                     f"{row['ratio']:.1%} | {_of_rest(row)} | {row['p50']:.2f} | {row['p99']:.2f} | "
                      f"{', '.join(str(r) for r in row.get('runs', []))} |")
     lines += ["", "## One process, two processes, memory and numbering", ""]
     for bench in benches:
@@ -65,6 +67,10 @@ def write(benches, args, started: datetime, path: Path) -> None:
                       plan["statement"].strip(), "```", "", "```", *plan["plan"], "```"]
     lines.append("")
     path.write_text("\n".join(lines) + "\n" + (ROOT / "bench" / "history.md").read_text())
+
+
+def _of_rest(row: dict) -> str:
+    return f"{row['of_rest']:.0%}" if "of_rest" in row else ""
 
 
 def _plots(benches, directory: Path) -> list[tuple[str, str]]:

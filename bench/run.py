@@ -45,24 +45,37 @@ class Scenario:
     name: str
     method: str
     path: str  # may hold {invoice}, {customer_query}; `{draft}` takes a new draft per request
-    body: str | None = None  # may hold {customer}, {invoice}; POSTs get a fresh Idempotency-Key each
+    body: str | None = None  # may hold {customer}, {invoice}, {draft}; `{key}` a fresh idempotency key
     mcp: bool = False
     refresh: bool = False  # loaded by bench/refresh_load.py
+    oauth: bool = False  # an assistant's OAuth access token (for the resource called) instead of the API key
+    of_rest: str | None = None  # also compared with this scenario's throughput in the same run
+
+
+def _tool_call(name: str, arguments: dict) -> str:
+    return json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}})
 
 
 TEN_ITEMS = [{"description": f"Item {n}", "unit_amount": 1000 + n, "quantity": 2} for n in range(10)]
 GET_INVOICE = "GET /invoices/{id} (10 lines)"
+CREATE, FINALIZE = "POST /invoices (10 items)", "POST /invoices/{id}/finalize"
 SCENARIOS = [
     Scenario(GET_INVOICE, "GET", "/api/v1/invoices/{invoice}"),
+    Scenario(GET_INVOICE + ", OAuth token", "GET", "/api/v1/invoices/{invoice}", oauth=True),
     Scenario("GET /invoices?limit=100", "GET", "/api/v1/invoices?limit=100"),
     Scenario("GET /customers?query=…", "GET", "/api/v1/customers?query={customer_query}"),
-    Scenario("POST /invoices (10 items)", "POST", "/api/v1/invoices",
-             json.dumps({"customer": "{customer}", "items": TEN_ITEMS})),
-    Scenario("POST /invoices/{id}/finalize", "POST", "/api/v1/invoices/{draft}/finalize"),
+    Scenario(CREATE, "POST", "/api/v1/invoices", json.dumps({"customer": "{customer}", "items": TEN_ITEMS})),
+    Scenario(FINALIZE, "POST", "/api/v1/invoices/{draft}/finalize"),
     Scenario("POST /oauth/token (refresh grant)", "POST", "/oauth/token", refresh=True),
-    Scenario("MCP get_invoice", "POST", "/mcp", json.dumps({
-        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": {"name": "get_invoice", "arguments": {"invoice": "{invoice}"}}}), mcp=True),
+    Scenario("MCP get_invoice", "POST", "/mcp", _tool_call("get_invoice", {"invoice": "{invoice}"}), mcp=True),
+    Scenario("MCP get_invoice, OAuth token", "POST", "/mcp", _tool_call("get_invoice", {"invoice": "{invoice}"}),
+             mcp=True, oauth=True),
+    Scenario("MCP create_invoice (10 items), OAuth token", "POST", "/mcp", _tool_call(
+        "create_invoice", {"customer": "{customer}", "items": TEN_ITEMS, "idempotency_key": "{key}"}),
+        mcp=True, oauth=True, of_rest=CREATE),
+    # A client that declared no elicitation (the bench's calls carry no session): nothing is asked.
+    Scenario("MCP finalize_invoice, OAuth token", "POST", "/mcp", _tool_call(
+        "finalize_invoice", {"invoice": "{draft}", "idempotency_key": "{key}"}), mcp=True, oauth=True, of_rest=FINALIZE),
 ]
 
 # Each wrk thread has its own Lua state, numbered by `setup`: every POST carries an Idempotency-Key
@@ -85,15 +98,19 @@ function init(args)
 end
 request = function()
   counter = counter + 1
-  local target = path
+  local target, sent = path, body
+  local key = "bench-" .. run_tag .. "-" .. thread_number .. "-" .. counter
   if drafts_file then
     local index = (counter - 1) * thread_count + thread_number
-    target = string.gsub(path, "{draft}", drafts[index] or "in_00000000000000000000000000000000")
+    local draft = drafts[index] or "in_00000000000000000000000000000000"
+    target = string.gsub(path, "{draft}", draft)
+    if sent then sent = string.gsub(sent, "{draft}", draft) end
   end
+  if sent then sent = string.gsub(sent, "{key}", key) end
   if method == "POST" and not string.find(path, "/mcp") then
-    headers["Idempotency-Key"] = "bench-" .. run_tag .. "-" .. thread_number .. "-" .. counter
+    headers["Idempotency-Key"] = key
   end
-  return wrk.format(method, target, headers, body)
+  return wrk.format(method, target, headers, sent)
 end
 """
 
@@ -115,6 +132,10 @@ def wait_until_up(url: str, process: subprocess.Popen) -> None:
         except httpx.TransportError:
             time.sleep(0.1)
     raise SystemExit(f"{url} did not answer within 60 s")
+
+
+def _of_rest(row: dict) -> str:
+    return f"  {row['of_rest']:.0%} of REST" if "of_rest" in row else ""
 
 
 def lua_string(text: str | None) -> str:
@@ -210,6 +231,7 @@ class Bench:
     def log(self, row: dict) -> None:
         print(f"{self.database:10} {row['scenario']:34} c={row['connections']:<3} {row['rps']:8.0f}/s "
               f"p50 {row['p50']:7.2f} ms p99 {row['p99']:7.2f} ms  {row['ratio']:6.1%}"
+              f"{_of_rest(row)}"
               f"{'  non-2xx: ' + str(row['non_2xx']) if row['non_2xx'] else ''}", flush=True)
 
     def run(self) -> None:
@@ -222,6 +244,10 @@ class Bench:
         baseline = None
         try:
             auth = {"Authorization": f"Bearer {seeded['key']}"}
+            assistant = seed(self.env, "oauth", seeded["account"], f"{self.origin}/api/v1", f"{self.origin}/mcp")
+            self.oauth = {path: {"Authorization": f"Bearer {token}"}
+                          for path, token in (("/api/v1", assistant["access_tokens"][f"{self.origin}/api/v1"]),
+                                              ("/mcp", assistant["access_tokens"][f"{self.origin}/mcp"]))}
             with httpx.Client(base_url=self.origin, headers=auth, timeout=30) as client:
                 body = {"customer": seeded["customer"], "items": TEN_ITEMS}
                 invoice = client.post("/api/v1/invoices", json=body, headers={"Idempotency-Key": "seed"}).json()["data"]
@@ -244,12 +270,12 @@ class Bench:
                             runs.append(self.refresh_load(chains_file, connections))
                             continue
                         file = None
-                        if "{draft}" in scenario.path:  # fresh drafts for every run, one per request
+                        if "{draft}" in scenario.path + (scenario.body or ""):  # fresh drafts for every run, one per request
                             file = self.workdir / f"drafts-{secrets.token_hex(3)}.txt"
                             drafts = seed(self.env, "drafts", seeded["account"], str(self.args.drafts))["drafts"]
                             file.write_text("\n".join(drafts) + "\n")
                         runs.append(self.wrk(scenario, values, auth, connections, file))
-                    self.add(scenario.name, connections, median_of(runs), limit)
+                    self.add(scenario.name, connections, median_of(runs), limit, scenario.of_rest)
             self.facts["peak_rss_mb"] = max(server.peak_rss_mb())
             self.facts["numbering"] = plans.numbering(self.env["INVOICING_DATABASE_URL"], seeded["account"])
         finally:
@@ -261,6 +287,8 @@ class Bench:
         self.growth(seeded)
 
     def wrk(self, scenario: Scenario, values: dict, auth: dict, connections: int, drafts_file: Path | None) -> dict:
+        if scenario.oauth:
+            auth = self.oauth["/mcp" if scenario.mcp else "/api/v1"]
         headers = {**auth, "Content-Type": "application/json"}
         if scenario.mcp:
             headers.update({"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"})
@@ -276,9 +304,12 @@ class Bench:
                              check=True)
         return json.loads(out.stdout)
 
-    def add(self, name: str, connections: int, result: dict, limit: dict) -> None:
+    def add(self, name: str, connections: int, result: dict, limit: dict, of_rest: str | None = None) -> None:
         row = {"database": self.database, "scenario": name, "connections": connections, **result,
                "ratio": result["rps"] / limit["rps"]}
+        if of_rest is not None:
+            rest = next(row for row in self.rows if row["scenario"] == of_rest and row["connections"] == connections)
+            row["of_rest"] = result["rps"] / rest["rps"]
         self.rows.append(row)
         self.log(row)
 

@@ -4,6 +4,9 @@
     python -m bench.seed drafts ACCOUNT N   N drafts of one line each (ids written to stdout)
     python -m bench.seed refresh ACCOUNT N RESOURCE
                                             N OAuth grants of one public client, one refresh token each
+    python -m bench.seed oauth ACCOUNT RESOURCE...
+                                            an access token with every scope for each resource (a grant
+                                            each, of one public client): the assistant's credential
     python -m bench.seed grow ACCOUNT N     customers and invoices of the account up to N each
     python -m bench.seed tenants N ROWS     N more accounts with ROWS customers and drafts each
 
@@ -123,6 +126,27 @@ def refresh(account_id: str, count: int, resource: str) -> dict:
     return {"client_id": client_id, "refresh_tokens": chains}
 
 
+def oauth(account_id: str, *resources: str) -> dict:
+    """An access token with every scope of the full-access preset for each resource (the REST API,
+    the MCP endpoint), each of its own grant of one public client, as an assistant holds after consent."""
+    owner = uuid.UUID(account_id)
+    client_id = f"bench-assistant-{secrets.token_hex(6)}"
+    scopes = sorted(PRESETS["full_access"])
+    access = {}
+    with db.transaction() as session:
+        user_id = session.execute(select(Account.owner_user_id).where(Account.id == owner)).scalar_one()
+        clients.register(session, client_id=client_id, client_secret=None, metadata={
+            "token_endpoint_auth_method": "none", "redirect_uris": ["http://127.0.0.1/callback"],
+            "client_name": "Bench assistant"})
+        for resource in resources:
+            grant = OAuthGrant(client_id=client_id, user_id=user_id, account_id=owner, resource=resource, scopes=scopes)
+            session.add(grant)
+            session.flush()
+            access[resource] = tokens.new_access_token()
+            tokens.store_pair(session, grant, {"access_token": access[resource], "scope": " ".join(scopes)})
+    return {"client_id": client_id, "access_tokens": access}
+
+
 def _count(session, model, owner: uuid.UUID) -> int:
     return session.execute(select(func.count()).select_from(model).where(model.account_id == owner)).scalar_one()
 
@@ -218,6 +242,7 @@ def main(argv: list[str]) -> None:
         "account": lambda: account(),
         "drafts": lambda: drafts(args[0], int(args[1])),
         "refresh": lambda: refresh(args[0], int(args[1]), args[2]),
+        "oauth": lambda: oauth(args[0], *args[1:]),
         "grow": lambda: grow(args[0], int(args[1])),
         "tenants": lambda: tenants(int(args[0]), int(args[1])),
     }[command]()

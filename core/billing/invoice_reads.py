@@ -17,6 +17,8 @@ import orjson
 from sqlalchemy import Text, and_, bindparam, cast, func, literal, literal_column, or_, select, tuple_
 from sqlalchemy.dialects.postgresql import aggregate_order_by
 
+from core.base import ids
+from core.base.errors import NotFound
 from core.base.jsonout import json_number
 from core.billing.business import business_to_api
 from core.billing.invoice_render import assembled, customer_details, invoice_fields, is_frozen
@@ -232,9 +234,26 @@ def render(values: tuple, layout: Layout, lines: list | None = None, *, today: d
     return assembled(invoice_fields(invoice, today), customer_shown, issuer, lines)
 
 
+def view_invoice(session, account_id, id_text: str) -> dict:
+    """One invoice of the account with its lines, as the API shows it, in two Core statements: the
+    invoice with the live customer and issuer a draft shows, then the lines (one statement joining
+    the lines would repeat the invoice's long texts and snapshots on each of up to 250 rows)."""
+    invoice_id = ids.parse("invoice", id_text, what="invoice")
+    connection = session.connection()
+    found = connection.execute(VIEW_STATEMENT, {"invoice_id": invoice_id, "account_id": account_id}).first()
+    if found is None:
+        raise NotFound(f"No such invoice: {id_text}")
+    lines = connection.execute(VIEW_LINES_STATEMENT, {"invoice_id": invoice_id}).all()
+    return render(tuple(found), VIEW_LAYOUT, lines)
+
+
 def key_view(values: tuple, layout: Layout) -> tuple:
     """The `api_keys` columns of a row (`k_…`), with attribute access."""
     return layout.parts["k_"].view(values)
+
+
+VIEW_STATEMENT, VIEW_LINES_STATEMENT = invoice_statement(lines_in_row=False), lines_statement()
+VIEW_LAYOUT = Layout.of(VIEW_STATEMENT)
 
 
 class Rendered:

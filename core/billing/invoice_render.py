@@ -6,7 +6,6 @@ frozen when they were finalized.
 
 from __future__ import annotations
 
-import uuid
 from datetime import date
 from decimal import Decimal
 from typing import Annotated, Literal, get_args
@@ -18,11 +17,10 @@ from core.base import ids
 from core.base.api_types import EmailText, Timestamp, UriText
 from core.base.clock import iso
 from core.base.clock import today as utc_today
-from core.base.errors import NotFound
 from core.billing.business import BusinessOutModel, business_to_api, find_profile
 from core.billing.presentation import public_pdf_url, public_url
 from core.catalog.customers import ADDRESS_KEYS, AddressOut
-from core.models import BusinessProfile, Customer, Invoice, InvoiceLine
+from core.models import Customer, Invoice, InvoiceLine
 
 # The statuses an invoice shows; `overdue` is computed from an open invoice's due date, never stored.
 InvoiceStatus = Literal["draft", "open", "paid", "overdue", "void"]
@@ -194,24 +192,6 @@ def invoices_to_api(session: Session, rows: list[Invoice]) -> list[dict]:
     rendered = [invoice_to_api(session, invoice, with_lines=False, issuer=issuer) for invoice in rows]
     del customers
     return rendered
-
-
-def view_invoice(session: Session, account_id: uuid.UUID, id_text: str) -> dict:
-    """One invoice of the account with its lines, as the API shows it, in two statements: the
-    invoice with the live customer and issuer a draft shows, then the lines. (One statement joining
-    the lines would repeat the invoice's long texts and snapshots on each of up to 250 rows.)"""
-    row_id = ids.parse("invoice", id_text, what="invoice")
-    found = session.exec(
-        select(Invoice, Customer, BusinessProfile)
-        .outerjoin(Customer, Customer.id == Invoice.customer_id)
-        .outerjoin(BusinessProfile, BusinessProfile.account_id == Invoice.account_id)
-        .where(Invoice.id == row_id, Invoice.account_id == account_id)
-    ).first()
-    if found is None:
-        raise NotFound(f"No such invoice: {id_text}")
-    invoice, customer, profile = found  # `customer` stays in the identity map while referenced here
-    issuer = business_to_api(profile) if profile is not None else None
-    return invoice_to_api(session, invoice, with_lines=True, issuer=issuer)
 
 
 def invoice_fields(invoice: Invoice, today: date | None = None) -> dict:

@@ -35,6 +35,7 @@ from core.billing.invoice_inputs import (
     VoidInput,
 )
 from core.billing.invoice_lines import ItemFields, build_line, compute, refresh_prices, renumber
+from core.billing.invoice_reads import view_invoice  # noqa: F401 (re-exported)
 from core.billing.invoice_render import (  # noqa: F401 (re-exported)
     INVOICE_STATUSES,
     customer_details,
@@ -43,7 +44,6 @@ from core.billing.invoice_render import (  # noqa: F401 (re-exported)
     lines_of,
     preview_to_api,
     status_of,
-    view_invoice,
 )
 from core.catalog.customers import get_customer
 from core.mechanisms.pagination import Page, paginate

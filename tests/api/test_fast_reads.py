@@ -16,7 +16,7 @@ from sqlalchemy.exc import OperationalError
 from core.base import db, ids
 from core.base.clock import now, today
 from core.base.jsonout import dumps
-from core.billing.invoice_render import view_invoice
+from core.billing.invoice_reads import view_invoice
 from core.mechanisms import ratelimit
 from core.models import BusinessProfile, Invoice, InvoiceLine
 from operations import fast_reads

@@ -82,6 +82,15 @@ def principal_of(ctx: ServerRequestContext) -> Principal | None:
     return ctx.request.scope.get(PRINCIPAL) if ctx.request is not None else None
 
 
+def caller_as_authenticated(ctx: ServerRequestContext) -> Principal | None:
+    """The caller as the gate authenticated this request, for the call to act as without looking the
+    credential up again; None after the gate waited for a person's answer on the call's stream
+    (minutes, in which the app may have been disconnected): the credential is verified again."""
+    if ctx.request is None or CONFIRMED in ctx.request.scope:
+        return None
+    return ctx.request.scope.get(PRINCIPAL)
+
+
 def bind_principal(ctx: ServerRequestContext) -> str | None:
     """Whose sealed `requestState` this is (RequestStateSecurity's binding): the credential."""
     principal = principal_of(ctx)

@@ -17,6 +17,7 @@ from mcp_types.jsonrpc import INVALID_PARAMS
 
 from config.settings import get_settings
 from core.access import resources as protected_resources
+from core.access.principal import Principal
 from core.base import context, metrics
 from core.base.errors import ConfirmationStale, DomainError, ValidationFailed
 from core.base.jsonout import dumps
@@ -132,7 +133,7 @@ async def _call_tool(ctx: ServerRequestContext,
     if tool is None:
         raise MCPError(INVALID_PARAMS, f"Unknown tool: {params.name}")
     if tool.name not in ACTIONS:
-        return await _act(tool, arguments, authorization)
+        return await _act(tool, arguments, authorization, confirmations.caller_as_authenticated(ctx))
     decision = await confirmations.before_acting(ctx, tool.name, arguments, params, with_formatted_money)
     if not isinstance(decision, confirmations.Proceed):
         return decision
@@ -144,7 +145,8 @@ async def _act_as_confirmed(ctx: ServerRequestContext, tool: Tool, arguments: di
                             in_view: bool = False) -> types.CallToolResult | types.InputRequiredResult:
     """Run a consequential tool; when it no longer does what the person confirmed (or a question is
     due that was not asked), nothing happened: ask about the invoice as it is now."""
-    outcome = await anyio.to_thread.run_sync(run_tool, tool, dict(arguments), authorization, confirmed)
+    outcome = await anyio.to_thread.run_sync(run_tool, tool, dict(arguments), authorization, confirmed,
+                                             confirmations.caller_as_authenticated(ctx))
     if outcome.error is not None and outcome.error.code == ConfirmationStale.code:
         metrics.tool_call(tool.name, outcome.error.code)
         asked = await confirmations.ask_again(ctx, tool.name, arguments, with_formatted_money, in_view=in_view,
@@ -153,8 +155,9 @@ async def _act_as_confirmed(ctx: ServerRequestContext, tool: Tool, arguments: di
     return _result(tool, outcome)
 
 
-async def _act(tool: Tool, arguments: dict, authorization: str | None) -> types.CallToolResult:
-    return _result(tool, await anyio.to_thread.run_sync(run_tool, tool, dict(arguments), authorization))
+async def _act(tool: Tool, arguments: dict, authorization: str | None,
+               caller: Principal | None) -> types.CallToolResult:
+    return _result(tool, await anyio.to_thread.run_sync(run_tool, tool, dict(arguments), authorization, None, caller))
 
 
 def _result(tool: Tool, outcome: Outcome) -> types.CallToolResult:
@@ -203,11 +206,13 @@ class _Presenter:
 
 
 def run_tool(tool: Tool, arguments: dict[str, Any], authorization: str | None,
-             confirmed: Confirmed | None = None) -> Outcome:
+             confirmed: Confirmed | None = None, caller: Principal | None = None) -> Outcome:
     """Split the flat arguments into what the operation takes and run it through the pipeline.
     An assistant may pass an idempotency key on any write, and need not (the REST API requires one
     on lifecycle actions: a header a person's client sets once, which a tool call has no place for).
-    `confirmed`: what the person was asked about this call, checked by the action under its lock."""
+    `confirmed`: what the person was asked about this call, checked by the action under its lock.
+    `caller`: the credential's principal as the gate verified it for this request (which counted the
+    request), or None to verify `authorization` again."""
     operation = replace(tool.operation, idempotency="optional" if tool.writes else "none")
     key = arguments.pop("idempotency_key", None) if tool.writes else None
     error: DomainError | None = None
@@ -232,7 +237,8 @@ def run_tool(tool: Tool, arguments: dict[str, Any], authorization: str | None,
         credential=authorization, resource=protected_resources.mcp(), request_id=context.request_id(), params=ids,
         query=query, typed_query=True, query_items=sorted((name, json.dumps(value)) for name, value in query.items()),
         body=json.dumps(rest).encode() if operation.body is not None else b"",
-        idempotency_key=key, idempotency_scope=("MCP", tool.name), body_error=error, counted=True, confirmed=confirmed)
+        idempotency_key=key, idempotency_scope=("MCP", tool.name), body_error=error, counted=True, confirmed=confirmed,
+        principal=caller)
     return execute(operation, invocation, _Presenter())
 
 

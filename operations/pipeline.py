@@ -106,8 +106,9 @@ class Invocation:
     body_error: DomainError | None = None
     # The surface counted this request against the general limit already (and refused it when over).
     counted: bool = False
-    # A caller the surface identified itself (the dashboard's signed-in person): no credential is
-    # looked up and the per-credential request limit does not apply; every other check does.
+    # A caller the surface identified itself (the dashboard's signed-in person; MCP's gate, which verified
+    # the credential and counted the request): no credential is looked up and the per-credential request
+    # limit is not applied here; every other check is.
     principal: Principal | None = None
     # The person's answer to the surface's question about this call (core.billing.confirmations).
     confirmed: Confirmed | None = None
@@ -165,7 +166,7 @@ def execute(operation: Operation, invocation: Invocation, presenter: Presenter) 
 
 def _authenticate(operation: Operation, invocation: Invocation) -> tuple[Principal, ratelimit.Usage]:
     """The caller, and its request count in this window (counted unless the operation has its own limit)."""
-    if invocation.principal is not None:  # a person in the dashboard: no credential, no per-credential limit
+    if invocation.principal is not None:  # identified by the surface (see Invocation.principal)
         return invocation.principal, ratelimit.NOT_LIMITED
 
     def look_up_and_count() -> tuple[Principal, ratelimit.Usage]:

@@ -465,3 +465,13 @@ def plain(model: type[SQLModel]) -> type:
 
     return type(f"Plain{model.__name__}", (), {"__slots__": tuple(fields), "__table__": model.__table__,
                                                "__init__": __init__})
+
+
+def inserted_values(row) -> dict:
+    """The column values of a new row (`plain` or ORM) as the ORM's INSERT writes them: a new row was
+    last updated when it was created (`_updated_equals_created_on_insert`)."""
+    values = {column.name: getattr(row, column.name) for column in row.__table__.c}
+    for created, updated in (("created", "updated"), ("created_at", "updated_at")):
+        if created in values and updated in values:
+            values[updated] = values[created]
+    return values

@@ -73,7 +73,7 @@ list_invoices = Operation("list_invoices", _list_invoices, scope=READ, query=Inv
                           shape="list")
 create_invoice = Operation(
     "create_invoice",
-    lambda call: _view(call, invoices.create_invoice(call.session, call.principal, call.body), with_lines=True),
+    lambda call: invoices.create_invoice(call.session, call.principal, call.body).shown,
     scope=WRITE, body=InvoiceCreate, body_required=True, idempotency="required", response=InvoiceWithLinesOut)
 preview_invoice = Operation(
     "preview_invoice", lambda call: invoices.preview_invoice(call.session, call.principal, call.body),

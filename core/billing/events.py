@@ -10,7 +10,7 @@ import uuid
 from datetime import datetime, timedelta
 
 from pydantic import BaseModel, Field
-from sqlalchemy import ScalarSelect, func
+from sqlalchemy import ScalarSelect, func, insert
 from sqlmodel import Session, select
 
 from core.access.resources import rest_api
@@ -51,22 +51,28 @@ def stamp_after(latest: datetime | None) -> datetime:
     return stamp if latest is None or stamp > latest else latest + timedelta(milliseconds=1)
 
 
-def record(session: Session, invoice: Invoice, type: str, meta: dict | None) -> InvoiceEvent:
+def record(session: Session, invoice: Invoice, type: str, meta: dict | None) -> None:
     """Write the history row of `invoice` (as it is now) and its webhook outbox rows."""
     if type not in EVENT_TYPES:
         raise ValueError(f"unknown event type {type!r}")
     session.flush()
-    event_id = uuid.uuid4()
     latest = None if type == "invoice.created" else session.exec(select(latest_time(invoice.id))).one()
-    created_at = stamp_after(latest)
-    payload = event_payload(event_id, type, created_at, invoice_to_api(session, invoice, with_lines=False))
-    event = InvoiceEvent(id=event_id, account_id=invoice.account_id, invoice_id=invoice.id, type=type,
-                         meta=jsonable(meta) if meta is not None else None, payload=payload,
-                         created_at=created_at)
-    session.add(event)
-    session.flush()
+    _write(session, invoice, type, meta, invoice_to_api(session, invoice, with_lines=False), latest)
+
+
+def record_created(session: Session, invoice, meta: dict | None, shown: dict) -> None:
+    """`record` of `invoice.created` for a draft written just now without the ORM (`shown`: its API
+    object without lines, as written)."""
+    _write(session, invoice, "invoice.created", meta, shown, None)
+
+
+def _write(session: Session, invoice, type: str, meta: dict | None, shown: dict, latest: datetime | None) -> None:
+    event_id, created_at = uuid.uuid4(), stamp_after(latest)
+    event = {"id": event_id, "account_id": invoice.account_id, "invoice_id": invoice.id, "type": type,
+             "meta": jsonable(meta) if meta is not None else None,
+             "payload": event_payload(event_id, type, created_at, shown), "created_at": created_at}
+    session.connection().execute(insert(InvoiceEvent.__table__), [event])  # Core: no ORM object is needed
     outbox.enqueue(session, event)
-    return event
 
 
 def event_payload(event_id: uuid.UUID, type: str, created_at, invoice: dict) -> dict:

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import secrets
 import uuid
+from dataclasses import dataclass
 from datetime import date, timedelta
+from typing import Any
 
-from sqlalchemy import func, or_
+from sqlalchemy import func, insert, or_
 from sqlmodel import Session, select
 
 from core.access.principal import Principal
@@ -38,16 +40,19 @@ from core.billing.invoice_lines import ItemFields, build_line, compute, refresh_
 from core.billing.invoice_reads import view_invoice  # noqa: F401 (re-exported)
 from core.billing.invoice_render import (  # noqa: F401 (re-exported)
     INVOICE_STATUSES,
+    assembled,
     customer_details,
+    invoice_fields,
     invoice_to_api,
     invoices_to_api,
+    line_to_api,
     lines_of,
     preview_to_api,
     status_of,
 )
 from core.catalog.customers import get_customer
 from core.mechanisms.pagination import Page, paginate
-from core.models import Customer, Invoice, InvoiceLine, Price
+from core.models import Customer, Invoice, InvoiceLine, Price, inserted_values, plain
 
 __all__ = [
     "add_item", "create_invoice", "delete_draft", "finalize", "get_by_public_token", "get_invoice", "get_item",
@@ -194,16 +199,18 @@ def preview_lines(session: Session, account_id: uuid.UUID, id_text: str,
     return invoice, lines
 
 
-def _new_draft(session: Session, principal: Principal, data: InvoiceCreate) -> tuple[Invoice, list[InvoiceLine]]:
-    """The draft `data` describes and its lines, built, priced and computed in memory: nothing saved."""
+def _new_draft(session: Session, principal: Principal, data: InvoiceCreate, *,
+               rows: tuple[type, type] = (Invoice, InvoiceLine)) -> tuple:
+    """The draft `data` describes and its lines, built, priced and computed in memory (nothing saved),
+    with the customer and business profile it was made for: (invoice, lines, customer, profile)."""
     customer = keep(session, _billable_customer(session, principal.account_id, data.customer))
+    profile = find_profile(session, principal.account_id)
     currency = data.currency
     if currency is None:
-        profile = find_profile(session, principal.account_id)
         if profile is None:
             raise ValidationFailed.at("currency", "is required until the business profile sets a default")
         currency = profile.currency
-    return draft_of(session, principal.account_id, customer.id, currency, data)
+    return (*draft_of(session, principal.account_id, customer.id, currency, data, rows=rows), customer, profile)
 
 
 def draft_of(session: Session | None, account_id: uuid.UUID, customer_id: uuid.UUID, currency: str | None,
@@ -242,19 +249,41 @@ def numbers_starting_with(session: Session, account_id: uuid.UUID, typed: str, l
             for row_id, number in session.exec(query.order_by(Invoice.created.desc(), Invoice.id.desc()).limit(limit))]
 
 
-def create_invoice(session: Session, principal: Principal, data: InvoiceCreate) -> Invoice:
-    invoice, lines = _new_draft(session, principal, data)  # priced and computed
-    session.add(invoice)
-    session.add_all(lines)
-    session.flush()  # the invoice before its lines (their foreign key orders the inserts)
-    events.record(session, invoice, "invoice.created", principal.event_meta())
-    return invoice
+PLAIN_ROWS = plain(Invoice), plain(InvoiceLine)  # a new draft is built and written without the ORM
+
+
+def create_invoice(session: Session, principal: Principal, data: InvoiceCreate) -> Drafted:
+    """A new draft with its lines and its `invoice.created` event, written with Core statements (the
+    ORM's unit of work cost half of the request): the draft as `Drafted`, its API object made from
+    what was written (no read back)."""
+    invoice, lines, customer, profile = _new_draft(session, principal, data, rows=PLAIN_ROWS)
+    shown = assembled(invoice_fields(invoice), customer_details(customer),
+                      business_to_api(profile) if profile is not None else None, None)
+    connection = session.connection()
+    connection.execute(insert(Invoice.__table__), [inserted_values(invoice)])
+    if lines:
+        connection.execute(insert(InvoiceLine.__table__), [inserted_values(line) for line in lines])
+    events.record_created(session, invoice, principal.event_meta(), shown)
+    return Drafted(invoice, lines, {**shown, "lines": {"data": [line_to_api(line) for line in lines]}})
+
+
+@dataclass(frozen=True)
+class Drafted:
+    """A draft just written: its row and lines (plain rows, not ORM objects) and its API object."""
+
+    invoice: Any
+    lines: list
+    shown: dict
+
+    @property
+    def id(self) -> uuid.UUID:
+        return self.invoice.id
 
 
 def preview_invoice(session: Session, principal: Principal, data: InvoiceCreate) -> dict:
     """What `create_invoice` would create with `data` (`InvoicePreviewOut`), with the same checks
     and arithmetic, saving, numbering and recording nothing (a read-only session will do)."""
-    invoice, lines = _new_draft(session, principal, data)
+    invoice, lines, _customer, _profile = _new_draft(session, principal, data)
     return preview_to_api(session, invoice, lines)
 
 

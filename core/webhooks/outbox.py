@@ -2,23 +2,28 @@
 
 from __future__ import annotations
 
-from sqlmodel import Session, select
+from sqlalchemy import insert, select
+from sqlmodel import Session
 
 from core.base.clock import now
-from core.models import InvoiceEvent, WebhookDelivery, WebhookEndpoint
+from core.models import WebhookDelivery, WebhookEndpoint, inserted_values, plain
 
 
-def subscribes(endpoint: WebhookEndpoint, event_type: str) -> bool:
+def subscribes(endpoint, event_type: str) -> bool:
     # No list means every kind, including kinds added later.
     return endpoint.events is None or event_type in endpoint.events
 
 
-def enqueue(session: Session, event: InvoiceEvent) -> list[WebhookDelivery]:
-    """Write the outbox rows for `event`; the worker delivers them after the commit."""
-    endpoints = session.exec(select(WebhookEndpoint).where(
-        WebhookEndpoint.account_id == event.account_id, WebhookEndpoint.active.is_(True)))
-    rows = [WebhookDelivery(account_id=event.account_id, event_id=event.id, endpoint_id=endpoint.id,
-                            next_attempt_at=now())
-            for endpoint in endpoints if subscribes(endpoint, event.type)]
-    session.add_all(rows)
-    return rows
+def enqueue(session: Session, event: dict) -> None:
+    """Write the outbox rows for `event` (an `invoice_events` row's values); the worker delivers them
+    after the commit."""
+    endpoints = session.connection().execute(select(ENDPOINTS.c.id, ENDPOINTS.c.events).where(
+        ENDPOINTS.c.account_id == event["account_id"], ENDPOINTS.c.active.is_(True)))
+    rows = [inserted_values(DELIVERY(account_id=event["account_id"], event_id=event["id"],
+                                            endpoint_id=endpoint.id, next_attempt_at=now()))
+            for endpoint in endpoints if subscribes(endpoint, event["type"])]
+    if rows:
+        session.connection().execute(insert(WebhookDelivery.__table__), rows)
+
+
+ENDPOINTS, DELIVERY = WebhookEndpoint.__table__, plain(WebhookDelivery)

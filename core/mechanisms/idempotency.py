@@ -29,7 +29,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session, select
 
 from core.base.clock import now
-from core.base.db import transaction
+from core.base.db import autocommit, transaction
 from core.base.errors import Conflict, FieldError, IdempotencyMismatch, ValidationFailed
 from core.base.validation import text_problem
 from core.models import IdempotencyRecord
@@ -92,26 +92,38 @@ def _insert(session: Session):
 
 def begin(account_id: uuid.UUID, method: str, path: str, key: str, fingerprint: str) -> Claim | StoredResponse:
     """Claim the key for this request, or return the response stored by the first one."""
+    # A new key (nearly every request) is claimed by one statement that commits on its own (no BEGIN
+    # and COMMIT round trips on PostgreSQL); a key taken already is settled under its row's lock.
+    with autocommit() as session:
+        claim = _claim_new(session, account_id, method, path, key, fingerprint)
+        if claim is not None:
+            return claim
     with transaction() as session:
         # A claim can be released (server fault) between our insert and our read: then insert again.
         for _ in range(3):
-            current, token = now(), _new_token()
-            claimed = session.execute(
-                _insert(session).values(
-                    id=uuid.uuid4(), account_id=account_id, method=method, path=path, key=key,
-                    request_hash=fingerprint, state="running", locked_until=current + LEASE,
-                    claim_token=token, created_at=current,
-                ).on_conflict_do_nothing().returning(IdempotencyRecord.id)
-            ).scalar_one_or_none()
-            if claimed is not None:
-                return Claim(claimed, token)
             record = session.exec(select(IdempotencyRecord).where(
                 IdempotencyRecord.account_id == account_id, IdempotencyRecord.method == method,
                 IdempotencyRecord.path == path, IdempotencyRecord.key == key,
             ).with_for_update()).first()
             if record is not None:
-                return _settle(session, record, fingerprint, current)
+                return _settle(session, record, fingerprint, now())
+            claim = _claim_new(session, account_id, method, path, key, fingerprint)
+            if claim is not None:
+                return claim
     raise Conflict("A request with this Idempotency-Key is still running; retry shortly.")
+
+
+def _claim_new(session: Session, account_id: uuid.UUID, method: str, path: str, key: str,
+               fingerprint: str) -> Claim | None:
+    """The key claimed when nobody holds it; None when it is taken."""
+    current, token = now(), _new_token()
+    claimed = session.execute(
+        _insert(session).values(
+            id=uuid.uuid4(), account_id=account_id, method=method, path=path, key=key, request_hash=fingerprint,
+            state="running", locked_until=current + LEASE, claim_token=token, created_at=current,
+        ).on_conflict_do_nothing().returning(IdempotencyRecord.id)
+    ).scalar_one_or_none()
+    return Claim(claimed, token) if claimed is not None else None
 
 
 def _settle(session: Session, record: IdempotencyRecord, fingerprint: str, current) -> Claim | StoredResponse:

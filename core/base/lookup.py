@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import TypeVar
 
+from sqlalchemy import event
 from sqlmodel import Session, SQLModel, select
 
 from core.base import ids
@@ -19,7 +20,25 @@ def owned(session: Session, model: type[Row], kind: str, account_id: uuid.UUID, 
     a missing row or another account's row alike, so ids cannot be probed."""
     row_id = ids.parse(kind, id_text, what=noun)
     query = select(model).where(model.id == row_id, model.account_id == account_id)
-    row = session.exec(query.with_for_update() if lock else query).first()
+    if lock:  # read as it is under the lock, whatever the session held of it before
+        query = query.with_for_update().execution_options(populate_existing=True)
+    row = session.exec(query).first()
     if row is None:
         raise NotFound(f"No such {noun}: {id_text}")
+    if lock:
+        locked_rows(session).add(row_id)
     return row
+
+
+def locked_rows(session: Session) -> set[uuid.UUID]:
+    """The ids of the rows this session's transaction has read under a row lock (`FOR UPDATE`)."""
+    return session.info.setdefault(LOCKED_ROWS, set())
+
+
+LOCKED_ROWS = "locked_rows"
+
+
+@event.listens_for(Session, "after_transaction_end")
+def _locks_released(session: Session, transaction) -> None:
+    if transaction.parent is None:  # the transaction's end (a commit or rollback) released its locks
+        session.info.pop(LOCKED_ROWS, None)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
 
-from sqlalchemy import func, insert, or_
+from sqlalchemy import exists, func, insert, or_
 from sqlmodel import Session, select
 
 from core.access.principal import Principal
@@ -22,7 +22,7 @@ from core.base.clock import now, today
 from core.base.db import keep
 from core.base.errors import InvalidState, NotFound, ValidationFailed
 from core.base.jsonout import jsonable
-from core.base.lookup import owned
+from core.base.lookup import locked_rows, owned
 from core.base.validation import DATE_MAX, LINES_MAX, days_after
 from core.billing import delegated_actions, events, numbering
 from core.billing.business import business_to_api, find_profile
@@ -130,6 +130,10 @@ def list_items(session: Session, account_id: uuid.UUID, invoice_id_text: str) ->
 
 
 # --- drafts --------------------------------------------------------------------------------
+
+
+def has_lines(session: Session, invoice_id: uuid.UUID) -> bool:
+    return session.exec(select(exists().where(InvoiceLine.invoice_id == invoice_id))).one()
 
 
 def _require_draft(invoice: Invoice, action: str) -> None:
@@ -365,8 +369,11 @@ def remove_item(session: Session, principal: Principal, item_id_text: str,
 
 
 def _locked(session: Session, invoice: Invoice) -> Invoice:
-    # Re-read under a row lock, so two callers never both move the same invoice.
-    session.refresh(invoice, with_for_update=True)
+    """The invoice re-read under a row lock, so two callers never both move it (unless this
+    transaction read it under the lock already)."""
+    if invoice.id not in locked_rows(session):
+        session.refresh(invoice, with_for_update=True)
+        locked_rows(session).add(invoice.id)
     return invoice
 
 
@@ -378,7 +385,7 @@ def finalize(session: Session, principal: Principal, invoice: Invoice, *, as_act
     what the person was asked, when a surface asked (core.billing.confirmations)."""
     _locked(session, invoice)
     _require_draft(invoice, "finalized")
-    if not lines_of(session, invoice):
+    if not has_lines(session, invoice.id):
         raise ValidationFailed.at("lines", "a draft needs at least one line to be finalized")
     profile = find_profile(session, invoice.account_id)
     if profile is None:

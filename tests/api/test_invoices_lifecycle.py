@@ -6,6 +6,7 @@ import uuid
 from datetime import timedelta
 
 import pytest
+from sqlalchemy import update
 from sqlmodel import select
 
 from core.base import db
@@ -443,3 +444,25 @@ def test_public_token_finds_finalized_invoices_only(tenant):
         for token in ("", "x" * 65, "unknown-token"):
             with pytest.raises(NotFound):
                 invoices.get_by_public_token(session, token)
+
+
+def test_a_row_read_under_a_lock_is_known_locked_until_its_transaction_ends(tenant):
+    from core.base.lookup import locked_rows
+    from core.billing import invoices
+    created = draft(tenant)
+    with db.transaction() as session:
+        invoice = invoices.get_invoice(session, tenant.account_id, created["id"], lock=True)
+        assert invoice.id in locked_rows(session)
+        session.commit()
+        assert invoice.id not in locked_rows(session)  # the commit released the lock: a lifecycle step re-reads it
+
+
+def test_a_lock_read_sees_the_row_as_it_is_now_though_the_session_read_it_before(tenant):
+    from core.billing import invoices
+    created = draft(tenant)
+    with db.transaction() as session:
+        before = invoices.get_invoice(session, tenant.account_id, created["id"])
+        session.connection().execute(  # past the session's objects, as another writer would change it
+            update(Invoice.__table__).where(Invoice.__table__.c.id == before.id).values(description="changed meanwhile"))
+        locked = invoices.get_invoice(session, tenant.account_id, created["id"], lock=True)
+        assert locked is before and locked.description == "changed meanwhile"

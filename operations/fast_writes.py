@@ -68,6 +68,7 @@ from core.models import (
     WebhookEndpoint,
     plain,
 )
+from core.webhooks import outbox
 from operations import fast_reads
 from operations import invoices as invoice_operations
 from operations.fast_reads import Answer
@@ -436,6 +437,14 @@ def _from_record(table, record: str, *, replaced: dict | None = None) -> str:
     return ", ".join(parts)
 
 
+def _subscribed_sql() -> str:
+    """`outbox.subscribed_endpoints` for the event's account (`r`) and kind ($8), as SQL text."""
+    from sqlalchemy import literal_column
+    from sqlalchemy.dialects import postgresql
+    statement = outbox.subscribed_endpoints(account_id=literal_column("r.account_id"), kind=literal_column("$8::text"))
+    return str(statement.compile(dialect=postgresql.dialect()))
+
+
 def _write_statement(invoice_change: str) -> str:
     """A write in one statement: the answer stored under the claim ($1–$5), and only when it was
     still this request's, `invoice_change` (CTEs reading `finished`, parameters from $9), the event
@@ -455,8 +464,7 @@ deliveries AS (
   INSERT INTO {deliveries.name} ({_names(deliveries)})
   SELECT {_from_record(deliveries, "r", replaced={"id": "gen_random_uuid()", "endpoint_id": "e.id"})}
   FROM finished, json_populate_record(NULL::{deliveries.name}, $7::json) AS r, {endpoints.name} AS e
-  WHERE e.account_id = r.account_id AND e.active
-    AND (e.events IS NULL OR e.events::jsonb = 'null'::jsonb OR e.events::jsonb ? $8::text))
+  WHERE e.id IN ({_subscribed_sql()}))
 SELECT count(*) > 0 FROM finished"""
 
 

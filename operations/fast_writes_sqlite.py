@@ -23,7 +23,7 @@ from core.billing import events, invoice_reads, invoices
 from core.billing.invoice_inputs import InvoiceCreate
 from core.mechanisms import idempotency
 from core.models import InvoiceCounter, InvoiceEvent, WebhookDelivery, WebhookEndpoint
-from core.webhooks.outbox import subscribes
+from core.webhooks import outbox
 from operations import fast_reads
 from operations.fast_reads import Answer
 from operations.fast_writes import (
@@ -36,7 +36,6 @@ from operations.fast_writes import (
     RECORDS,
     Handover,
     Request,
-    delivery_row,
     drafted,
     event_row,
     finalized,
@@ -168,15 +167,15 @@ def _finished(connection, claim: idempotency.Claim, reply) -> bool:
 def _record(connection, event) -> None:
     """The event and its outbox rows for the endpoints that subscribe to its kind (`outbox.enqueue`)."""
     _insert(connection, EVENTS, [event])
-    endpoints = raw.sqlite_text(ENDPOINTS_OF).run(connection, {"account_id": event.account_id})
-    _insert(connection, DELIVERIES, [delivery_row(event, endpoint.id) for endpoint in endpoints
-                                     if subscribes(endpoint, event.type)])
+    subscribed = raw.sqlite_text(outbox.SUBSCRIBED).run(connection, {"account_id": event.account_id, "kind": event.type})
+    _insert(connection, DELIVERIES, outbox.delivery_rows(event, [endpoint.id for endpoint in subscribed]))
 
 
 def _insert(connection, table, rows: list) -> None:
     if rows:
         text = raw.sqlite_text(_insert_statement(table))
-        connection.executemany(text.sql, [text.arguments({name: getattr(row, name) for name in table.c.keys()})
+        connection.executemany(text.sql, [text.arguments(row if isinstance(row, dict) else
+                                                         {name: getattr(row, name) for name in table.c.keys()})
                                           for row in rows])
 
 
@@ -208,8 +207,6 @@ FINISH = update(RECORDS).where(_held()).values(
     response_body=bindparam("body", type_=RECORDS.c.response_body.type),
     response_headers=bindparam("headers", type_=RECORDS.c.response_headers.type))
 RELEASE = RECORDS.delete().where(_held())
-ENDPOINTS_OF = select(ENDPOINTS.c.id, ENDPOINTS.c.events).where(ENDPOINTS.c.account_id == bindparam("account_id"),
-                                                                ENDPOINTS.c.active.is_(True))
 FINALIZABLE = (select(*INVOICES.c, *invoice_reads.party_columns())
                .select_from(INVOICES.join(BUSINESSES, BUSINESSES.c.account_id == INVOICES.c.account_id)
                             .outerjoin(CUSTOMERS, CUSTOMERS.c.id == INVOICES.c.customer_id))

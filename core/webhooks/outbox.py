@@ -1,29 +1,73 @@
-"""The webhook outbox: one delivery row per (event, subscribed endpoint), in the caller's transaction."""
+"""The webhook outbox: one delivery row per (event, subscribed endpoint), in the caller's transaction.
+
+Which endpoints an event goes to is one rule, `subscribed_endpoints`: the account's active endpoints
+whose `events` list names the event's kind or is absent (every kind, kinds added later too). It is
+SQL, so every writer of events applies it in its own statements, whichever way it runs them.
+"""
 
 from __future__ import annotations
 
-from sqlalchemy import insert, select
+from sqlalchemy import Boolean, String, bindparam, insert, select
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.functions import FunctionElement
 from sqlmodel import Session
 
 from core.base.clock import now
 from core.models import WebhookDelivery, WebhookEndpoint, inserted_values, plain
 
+ENDPOINTS, DELIVERY = WebhookEndpoint.__table__, plain(WebhookDelivery)
 
-def subscribes(endpoint, event_type: str) -> bool:
-    # No list means every kind, including kinds added later.
-    return endpoint.events is None or event_type in endpoint.events
+
+class subscribes_to(FunctionElement):  # noqa: N801 (SQLAlchemy names SQL functions in lower case)
+    """`subscribes_to(endpoint.events, kind)`: whether an endpoint's `events` (a JSON list, or JSON or
+    SQL null for every kind) takes events of `kind`."""
+
+    type = Boolean()
+    name = "subscribes_to"
+    inherit_cache = True
+
+
+@compiles(subscribes_to, "postgresql")
+def _subscribes_postgresql(element, compiler, **kw) -> str:
+    events, kind = (compiler.process(clause, **kw) for clause in element.clauses)
+    return f"({events} IS NULL OR {events}::jsonb = 'null'::jsonb OR jsonb_exists({events}::jsonb, {kind}))"
+
+
+@compiles(subscribes_to, "sqlite")
+def _subscribes_sqlite(element, compiler, **kw) -> str:
+    events, kind = (compiler.process(clause, **kw) for clause in element.clauses)
+    return (f"({events} IS NULL OR {events} = 'null' OR "
+            f"EXISTS (SELECT 1 FROM json_each({events}) WHERE json_each.value = {kind}))")
+
+
+def subscribed_endpoints(endpoints=ENDPOINTS, *, account_id=None, kind=None):
+    """The ids of the account's endpoints an event of the kind goes to (`:account_id`, `:kind` unless
+    given as expressions; `endpoints`: the table or an alias of it)."""
+    account_id = bindparam("account_id", type_=ENDPOINTS.c.account_id.type) if account_id is None else account_id
+    kind = bindparam("kind", type_=String()) if kind is None else kind
+    return select(endpoints.c.id).where(endpoints.c.account_id == account_id, endpoints.c.active.is_(True),
+                                        subscribes_to(endpoints.c.events, kind))
+
+
+SUBSCRIBED = subscribed_endpoints()
+
+
+def delivery_rows(event, endpoint_ids) -> list[dict]:
+    """The outbox rows of `event` (an `invoice_events` row or its values) for these endpoints."""
+    return [inserted_values(DELIVERY(account_id=_value(event, "account_id"), event_id=_value(event, "id"),
+                                     endpoint_id=endpoint_id, next_attempt_at=now()))
+            for endpoint_id in endpoint_ids]
 
 
 def enqueue(session: Session, event: dict) -> None:
     """Write the outbox rows for `event` (an `invoice_events` row's values); the worker delivers them
     after the commit."""
-    endpoints = session.connection().execute(select(ENDPOINTS.c.id, ENDPOINTS.c.events).where(
-        ENDPOINTS.c.account_id == event["account_id"], ENDPOINTS.c.active.is_(True)))
-    rows = [inserted_values(DELIVERY(account_id=event["account_id"], event_id=event["id"],
-                                            endpoint_id=endpoint.id, next_attempt_at=now()))
-            for endpoint in endpoints if subscribes(endpoint, event["type"])]
+    connection = session.connection()
+    endpoint_ids = connection.execute(SUBSCRIBED, {"account_id": event["account_id"], "kind": event["type"]}).scalars()
+    rows = delivery_rows(event, endpoint_ids)
     if rows:
-        session.connection().execute(insert(WebhookDelivery.__table__), rows)
+        connection.execute(insert(WebhookDelivery.__table__), rows)
 
 
-ENDPOINTS, DELIVERY = WebhookEndpoint.__table__, plain(WebhookDelivery)
+def _value(event, name: str):
+    return event[name] if isinstance(event, dict) else getattr(event, name)

@@ -466,3 +466,22 @@ def test_a_lock_read_sees_the_row_as_it_is_now_though_the_session_read_it_before
             update(Invoice.__table__).where(Invoice.__table__.c.id == before.id).values(description="changed meanwhile"))
         locked = invoices.get_invoice(session, tenant.account_id, created["id"], lock=True)
         assert locked is before and locked.description == "changed meanwhile"
+
+
+def test_the_subscription_rule_is_one_sql_condition_for_every_writer(tenant):
+    from core.models import WebhookEndpoint
+    from core.webhooks import outbox
+    from tests.conftest import make_tenant
+    every = add_webhook_endpoint(tenant.account_id)  # JSON null: every kind, kinds added later too
+    listed = add_webhook_endpoint(tenant.account_id, ["invoice.paid", "invoice.created"])
+    add_webhook_endpoint(tenant.account_id, ["invoice.paid"])
+    add_webhook_endpoint(tenant.account_id, [])  # nothing at all
+    add_webhook_endpoint(tenant.account_id, ["invoice.created.extra", "invoice"])  # not the kind itself
+    paused = add_webhook_endpoint(tenant.account_id)
+    add_webhook_endpoint(make_tenant(None).account_id)  # another account's
+    with db.transaction() as session:
+        session.get(WebhookEndpoint, paused).active = False
+    with db.transaction() as session:
+        chosen = set(session.connection().execute(outbox.SUBSCRIBED, {
+            "account_id": tenant.account_id, "kind": "invoice.created"}).scalars())
+    assert chosen == {every, listed}

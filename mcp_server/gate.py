@@ -21,7 +21,7 @@ from core.access import credentials, resources
 from core.access.principal import Principal
 from core.access.scopes import MCP_SCOPES
 from core.base import context
-from core.base.db import transaction
+from core.base.db import autocommit
 from core.base.errors import DomainError, Unauthorized
 from core.billing.confirmations import Confirmed
 from core.mechanisms import ratelimit
@@ -60,7 +60,8 @@ def _jsonrpc_error(request_id: Any, code: int, message: str, status: int, header
 
 
 def _authenticate(authorization: str | None, count: bool) -> tuple[Principal, ratelimit.Usage | None]:
-    with transaction() as session:
+    # Independent statements, as the pipeline's look-up and count (no BEGIN and COMMIT round trips).
+    with autocommit() as session:
         principal = credentials.authenticate(session, authorization, resource=resources.mcp())
         usage = ratelimit.hit(session, ratelimit.api_requests(), principal.rate_limit_subject) if count else None
     return principal, usage

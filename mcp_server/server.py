@@ -10,6 +10,7 @@ from typing import Any
 
 import anyio
 import mcp.types as types
+import orjson
 from mcp.server import Server, ServerRequestContext
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.shared.exceptions import MCPError
@@ -20,7 +21,7 @@ from core.access import resources as protected_resources
 from core.access.principal import Principal
 from core.base import context, metrics
 from core.base.errors import ConfirmationStale, DomainError, ValidationFailed
-from core.base.jsonout import dumps
+from core.base.jsonout import dumps, jsonable
 from core.base.money import format_money
 from core.billing.confirmations import Confirmed
 from core.mechanisms.idempotency import check_key
@@ -164,7 +165,7 @@ def _result(tool: Tool, outcome: Outcome) -> types.CallToolResult:
     if outcome.error is not None:
         metrics.tool_call(tool.name, outcome.error.code)
         return _error_result(error_payload(outcome.error))
-    body = json.loads(outcome.reply.body)
+    body = orjson.loads(outcome.reply.body)
     if outcome.reply.status >= 400:  # a client error kept under the idempotency key, replayed
         metrics.tool_call(tool.name, str(body.get("code", "error")))
         return _error_result(body)
@@ -199,7 +200,7 @@ class _Presenter:
     """What is kept under an idempotency key: the tool's structured result, or its error."""
 
     def success(self, result: Any) -> Reply:
-        return Reply(200, dumps(with_formatted_money(json.loads(dumps(result)))), {})
+        return Reply(200, dumps(with_formatted_money(jsonable(result))), {})
 
     def failure(self, error: DomainError) -> Reply:
         return Reply(error.status, json.dumps(error_payload(error)), {})

@@ -468,10 +468,9 @@ def plain(model: type[SQLModel]) -> type:
 
 
 def inserted_values(row) -> dict:
-    """The column values of a new row (`plain` or ORM) as the ORM's INSERT writes them: a new row was
-    last updated when it was created (`_updated_equals_created_on_insert`)."""
-    values = {column.name: getattr(row, column.name) for column in row.__table__.c}
+    """The column values of a new row (`plain` or ORM) as the ORM's INSERT writes them, the row made
+    so too: a new row was last updated when it was created (`_updated_equals_created_on_insert`)."""
     for created, updated in (("created", "updated"), ("created_at", "updated_at")):
-        if created in values and updated in values:
-            values[updated] = values[created]
-    return values
+        if hasattr(row, created) and hasattr(row, updated):
+            setattr(row, updated, getattr(row, created))
+    return {column.name: getattr(row, column.name) for column in row.__table__.c}

@@ -261,12 +261,13 @@ def create_invoice(session: Session, principal: Principal, data: InvoiceCreate) 
     ORM's unit of work cost half of the request): the draft as `Drafted`, its API object made from
     what was written (no read back)."""
     invoice, lines, customer, profile = _new_draft(session, principal, data, rows=PLAIN_ROWS)
+    invoice_row, line_rows = inserted_values(invoice), [inserted_values(line) for line in lines]
     shown = assembled(invoice_fields(invoice), customer_details(customer),
                       business_to_api(profile) if profile is not None else None, None)
     connection = session.connection()
-    connection.execute(insert(Invoice.__table__), [inserted_values(invoice)])
-    if lines:
-        connection.execute(insert(InvoiceLine.__table__), [inserted_values(line) for line in lines])
+    connection.execute(insert(Invoice.__table__), [invoice_row])
+    if line_rows:
+        connection.execute(insert(InvoiceLine.__table__), line_rows)
     events.record_created(session, invoice, principal.event_meta(), shown)
     return Drafted(invoice, lines, {**shown, "lines": {"data": [line_to_api(line) for line in lines]}})
 

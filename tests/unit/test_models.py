@@ -19,3 +19,12 @@ def test_a_new_row_is_last_updated_when_it_was_created(test_settings):
         session.add(product)
         session.flush()
         assert product.updated == product.created
+
+
+def test_a_row_written_without_the_orm_is_made_as_the_orm_makes_it():
+    import uuid
+
+    from core.models import inserted_values, plain
+    product = plain(Product)(account_id=uuid.uuid4(), name="P", created=now(), updated=now() + timedelta(seconds=5))
+    values = inserted_values(product)
+    assert values["updated"] == values["created"] == product.updated == product.created  # what is answered too

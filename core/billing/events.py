@@ -21,7 +21,7 @@ from core.base.errors import NotFound
 from core.base.jsonout import jsonable
 from core.billing.invoice_render import invoice_to_api
 from core.mechanisms.pagination import Page, paginate
-from core.models import EVENT_TYPES, EventType, Invoice, InvoiceEvent
+from core.models import EVENT_TYPES, EventType, Invoice, InvoiceEvent, inserted_values, plain
 from core.webhooks import outbox
 
 
@@ -51,28 +51,33 @@ def stamp_after(latest: datetime | None) -> datetime:
     return stamp if latest is None or stamp > latest else latest + timedelta(milliseconds=1)
 
 
-def record(session: Session, invoice: Invoice, type: str, meta: dict | None) -> None:
-    """Write the history row of `invoice` (as it is now) and its webhook outbox rows."""
+def record(session: Session, invoice: Invoice, type: str, meta: dict | None):
+    """Write the history row of `invoice` (as it is now) and its webhook outbox rows; the row (plain)."""
     if type not in EVENT_TYPES:
         raise ValueError(f"unknown event type {type!r}")
     session.flush()
     latest = None if type == "invoice.created" else session.exec(select(latest_time(invoice.id))).one()
-    _write(session, invoice, type, meta, invoice_to_api(session, invoice, with_lines=False), latest)
+    return _write(session, invoice, type, meta, invoice_to_api(session, invoice, with_lines=False), latest)
 
 
-def record_created(session: Session, invoice, meta: dict | None, shown: dict) -> None:
+def record_created(session: Session, invoice, meta: dict | None, shown: dict):
     """`record` of `invoice.created` for a draft written just now without the ORM (`shown`: its API
     object without lines, as written)."""
-    _write(session, invoice, "invoice.created", meta, shown, None)
+    return _write(session, invoice, "invoice.created", meta, shown, None)
 
 
-def _write(session: Session, invoice, type: str, meta: dict | None, shown: dict, latest: datetime | None) -> None:
+def _write(session: Session, invoice, type: str, meta: dict | None, shown: dict, latest: datetime | None):
     event_id, created_at = uuid.uuid4(), stamp_after(latest)
-    event = {"id": event_id, "account_id": invoice.account_id, "invoice_id": invoice.id, "type": type,
-             "meta": jsonable(meta) if meta is not None else None,
-             "payload": event_payload(event_id, type, created_at, shown), "created_at": created_at}
-    session.connection().execute(insert(InvoiceEvent.__table__), [event])  # Core: no ORM object is needed
-    outbox.enqueue(session, event)
+    event = NEW_EVENT(id=event_id, account_id=invoice.account_id, invoice_id=invoice.id, type=type,
+                      meta=jsonable(meta) if meta is not None else None,
+                      payload=event_payload(event_id, type, created_at, shown), created_at=created_at)
+    values = inserted_values(event)
+    session.connection().execute(insert(InvoiceEvent.__table__), [values])  # Core: no ORM object is needed
+    outbox.enqueue(session, values)
+    return event
+
+
+NEW_EVENT = plain(InvoiceEvent)
 
 
 def event_payload(event_id: uuid.UUID, type: str, created_at, invoice: dict) -> dict:

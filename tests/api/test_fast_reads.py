@@ -16,7 +16,9 @@ from sqlalchemy.exc import OperationalError
 from core.base import db, ids
 from core.base.clock import now, today
 from core.base.jsonout import dumps
+from core.billing import invoices
 from core.billing.invoice_reads import view_invoice
+from core.billing.invoice_render import invoice_to_api
 from core.mechanisms import ratelimit
 from core.models import BusinessProfile, Invoice, InvoiceLine
 from operations import fast_reads
@@ -36,9 +38,13 @@ lines = st.fixed_dictionaries({
 
 
 def pipeline_bytes(tenant, invoice_id: str) -> bytes:
-    """What the pipeline renders for the invoice (its success body is `dumps({"data": …})`)."""
+    """What the pipeline renders for the invoice (its success body is `dumps({"data": …})`): its read
+    (`view_invoice`, from Core rows) as every write answers it (`invoice_to_api`, from ORM objects)."""
     with db.transaction() as session:
-        return dumps({"data": view_invoice(session, tenant.account_id, invoice_id)}).encode()
+        read = dumps({"data": view_invoice(session, tenant.account_id, invoice_id)})
+        written = invoice_to_api(session, invoices.get_invoice(session, tenant.account_id, invoice_id), with_lines=True)
+        assert read == dumps({"data": written})
+        return read.encode()
 
 
 def fast(tenant, invoice_id: str, **headers):

@@ -42,7 +42,14 @@ from core.billing.invoice_inputs import InvoiceListQuery
 from core.billing.invoice_render import INVOICE_STATUSES
 from core.billing.invoices import list_conditions, list_filters
 from core.mechanisms import ratelimit
-from core.mechanisms.pagination import Position, clamp_limit, decode_cursor, encode_cursor, position_of
+from core.mechanisms.pagination import (
+    Position,
+    clamp_limit,
+    decode_cursor,
+    encode_cursor,
+    last_page_row,
+    position_of,
+)
 from core.mechanisms.ratelimit import Usage
 from core.models import ApiKey
 from operations import invoices as invoice_operations
@@ -326,9 +333,9 @@ def _page_body(items: list[bytes], created: list, page_ids: list, limit: int, pr
                filters: dict) -> bytes:
     """`{data, next_cursor}` of a page read with one row more than it shows (there is a next page when
     that row is there)."""
+    items, last = last_page_row(items, limit)
     next_cursor = None
-    if len(items) > limit:
-        items = items[:limit]
+    if last is not None:
         next_cursor = encode_cursor("invoices", principal.account_id, filters, Position(created[limit - 1],
                                                                                        page_ids[limit - 1]))
     return b'{"data":[' + b",".join(items) + b'],"next_cursor":' + orjson.dumps(next_cursor) + b"}"

@@ -14,7 +14,7 @@ from datetime import date
 from decimal import Decimal
 
 import orjson
-from sqlalchemy import Text, and_, bindparam, cast, func, literal, literal_column, or_, select, tuple_
+from sqlalchemy import Text, bindparam, cast, func, literal, literal_column, select, tuple_
 from sqlalchemy.dialects.postgresql import aggregate_order_by
 
 from core.base import ids
@@ -22,6 +22,7 @@ from core.base.errors import NotFound
 from core.base.jsonout import json_number
 from core.billing.business import business_to_api
 from core.billing.invoice_render import assembled, customer_details, invoice_fields, is_frozen
+from core.mechanisms import pagination
 from core.models import BusinessProfile, Customer, Invoice, InvoiceLine
 
 INVOICES, CUSTOMERS = Invoice.__table__, Customer.__table__
@@ -105,10 +106,9 @@ def _page(*, account, conditions: list, after: bool, rows: int, versions: bool =
     own_version = [_row_version(INVOICES).label("invoice_version")] if versions else []
     chosen = select(*INVOICES.c, *own_version).where(INVOICES.c.account_id == account, *conditions)
     if after:
-        created = bindparam("after_created", type_=INVOICES.c.created.type)
-        row_id = bindparam("after_id", type_=INVOICES.c.id.type)
-        chosen = chosen.where(or_(INVOICES.c.created < created,
-                                  and_(INVOICES.c.created == created, INVOICES.c.id < row_id)))
+        chosen = chosen.where(pagination.after(INVOICES.c.created, INVOICES.c.id,
+                                               bindparam("after_created", type_=INVOICES.c.created.type),
+                                               bindparam("after_id", type_=INVOICES.c.id.type)))
     chosen = chosen.order_by(*PAGE_ORDER).limit(literal_column(str(int(rows)))).subquery("chosen")
     parties = (chosen.outerjoin(CUSTOMERS, CUSTOMERS.c.id == chosen.c.customer_id)
                .outerjoin(BUSINESSES, BUSINESSES.c.account_id == chosen.c.account_id))

@@ -94,18 +94,32 @@ class Page:
     next_cursor: str | None
 
 
+def after(created, row_id, position_created, position_id):
+    """The keyset condition of the rows after a position, newest first: created before it, or at the
+    same moment with a smaller id (the columns and the position's values as SQL expressions)."""
+    return or_(created < position_created, and_(created == position_created, row_id < position_id))
+
+
+def last_page_row(rows: list, limit: int) -> tuple[list, Any]:
+    """A page read with one row more than it shows: its rows, and the last of them when there is a
+    next page (the one the cursor points after), else None."""
+    if len(rows) <= limit:
+        return rows, None
+    rows = rows[:limit]
+    return rows, rows[-1]
+
+
 def paginate(session, query, model, *, kind: str, account_id: uuid.UUID, filters: dict[str, Any],
              cursor: str | None, limit: int | None, created_column: str = "created") -> Page:
     """Run `query` (already filtered to the account) newest first, one page at a time."""
     limit = clamp_limit(limit)
     created = getattr(model, created_column)
     if cursor:
-        after = decode_cursor(cursor, kind, account_id, filters)
-        query = query.where(or_(created < after.created, and_(created == after.created, model.id < after.id)))
-    rows = list(session.exec(query.order_by(created.desc(), model.id.desc()).limit(limit + 1)))
+        position = decode_cursor(cursor, kind, account_id, filters)
+        query = query.where(after(created, model.id, position.created, position.id))
+    rows, last = last_page_row(list(session.exec(query.order_by(created.desc(), model.id.desc()).limit(limit + 1))),
+                               limit)
     next_cursor = None
-    if len(rows) > limit:
-        rows = rows[:limit]
-        last = rows[-1]
+    if last is not None:
         next_cursor = encode_cursor(kind, account_id, filters, Position(getattr(last, created_column), last.id))
     return Page(rows, next_cursor)

@@ -287,13 +287,12 @@ def _numbering_statement() -> tuple[raw.Text, invoice_reads.Layout]:
     number, the time of the draft's latest event, the invoice's columns, its customer's (`c_…`) and
     the profile's (`b_…`); no row (and no number taken) otherwise. A concurrent finalization of the
     same draft waits on the lock and then finds it no longer a draft."""
-    from sqlalchemy import and_, bindparam, exists, literal, select, true
+    from sqlalchemy import and_, bindparam, literal, select, true
     from sqlalchemy.dialects.postgresql import insert
 
     account = bindparam("account_id", type_=INVOICES.c.account_id.type)
     locked = (select(INVOICES).where(INVOICES.c.id == bindparam("invoice_id", type_=INVOICES.c.id.type),
-                                     INVOICES.c.account_id == account, INVOICES.c.status == "draft",
-                                     exists().where(LINES.c.invoice_id == INVOICES.c.id))
+                                     INVOICES.c.account_id == account, invoices.finalizable(INVOICES))
               .with_for_update(of=INVOICES).cte("locked"))
     with_profile = locked.join(BUSINESSES, BUSINESSES.c.account_id == locked.c.account_id)
     taken = (insert(COUNTERS).from_select(["account_id", "last_number"],

@@ -14,7 +14,7 @@ import functools
 import secrets
 import uuid
 
-from sqlalchemy import and_, bindparam, exists, select, update
+from sqlalchemy import and_, bindparam, select, update
 from sqlalchemy.dialects.sqlite import insert
 
 from core.base import raw
@@ -211,7 +211,7 @@ FINALIZABLE = (select(*INVOICES.c, *invoice_reads.party_columns())
                .select_from(INVOICES.join(BUSINESSES, BUSINESSES.c.account_id == INVOICES.c.account_id)
                             .outerjoin(CUSTOMERS, CUSTOMERS.c.id == INVOICES.c.customer_id))
                .where(INVOICES.c.id == bindparam("invoice_id"), INVOICES.c.account_id == bindparam("account_id"),
-                      INVOICES.c.status == "draft", exists().where(LINES.c.invoice_id == INVOICES.c.id)))
+                      invoices.finalizable(INVOICES)))
 LATEST_EVENT = select(events.latest_time(bindparam("invoice_id", type_=INVOICES.c.id.type)).label("latest"))
 NEXT_NUMBER = (insert(COUNTERS).values(account_id=bindparam("account_id"), last_number=1)
                .on_conflict_do_update(index_elements=["account_id"], set_={"last_number": COUNTERS.c.last_number + 1})

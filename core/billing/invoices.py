@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
 
-from sqlalchemy import exists, func, insert, or_
+from sqlalchemy import and_, exists, func, insert, or_
 from sqlmodel import Session, select
 
 from core.access.principal import Principal
@@ -133,7 +133,18 @@ def list_items(session: Session, account_id: uuid.UUID, invoice_id_text: str) ->
 
 
 def has_lines(session: Session, invoice_id: uuid.UUID) -> bool:
-    return session.exec(select(exists().where(InvoiceLine.invoice_id == invoice_id))).one()
+    return session.exec(select(_has_a_line(invoice_id))).one()
+
+
+def _has_a_line(invoice_id):
+    return exists().where(InvoiceLine.__table__.c.invoice_id == invoice_id)
+
+
+def finalizable(invoices=Invoice.__table__):
+    """What `finalize` asks of the invoice, as SQL about a row of `invoices` (the table or an alias):
+    a draft with at least one line. (It also needs the account's business profile, which a statement
+    joins, as it reads it.) `finalize` checks each part itself, to say which is missing."""
+    return and_(invoices.c.status == "draft", _has_a_line(invoices.c.id))
 
 
 def _require_draft(invoice: Invoice, action: str) -> None:

@@ -467,10 +467,16 @@ def plain(model: type[SQLModel]) -> type:
                                                "__init__": __init__})
 
 
-def inserted_values(row) -> dict:
-    """The column values of a new row (`plain` or ORM) as the ORM's INSERT writes them, the row made
-    so too: a new row was last updated when it was created (`_updated_equals_created_on_insert`)."""
+def as_inserted(row):
+    """`row` (plain or ORM) made as the ORM's INSERT makes a new row: last updated when it was created
+    (`_updated_equals_created_on_insert`)."""
     for created, updated in (("created", "updated"), ("created_at", "updated_at")):
         if hasattr(row, created) and hasattr(row, updated):
             setattr(row, updated, getattr(row, created))
+    return row
+
+
+def inserted_values(row) -> dict:
+    """The column values of a new row as the ORM's INSERT writes them, the row made so too (`as_inserted`)."""
+    as_inserted(row)
     return {column.name: getattr(row, column.name) for column in row.__table__.c}

@@ -49,24 +49,21 @@ from core.base import crypto, ids, money, raw
 from core.base.clock import now
 from core.base.db import UNAVAILABLE, DecimalText, UTCDateTime, get_engine
 from core.base.errors import Conflict, DomainError, UpstreamFailed
-from core.base.jsonout import jsonable
 from core.base.validation import load_json, parse
 from core.billing import events, invoice_reads, invoices
-from core.billing.business import business_to_api
 from core.billing.invoice_inputs import InvoiceCreate
-from core.billing.invoice_render import assembled, customer_details, invoice_fields
+from core.billing.invoice_render import assembled, invoice_fields
 from core.billing.numbering import format_number
 from core.mechanisms import idempotency, ratelimit
 from core.mechanisms.idempotency import StoredResponse as Reply
 from core.models import (
     IdempotencyRecord,
-    Invoice,
     InvoiceCounter,
     InvoiceEvent,
     InvoiceLine,
     WebhookDelivery,
     WebhookEndpoint,
-    plain,
+    as_inserted,
 )
 from core.webhooks import outbox
 from operations import fast_reads
@@ -80,7 +77,7 @@ INVOICES, CUSTOMERS, BUSINESSES = invoice_reads.INVOICES, invoice_reads.CUSTOMER
 COUNTERS, LINES = InvoiceCounter.__table__, InvoiceLine.__table__
 log = logging.getLogger("invoicing.operations")
 NO_ACCOUNT = uuid.UUID(int=0)
-PLAIN_ROWS = plain(Invoice), plain(InvoiceLine)
+PLAIN_ROWS = invoices.PLAIN_ROWS
 
 
 @dataclass(frozen=True)
@@ -321,9 +318,8 @@ def drafted(principal: Principal, customer, business, request: Request, data: In
     if data.currency is None:  # the business profile's, as the pipeline's draft takes it
         invoice.currency = business.currency
         invoice.amount_in_words = money.amount_in_words(invoice.total, invoice.currency)
-    invoice.updated = invoice.created  # as the ORM's insert sets it (core.models)
-    fields = invoice_fields(invoice), customer_details(customer), business_to_api(business) if business.id else None
-    return invoice, lines, assembled(*fields, None), request.presenter.success(assembled(*fields, lines))
+    shown, whole = invoices.draft_shown(as_inserted(invoice), lines, customer, business)
+    return invoice, lines, shown, request.presenter.success(whole)
 
 
 def finalized(layout: invoice_reads.Layout, values: tuple, number_taken: int, request: Request) -> tuple:
@@ -341,26 +337,11 @@ def _finishing(claim: idempotency.Claim, reply: Reply) -> list:
     return [claim.record_id, claim.token, reply.status, reply.body, json.dumps(reply.headers)]
 
 
-def event_row(invoice, kind: str, shown: dict, principal: Principal, latest=None):
-    """The history row of `invoice` as `events.record` writes it (`shown`: the invoice without lines;
-    `latest`: the time of its latest event, read with the invoice)."""
-    event_id, created_at = uuid.uuid4(), events.stamp_after(latest)
-    return plain(InvoiceEvent)(id=event_id, account_id=invoice.account_id, invoice_id=invoice.id, type=kind,
-                               meta=jsonable(principal.event_meta()),
-                               payload=events.event_payload(event_id, kind, created_at, shown), created_at=created_at)
-
-
-def delivery_row(event, endpoint_id: uuid.UUID):
-    """An outbox row of `event` for an endpoint, as `outbox.enqueue` writes it."""
-    return plain(WebhookDelivery)(account_id=event.account_id, event_id=event.id, endpoint_id=endpoint_id,
-                                  next_attempt_at=now())
-
-
 def _history(invoice, kind: str, shown: dict, principal: Principal, latest=None) -> list:
     """The parameters $6–$8 of a write: the event, its outbox row's columns (for every endpoint that
     subscribes), its kind."""
-    event = event_row(invoice, kind, shown, principal, latest)
-    return [_row_json(event), _row_json(delivery_row(event, NO_ACCOUNT)), kind]
+    event = events.new_event(invoice, kind, principal.event_meta(), shown, latest)
+    return [_row_json(event), _row_json(outbox.new_delivery(event, NO_ACCOUNT)), kind]
 
 
 @functools.cache

@@ -37,7 +37,6 @@ from operations.fast_writes import (
     Handover,
     Request,
     drafted,
-    event_row,
     finalized,
 )
 
@@ -82,7 +81,7 @@ def _write_draft(connection, principal, usage, claim, parties, request: Request,
             return Answer(None, Conflict(idempotency.LOST_CLAIM), usage)
         _insert(connection, INVOICES, [invoice])
         _insert(connection, LINES, lines)
-        _record(connection, event_row(invoice, "invoice.created", shown, principal))
+        _record(connection, events.new_event(invoice, "invoice.created", principal.event_meta(), shown))
     return Answer(reply.body.encode(), None, usage)
 
 
@@ -120,7 +119,7 @@ def _number_and_write(connection, principal, usage, claim, request: Request, inv
             raise _LostClaim
         raw.sqlite_text(FINALIZED).execute(connection, {name: getattr(invoice, name) for name in invoices.FINALIZED_COLUMNS}
                                            | {"invoice_id": invoice.id})
-        _record(connection, event_row(invoice, "invoice.finalized", shown, principal, latest))
+        _record(connection, events.new_event(invoice, "invoice.finalized", principal.event_meta(), shown, latest))
     return Answer(reply.body.encode(), None, usage)
 
 

@@ -67,14 +67,21 @@ def record_created(session: Session, invoice, meta: dict | None, shown: dict):
 
 
 def _write(session: Session, invoice, type: str, meta: dict | None, shown: dict, latest: datetime | None):
-    event_id, created_at = uuid.uuid4(), stamp_after(latest)
-    event = NEW_EVENT(id=event_id, account_id=invoice.account_id, invoice_id=invoice.id, type=type,
-                      meta=jsonable(meta) if meta is not None else None,
-                      payload=event_payload(event_id, type, created_at, shown), created_at=created_at)
+    event = new_event(invoice, type, meta, shown, latest)
     values = inserted_values(event)
     session.connection().execute(insert(InvoiceEvent.__table__), [values])  # Core: no ORM object is needed
     outbox.enqueue(session, values)
     return event
+
+
+def new_event(invoice, type: str, meta: dict | None, shown: dict, latest: datetime | None = None):
+    """The history row (plain) of an event about `invoice`: `shown` its API object without lines,
+    `latest` the time of its latest event before this one (None for its first). Every writer of
+    events makes its row here."""
+    event_id, created_at = uuid.uuid4(), stamp_after(latest)
+    return NEW_EVENT(id=event_id, account_id=invoice.account_id, invoice_id=invoice.id, type=type,
+                     meta=jsonable(meta) if meta is not None else None,
+                     payload=event_payload(event_id, type, created_at, shown), created_at=created_at)
 
 
 NEW_EVENT = plain(InvoiceEvent)

@@ -273,14 +273,22 @@ def create_invoice(session: Session, principal: Principal, data: InvoiceCreate) 
     what was written (no read back)."""
     invoice, lines, customer, profile = _new_draft(session, principal, data, rows=PLAIN_ROWS)
     invoice_row, line_rows = inserted_values(invoice), [inserted_values(line) for line in lines]
-    shown = assembled(invoice_fields(invoice), customer_details(customer),
-                      business_to_api(profile) if profile is not None else None, None)
+    shown, whole = draft_shown(invoice, lines, customer, profile)
     connection = session.connection()
     connection.execute(insert(Invoice.__table__), [invoice_row])
     if line_rows:
         connection.execute(insert(InvoiceLine.__table__), line_rows)
     events.record_created(session, invoice, principal.event_meta(), shown)
-    return Drafted(invoice, lines, {**shown, "lines": {"data": [line_to_api(line) for line in lines]}})
+    return Drafted(invoice, lines, whole)
+
+
+def draft_shown(invoice, lines: list, customer, profile) -> tuple[dict, dict]:
+    """A new draft's API object as its event shows it (no lines) and as it is answered (with its
+    lines), from its rows as written (`inserted_values`), the customer and the business profile
+    (None, or a row whose `id` is None, when the account has none)."""
+    issuer = business_to_api(profile) if profile is not None and profile.id is not None else None
+    fields = invoice_fields(invoice), customer_details(customer), issuer
+    return assembled(*fields, None), assembled(*fields, lines)
 
 
 @dataclass(frozen=True)

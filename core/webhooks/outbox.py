@@ -52,11 +52,15 @@ def subscribed_endpoints(endpoints=ENDPOINTS, *, account_id=None, kind=None):
 SUBSCRIBED = subscribed_endpoints()
 
 
+def new_delivery(event, endpoint_id):
+    """The outbox row (plain) of `event` (an `invoice_events` row or its values) for an endpoint."""
+    return DELIVERY(account_id=_value(event, "account_id"), event_id=_value(event, "id"), endpoint_id=endpoint_id,
+                    next_attempt_at=now())
+
+
 def delivery_rows(event, endpoint_ids) -> list[dict]:
-    """The outbox rows of `event` (an `invoice_events` row or its values) for these endpoints."""
-    return [inserted_values(DELIVERY(account_id=_value(event, "account_id"), event_id=_value(event, "id"),
-                                     endpoint_id=endpoint_id, next_attempt_at=now()))
-            for endpoint_id in endpoint_ids]
+    """The values of the outbox rows of `event` for these endpoints."""
+    return [inserted_values(new_delivery(event, endpoint_id)) for endpoint_id in endpoint_ids]
 
 
 def enqueue(session: Session, event: dict) -> None:

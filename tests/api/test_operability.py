@@ -271,3 +271,10 @@ def _log_a_line_in_a_request():
     assert line["message"] == "GET /x" and line["status"] == 200 and line["level"] == "info"
     assert (line["request_id"], line["account_id"], line["credential_id"]) == ("req_abc", "acc-1", "api_key:key-1")
     assert request.account_id == "acc-1"
+
+
+def test_a_stateless_mcp_call_logs_its_access_line_and_not_the_sdks_session_lines():
+    from service.observability import log_config
+    loggers = log_config("INFO")["loggers"]
+    assert loggers["mcp.server.streamable_http"]["level"] == "WARNING"  # "Terminating session" on every call
+    assert "invoicing" not in loggers  # our access lines keep the root's level

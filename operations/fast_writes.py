@@ -45,74 +45,41 @@ from sqlalchemy import JSON
 
 from core.access import apikeys
 from core.access.principal import Principal
-from core.base import crypto, ids, money, raw
+from core.base import crypto, ids, raw
 from core.base.clock import now
 from core.base.db import UNAVAILABLE, DecimalText, UTCDateTime, get_engine
 from core.base.errors import Conflict, DomainError, UpstreamFailed
 from core.base.validation import load_json, parse
 from core.billing import events, invoice_reads, invoices
 from core.billing.invoice_inputs import InvoiceCreate
-from core.billing.invoice_render import assembled, invoice_fields
-from core.billing.numbering import format_number
 from core.mechanisms import idempotency, ratelimit
 from core.mechanisms.idempotency import StoredResponse as Reply
 from core.models import (
-    IdempotencyRecord,
-    InvoiceCounter,
     InvoiceEvent,
-    InvoiceLine,
     WebhookDelivery,
     WebhookEndpoint,
-    as_inserted,
 )
 from core.webhooks import outbox
-from operations import fast_reads
-from operations import invoices as invoice_operations
+from operations import fast_reads, fast_writes_sqlite
 from operations.fast_reads import Answer
-from operations.pipeline import Presenter
+from operations.write_lane import (
+    BUSINESSES,
+    COUNTERS,
+    CREATE,
+    CUSTOMERS,
+    FINALIZE,
+    INVOICES,
+    LINES,
+    NO_ACCOUNT,
+    RECORDS,
+    Handover,
+    Request,
+    drafted,
+    finalized,
+)
 
-CREATE, FINALIZE = invoice_operations.create_invoice, invoice_operations.finalize_invoice
-RECORDS, KEYS = IdempotencyRecord.__table__, fast_reads.KEYS
-INVOICES, CUSTOMERS, BUSINESSES = invoice_reads.INVOICES, invoice_reads.CUSTOMERS, invoice_reads.BUSINESSES
-COUNTERS, LINES = InvoiceCounter.__table__, InvoiceLine.__table__
+KEYS = fast_reads.KEYS
 log = logging.getLogger("invoicing.operations")
-NO_ACCOUNT = uuid.UUID(int=0)
-PLAIN_ROWS = invoices.PLAIN_ROWS
-
-
-@dataclass(frozen=True)
-class Handover:
-    """The pipeline answers, with the request counted already (its standing: `usage`)."""
-
-    usage: ratelimit.Usage
-
-
-@dataclass(frozen=True)
-class Request:
-    """A write as the surface received it."""
-
-    authorization: str | None
-    body: bytes
-    idempotency_key: str | None
-    scope: tuple[str, str]  # the method and path the key is claimed under
-    query_items: list
-    params: dict  # the ids the path names
-    request_id: str
-    presenter: Presenter  # the surface's: how a result is kept under the key (and answered)
-
-    def claimable(self) -> tuple[str, str] | None:
-        """The API key's lookup id and secret, when the fast path may serve the request; None: the pipeline's."""
-        credential = fast_reads.api_key_of(self.authorization)
-        if credential is None or self.idempotency_key is None:
-            return None
-        try:
-            idempotency.check_key(self.idempotency_key)
-        except DomainError:
-            return None
-        return credential
-
-    def fingerprint(self, body_json) -> str:
-        return idempotency.call_fingerprint(body_json, self.query_items, self.params)
 
 
 @dataclass(frozen=True)
@@ -126,13 +93,12 @@ class _Claimed:
     layout: invoice_reads.Layout
 
 
-async def _served(work, request: Request, *arguments) -> Answer | Handover | None:
-    """`work` on PostgreSQL, or its SQLite twin (`fast_writes_sqlite`) in a thread."""
+async def _served(postgresql, sqlite, request: Request, *arguments) -> Answer | Handover | None:
+    """`postgresql` on PostgreSQL, or `sqlite` (of `fast_writes_sqlite`) in a thread."""
     if get_engine().dialect.name != "postgresql":
-        from operations import fast_writes_sqlite  # it builds on this module
-        return await anyio.to_thread.run_sync(getattr(fast_writes_sqlite, work.__name__), request, *arguments)
+        return await anyio.to_thread.run_sync(sqlite, request, *arguments)
     try:
-        return await work(request, *arguments)
+        return await postgresql(request, *arguments)
     except fast_reads.DROPPED:  # not repeated: the claim or the write may have been done
         return Answer(None, UpstreamFailed(UNAVAILABLE), None)
 
@@ -191,10 +157,10 @@ async def create_invoice(request: Request) -> Answer | Handover | None:
             return None  # the pipeline's 404, or lines read from the catalog
         # Built before the account and its default currency are known (set once they are, with the
         # amount in words): a draft the pipeline would refuse is its own to refuse.
-        draft = invoices.draft_of(None, NO_ACCOUNT, customer_id, data.currency, data, rows=PLAIN_ROWS)
+        draft = invoices.draft_of(None, NO_ACCOUNT, customer_id, data.currency, data, rows=invoices.PLAIN_ROWS)
     except DomainError:
         return None  # the pipeline's error, after counting the request
-    return await _served(_create, request, credential, body_json, data, customer_id, draft)
+    return await _served(_create, fast_writes_sqlite.create, request, credential, body_json, data, customer_id, draft)
 
 
 async def _create(request: Request, credential, body_json, data: InvoiceCreate, customer_id: uuid.UUID,
@@ -231,7 +197,11 @@ async def finalize_invoice(request: Request) -> Answer | Handover | None:
     invoice_id = ids.try_parse("invoice", request.params.get("id"))
     if credential is None or invoice_id is None:
         return None
-    return await _served(_finalize, request, credential, invoice_id)
+    return await _served(_finalize, fast_writes_sqlite.finalize, request, credential, invoice_id)
+
+
+# The fast write of each operation served, by the operation's name.
+WRITES = {CREATE.name: create_invoice, FINALIZE.name: finalize_invoice}
 
 
 class _NotFinalizable(Exception):
@@ -302,34 +272,6 @@ def _numbering_statement() -> tuple[raw.Text, invoice_reads.Layout]:
                               .outerjoin(CUSTOMERS, and_(CUSTOMERS.c.id == locked.c.customer_id)))
                  .where(locked.c.account_id == account))
     return raw.postgres_text(statement), invoice_reads.Layout.of(statement, skip=2, parse_json=True)
-
-
-# --- shared by both, and by SQLite's --------------------------------------------------------------
-
-
-def drafted(principal: Principal, customer, business, request: Request, data: InvoiceCreate,
-            draft: tuple) -> tuple:
-    """The draft built before the account was known, made the account's (in the profile's currency when
-    none was given), with what its event shows and the answer: (invoice, lines, shown, reply)."""
-    invoice, lines = draft
-    invoice.account_id = principal.account_id
-    for line in lines:
-        line.account_id = principal.account_id
-    if data.currency is None:  # the business profile's, as the pipeline's draft takes it
-        invoice.currency = business.currency
-        invoice.amount_in_words = money.amount_in_words(invoice.total, invoice.currency)
-    shown, whole = invoices.draft_shown(as_inserted(invoice), lines, customer, business)
-    return invoice, lines, shown, request.presenter.success(whole)
-
-
-def finalized(layout: invoice_reads.Layout, values: tuple, number_taken: int, request: Request) -> tuple:
-    """The draft read (its columns, customer `c_…` and profile `b_…` in `values`) finalized in memory as
-    `invoices.finalize` does, with the number taken: (invoice, shown, reply)."""
-    invoice = PLAIN_ROWS[0](**{name: getattr(layout.parts[""].view(values), name) for name in INVOICES.c.keys()})
-    customer, business = layout.parts["c_"].view(values), layout.parts["b_"].view(values)
-    invoices.opened(invoice, format_number(business.invoice_prefix, number_taken), customer, business)
-    shown = assembled(invoice_fields(invoice), invoice.customer_snapshot, invoice.issuer_snapshot, None)
-    return invoice, shown, request.presenter.success(shown)
 
 
 def _finishing(claim: idempotency.Claim, reply: Reply) -> list:

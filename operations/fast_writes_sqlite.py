@@ -26,7 +26,7 @@ from core.models import InvoiceCounter, InvoiceEvent, WebhookDelivery, WebhookEn
 from core.webhooks import outbox
 from operations import fast_reads
 from operations.fast_reads import Answer
-from operations.fast_writes import (
+from operations.write_lane import (
     BUSINESSES,
     CREATE,
     CUSTOMERS,
@@ -44,7 +44,7 @@ EVENTS, DELIVERIES, ENDPOINTS = InvoiceEvent.__table__, WebhookDelivery.__table_
 COUNTERS = InvoiceCounter.__table__
 
 
-def _create(request: Request, credential, body_json, data: InvoiceCreate, customer_id: uuid.UUID,
+def create(request: Request, credential, body_json, data: InvoiceCreate, customer_id: uuid.UUID,
             draft: tuple) -> Answer | Handover | None:
     with raw.sqlite_connection() as connection:
         claimed = _count_and_claim(connection, request, credential, CREATE, request.fingerprint(body_json),
@@ -85,7 +85,7 @@ def _write_draft(connection, principal, usage, claim, parties, request: Request,
     return Answer(reply.body.encode(), None, usage)
 
 
-def _finalize(request: Request, credential, invoice_id: uuid.UUID) -> Answer | Handover | None:
+def finalize(request: Request, credential, invoice_id: uuid.UUID) -> Answer | Handover | None:
     with raw.sqlite_connection() as connection:
         claimed = _count_and_claim(connection, request, credential, FINALIZE, request.fingerprint(None),
                                    lambda _account_id: ())

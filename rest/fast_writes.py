@@ -17,12 +17,11 @@ from starlette.types import Scope, Send
 
 from asgi.lanes import declared_length, send_answer
 from core.base import context
-from operations import fast_writes
+from operations import fast_writes, write_lane
 from rest import framework, invoices
 from rest.fast_reads import Endpoint, internal_error, refused_request_id, response_to
 
-# The operations served, each by the fast write of its name.
-WRITES = (fast_writes.create_invoice.__name__, fast_writes.finalize_invoice.__name__)
+WRITES = tuple(fast_writes.WRITES)  # the names of the operations served
 OPERATIONS = {operation.name: operation for operation in invoices.api.operations if operation.name in WRITES}
 TRIED = "invoicing.fast_write_tried"  # in a request's scope: the fast path had it, and left it to the pipeline
 ROOT = "/api/v1"
@@ -86,13 +85,13 @@ async def _answer(operation: framework.Endpoint, scope: Scope, body: bytes, para
                   request_id: str) -> Response | None:
     headers = Headers(scope=scope)
     try:
-        found = await getattr(fast_writes, operation.name)(fast_writes.Request(
+        found = await fast_writes.WRITES[operation.name](write_lane.Request(
             headers.get("authorization"), body, headers.get("idempotency-key"), (operation.method, scope["path"]),
             QueryParams(scope["query_string"]).multi_items(), params, request_id,
             framework.EndpointPresenter(operation, request_id)))
     except Exception as exc:
         return internal_error(exc, request_id)
-    if found is None or isinstance(found, fast_writes.Handover):
+    if found is None or isinstance(found, write_lane.Handover):
         scope[TRIED] = True
         scope[framework.COUNTED] = found is not None
         return None

@@ -51,10 +51,10 @@ def path(request, monkeypatch) -> tuple[list[str], list[str]]:
     written: list[str] = []
     for name in ("create_invoice", "finalize_invoice"):
         if request.param == "pipeline":
-            monkeypatch.setattr(fast_writes, name, _left)
+            monkeypatch.setitem(fast_writes.WRITES, name, _left)
             continue
 
-        monkeypatch.setattr(fast_writes, name, _noting(getattr(fast_writes, name), name, written))
+        monkeypatch.setitem(fast_writes.WRITES, name, _noting(fast_writes.WRITES[name], name, written))
     return ([] if request.param == "pipeline" else ["create_invoice", "finalize_invoice"]), written
 
 

@@ -20,7 +20,7 @@ from core.base import db, ids
 from core.base.clock import now, today
 from core.mechanisms import idempotency
 from core.models import IdempotencyRecord, Invoice, InvoiceEvent, InvoiceLine, WebhookDelivery, WebhookEndpoint
-from operations import fast_writes, fast_writes_sqlite
+from operations import fast_writes, fast_writes_sqlite, write_lane
 from tests import hostile
 from tests.api.invoicing import add_webhook_endpoint, adhoc, customer, outbox_rows, price, stored_events
 from tests.conftest import make_tenant
@@ -56,15 +56,15 @@ def _claim_in(arguments) -> IdempotencyRecord:
 def _noted(monkeypatch, name: str) -> list:
     """What the fast write `name` answered, one entry per request: "written", "handed over" or "left"."""
     outcomes: list = []
-    write = getattr(fast_writes, name)
+    write = fast_writes.WRITES[name]
 
     async def noted(*arguments):
         found = await write(*arguments)
-        outcomes.append("left" if found is None else "handed over" if isinstance(found, fast_writes.Handover)
+        outcomes.append("left" if found is None else "handed over" if isinstance(found, write_lane.Handover)
                         else "written")
         return found
 
-    monkeypatch.setattr(fast_writes, name, noted)
+    monkeypatch.setitem(fast_writes.WRITES, name, noted)
     return outcomes
 
 
@@ -80,7 +80,7 @@ def pipeline_only(monkeypatch):
         return None
 
     def off() -> None:
-        monkeypatch.setattr(fast_writes, "create_invoice", left)
+        monkeypatch.setitem(fast_writes.WRITES, "create_invoice", left)
     return off
 
 
@@ -161,7 +161,7 @@ def test_any_draft_is_answered_and_written_as_the_pipeline_does(tenant, served, 
     assert fast.status_code == 201, fast.text
     assert served[-1] == "written"
     with monkeypatch.context() as scoped:
-        scoped.setattr(fast_writes, "create_invoice", _left)
+        scoped.setitem(fast_writes.WRITES, "create_invoice", _left)
         slow = _post(tenant, body, pipeline_key)
     assert slow.status_code == 201
     assert _answer_shape(fast.json()["data"]) == _answer_shape(slow.json()["data"])
@@ -428,7 +428,7 @@ def test_a_draft_is_finalized_as_the_pipeline_does(tenant, served_finalize, monk
     assert fast.status_code == 200, fast.text
     assert served_finalize == ["written"]
     with monkeypatch.context() as scoped:
-        scoped.setattr(fast_writes, "finalize_invoice", _left)
+        scoped.setitem(fast_writes.WRITES, "finalize_invoice", _left)
         slow = _finalize(tenant, pipeline_id, pipeline_key)
     assert slow.status_code == 200
     fast_data, slow_data = fast.json()["data"], slow.json()["data"]
@@ -445,7 +445,7 @@ def test_numbers_follow_on_with_no_gap_whichever_path_finalizes(tenant, served_f
     drafts = _drafts(tenant, 4)
     numbers = [_finalize(tenant, drafts[0]).json()["data"]["number"]]
     with monkeypatch.context() as scoped:
-        scoped.setattr(fast_writes, "finalize_invoice", _left)
+        scoped.setitem(fast_writes.WRITES, "finalize_invoice", _left)
         numbers.append(_finalize(tenant, drafts[1]).json()["data"]["number"])
     numbers += [_finalize(tenant, draft_id).json()["data"]["number"] for draft_id in drafts[2:]]
     assert numbers == ["INV-0001", "INV-0002", "INV-0003", "INV-0004"]
@@ -518,8 +518,8 @@ def test_two_finalizations_of_one_draft_at_once_take_one_number(tenant):
     from rest.framework import EndpointPresenter
     finalizing = next(operation for operation in operations() if operation.name == "finalize_invoice")
 
-    def request(key: str) -> fast_writes.Request:
-        return fast_writes.Request(f"Bearer {tenant.key}", b"", key, ("POST", f"/api/v1/invoices/{draft_id}/finalize"),
+    def request(key: str) -> write_lane.Request:
+        return write_lane.Request(f"Bearer {tenant.key}", b"", key, ("POST", f"/api/v1/invoices/{draft_id}/finalize"),
                                    [], {"id": draft_id}, "req_both", EndpointPresenter(finalizing, "req_both"))
 
     async def both():

@@ -105,8 +105,8 @@ def pipeline_writes(monkeypatch):
     """The writes by the pipeline (what OAuth tokens and MCP take on PostgreSQL, everyone on SQLite)."""
     async def left(*_arguments):
         return None
-    monkeypatch.setattr(fast_writes, "create_invoice", left)
-    monkeypatch.setattr(fast_writes, "finalize_invoice", left)
+    monkeypatch.setitem(fast_writes.WRITES, "create_invoice", left)
+    monkeypatch.setitem(fast_writes.WRITES, "finalize_invoice", left)
 
 
 def _fast_statements_of(request, monkeypatch) -> list[str]:

@@ -1,16 +1,17 @@
 """The fast write path: `POST /invoices` and `POST /invoices/{id}/finalize` for an API key, as the
 pipeline runs them, in two and three statements and no ORM.
 
-The pipeline (`operations.pipeline`) creates a draft in four transactions through the ORM in a
-worker thread: the key's check and the request's count, the idempotency key's claim, the draft with
-its lines, history and outbox rows, and the stored answer. Here, on the event loop with asyncpg:
+The pipeline (`operations.pipeline`) creates a draft in a worker thread in three units: the key's check
+and the request's count, the idempotency key's claim, then the draft with its lines, history and outbox
+rows (Core statements, `invoices.create_invoice`) and the stored answer in one transaction. Here, on
+the event loop with asyncpg:
 
 1. One statement checks the key (with the write scope), counts the request, notes the key's use,
    reads the customer and the business profile, and claims the idempotency key: only when the request
    is allowed and the draft can be made (the customer is the account's and not archived, a currency
    is known).
 2. The draft is built and computed by the same functions as the pipeline's (`invoices.draft_of`,
-   `invoice_render`), its answer and event rendered from them.
+   `invoices.draft_shown`, `events.new_event`, `outbox.new_delivery`), its answer and event made from them.
 3. One statement, on a connection whose commit is flushed to disk, stores the answer under the claim
    and, only when the claim is still this request's, writes the invoice, its lines, its event and
    the event's outbox rows: all of it or none.

@@ -107,8 +107,9 @@ class Invocation:
     # The surface counted this request against the general limit already (and refused it when over).
     counted: bool = False
     # A caller the surface identified itself (the dashboard's signed-in person; MCP's gate, which verified
-    # the credential and counted the request): no credential is looked up and the per-credential request
-    # limit is not applied here; every other check is.
+    # the credential and counted the request unless the tool has a limit of its own): no credential is
+    # looked up and the per-credential request limit is not applied here; every other check is, and an
+    # operation's own limit too.
     principal: Principal | None = None
     # The person's answer to the surface's question about this call (core.billing.confirmations).
     confirmed: Confirmed | None = None

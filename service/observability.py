@@ -183,8 +183,8 @@ def log_config(level: str, *, quiet_migrations: bool = True) -> dict:
             "uvicorn.access": {"handlers": [], "propagate": False, "level": "WARNING"},
             **({"alembic": {"level": "WARNING"}} if quiet_migrations else {}),
             # The SDK's transport says "Terminating session" at INFO for every stateless MCP request:
-            # a line per call beside our access line, and a tenth of a call's formatting time.
-            "mcp.server.streamable_http": {"level": "WARNING"},
+            # a line per call beside our access line (kept while debugging).
+            **({"mcp.server.streamable_http": {"level": "WARNING"}} if level.upper() != "DEBUG" else {}),
         },
     }
 

@@ -40,5 +40,7 @@ LOCKED_ROWS = "locked_rows"
 
 @event.listens_for(Session, "after_transaction_end")
 def _locks_released(session: Session, transaction) -> None:
-    if transaction.parent is None:  # the transaction's end (a commit or rollback) released its locks
+    # The transaction's end released its locks; a savepoint's rollback releases those taken inside it
+    # (its commit keeps them: forgetting them too only costs a second locked read).
+    if transaction.parent is None or transaction.nested:
         session.info.pop(LOCKED_ROWS, None)

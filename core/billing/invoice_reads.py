@@ -1,5 +1,6 @@
-"""One invoice read for the fast path: one statement with its customer, business profile and (on
-PostgreSQL) its lines, rows rendered by the same functions as every other read (`invoice_render`).
+"""An invoice read from Core rows: the pipeline's `get_invoice` (`view_invoice`) and the fast read
+path's, one statement with its customer, business profile and (the fast path on PostgreSQL) its lines,
+rendered by the same functions as every other answer (`invoice_render`).
 
 The statement is written once with Core and compiled per dialect (`core.base.raw`). On PostgreSQL the
 lines come in the same row as a JSON array; SQLite (before 3.44 no ordered aggregate) reads them with

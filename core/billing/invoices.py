@@ -45,7 +45,6 @@ from core.billing.invoice_render import (  # noqa: F401 (re-exported)
     invoice_fields,
     invoice_to_api,
     invoices_to_api,
-    line_to_api,
     lines_of,
     preview_to_api,
     status_of,

@@ -6,7 +6,7 @@ import uuid
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import update
+from sqlalchemy import null, update
 from sqlmodel import select
 
 from core.base import db
@@ -479,9 +479,23 @@ def test_the_subscription_rule_is_one_sql_condition_for_every_writer(tenant):
     add_webhook_endpoint(tenant.account_id, ["invoice.created.extra", "invoice"])  # not the kind itself
     paused = add_webhook_endpoint(tenant.account_id)
     add_webhook_endpoint(make_tenant(None).account_id)  # another account's
+    sql_null = add_webhook_endpoint(tenant.account_id)
     with db.transaction() as session:
         session.get(WebhookEndpoint, paused).active = False
+        session.connection().execute(update(WebhookEndpoint.__table__).where(  # SQL NULL, not JSON null
+            WebhookEndpoint.__table__.c.id == sql_null).values(events=null()))
     with db.transaction() as session:
         chosen = set(session.connection().execute(outbox.SUBSCRIBED, {
             "account_id": tenant.account_id, "kind": "invoice.created"}).scalars())
-    assert chosen == {every, listed}
+    assert chosen == {every, listed, sql_null}
+
+
+def test_a_lock_taken_in_a_savepoint_rolled_back_is_forgotten(tenant):
+    from core.base.lookup import locked_rows
+    from core.billing import invoices
+    created = draft(tenant)
+    with db.transaction() as session:
+        savepoint = session.begin_nested()
+        invoice = invoices.get_invoice(session, tenant.account_id, created["id"], lock=True)
+        savepoint.rollback()  # the row's lock with it, on PostgreSQL
+        assert invoice.id not in locked_rows(session)

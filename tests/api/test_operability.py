@@ -278,3 +278,4 @@ def test_a_stateless_mcp_call_logs_its_access_line_and_not_the_sdks_session_line
     loggers = log_config("INFO")["loggers"]
     assert loggers["mcp.server.streamable_http"]["level"] == "WARNING"  # "Terminating session" on every call
     assert "invoicing" not in loggers  # our access lines keep the root's level
+    assert "mcp.server.streamable_http" not in log_config("DEBUG")["loggers"]  # while debugging, everything

@@ -284,16 +284,12 @@ def _context(scope: dict):
 
 
 def test_a_call_acts_as_the_caller_the_gate_verified_for_the_request(tenant):
-    principal = _principal(tenant)
+    principal = tenant_principal(tenant)
     assert confirmations.caller_as_authenticated(_context({confirmations.PRINCIPAL: principal})) is principal
 
 
 def test_a_call_that_waited_for_the_persons_answer_verifies_its_credential_again(tenant):
     # Minutes may pass on the stream while the person reads: the app may have been disconnected meanwhile.
-    scope = {confirmations.PRINCIPAL: _principal(tenant), confirmations.CONFIRMED: NOTHING_ASKED}
+    scope = {confirmations.PRINCIPAL: tenant_principal(tenant), confirmations.CONFIRMED: NOTHING_ASKED}
     assert confirmations.caller_as_authenticated(_context(scope)) is None
 
-
-def _principal(tenant):
-    with transaction() as session:
-        return credentials.authenticate(session, f"Bearer {tenant.key}", resource=resources.mcp())

@@ -70,7 +70,7 @@ def _write(session: Session, invoice, type: str, meta: dict | None, shown: dict,
     event = new_event(invoice, type, meta, shown, latest)
     values = inserted_values(event)
     session.connection().execute(insert(InvoiceEvent.__table__), [values])  # Core: no ORM object is needed
-    outbox.enqueue(session, values)
+    outbox.enqueue(session, event)
     return event
 
 

@@ -40,22 +40,21 @@ def _subscribes_sqlite(element, compiler, **kw) -> str:
             f"EXISTS (SELECT 1 FROM json_each({events}) WHERE json_each.value = {kind}))")
 
 
-def subscribed_endpoints(endpoints=ENDPOINTS, *, account_id=None, kind=None):
+def subscribed_endpoints(*, account_id=None, kind=None):
     """The ids of the account's endpoints an event of the kind goes to (`:account_id`, `:kind` unless
-    given as expressions; `endpoints`: the table or an alias of it)."""
+    given as expressions)."""
     account_id = bindparam("account_id", type_=ENDPOINTS.c.account_id.type) if account_id is None else account_id
     kind = bindparam("kind", type_=String()) if kind is None else kind
-    return select(endpoints.c.id).where(endpoints.c.account_id == account_id, endpoints.c.active.is_(True),
-                                        subscribes_to(endpoints.c.events, kind))
+    return select(ENDPOINTS.c.id).where(ENDPOINTS.c.account_id == account_id, ENDPOINTS.c.active.is_(True),
+                                        subscribes_to(ENDPOINTS.c.events, kind))
 
 
 SUBSCRIBED = subscribed_endpoints()
 
 
 def new_delivery(event, endpoint_id):
-    """The outbox row (plain) of `event` (an `invoice_events` row or its values) for an endpoint."""
-    return DELIVERY(account_id=_value(event, "account_id"), event_id=_value(event, "id"), endpoint_id=endpoint_id,
-                    next_attempt_at=now())
+    """The outbox row (plain) of `event` (an `invoice_events` row) for an endpoint."""
+    return DELIVERY(account_id=event.account_id, event_id=event.id, endpoint_id=endpoint_id, next_attempt_at=now())
 
 
 def delivery_rows(event, endpoint_ids) -> list[dict]:
@@ -63,15 +62,10 @@ def delivery_rows(event, endpoint_ids) -> list[dict]:
     return [inserted_values(new_delivery(event, endpoint_id)) for endpoint_id in endpoint_ids]
 
 
-def enqueue(session: Session, event: dict) -> None:
-    """Write the outbox rows for `event` (an `invoice_events` row's values); the worker delivers them
-    after the commit."""
+def enqueue(session: Session, event) -> None:
+    """Write the outbox rows for `event` (an `invoice_events` row); the worker delivers them after the commit."""
     connection = session.connection()
-    endpoint_ids = connection.execute(SUBSCRIBED, {"account_id": event["account_id"], "kind": event["type"]}).scalars()
+    endpoint_ids = connection.execute(SUBSCRIBED, {"account_id": event.account_id, "kind": event.type}).scalars()
     rows = delivery_rows(event, endpoint_ids)
     if rows:
         connection.execute(insert(WebhookDelivery.__table__), rows)
-
-
-def _value(event, name: str):
-    return event[name] if isinstance(event, dict) else getattr(event, name)

@@ -11,34 +11,37 @@ from datetime import timedelta
 from types import SimpleNamespace
 
 from sqlalchemy import bindparam, select, update
-from sqlmodel import Session
 
 from authz import clients, tokens
 from authz.models import OAuthClient
 from core.access import authorization_details
-from core.access.principal import Principal
+from core.access.principal import Principal, Verified
 from core.base.clock import now
 from core.base.errors import Unauthorized
+from core.base.executor import Db
 
 LAST_USED_PRECISION = timedelta(seconds=60)
 
 
-def verify_access_token(session: Session, token: str, *, resource: str) -> Principal:
-    found = _access_token(session, token)
+async def verify_access_token(db: Db, token: str, *, resource: str) -> Verified:
+    """The caller of an access token for `resource`, and how its grant's use is noted; a unit of
+    `core.base.executor`."""
+    moment = now()
+    found = await db.first(ACCESS_STATEMENT, {"token_hash": tokens.hashed(token)}) \
+        if token and len(token) <= 200 else None
     if found is None:
         raise Unauthorized("The access token is unknown.")
     if found.g_revoked_at is not None:
         raise Unauthorized("The access token has been revoked: the app was disconnected or its sign-in ended.")
     if found.revoked_at is not None:
         raise Unauthorized("The access token has been revoked.")
-    if found.expires_at <= now():
+    if found.expires_at <= moment:
         raise Unauthorized("The access token has expired: use the refresh token to get a new one.")
     if found.resource != resource.rstrip("/"):
         raise Unauthorized(f"The access token was issued for another resource ({found.resource}), not {resource}.")
-    _note_use(session, found)
     client = clients.Client(SimpleNamespace(**{name: getattr(found, f"c_{name}") for name in CLIENTS.c.keys()})) \
         if found.c_client_id is not None else None
-    return Principal(
+    principal = Principal(
         account_id=found.account_id, granted_scopes=frozenset(found.scopes), actor="oauth_app",
         client_id=found.client_id, client_name=client.name if client else None, user_id=found.user_id,
         credential_id=f"grant:{found.grant_id}", grant_id=found.grant_id, resource=found.resource,
@@ -46,13 +49,11 @@ def verify_access_token(session: Session, token: str, *, resource: str) -> Princ
         authorization_details=authorization_details.from_stored(found.authorization_details),
     )
 
-
-def _access_token(session: Session, token: str):
-    """The access token by its hash with what verifying it needs of its grant and client, in one
-    statement of Core rows (the ORM's objects cost two statements and most of a read's time)."""
-    if not token or len(token) > 200:
-        return None
-    return session.connection().execute(ACCESS_STATEMENT, {"token_hash": tokens.hashed(token)}).first()
+    async def note_use(writer: Db) -> None:
+        """The grant's last use, written at most once a minute (the dashboard shows it)."""
+        if found.last_used_at is None or moment - found.last_used_at >= LAST_USED_PRECISION:
+            await writer.execute(NOTE_USE_STATEMENT, {"grant_id": found.grant_id, "moment": moment})
+    return Verified(principal, note_use)
 
 
 def _access_statement():
@@ -70,10 +71,3 @@ CLIENTS = OAuthClient.__table__
 ACCESS_STATEMENT = _access_statement()
 NOTE_USE_STATEMENT = (update(tokens.GRANTS).where(tokens.GRANTS.c.id == bindparam("grant_id"))
                       .values(last_used_at=bindparam("moment")))
-
-
-def _note_use(session: Session, found) -> None:
-    """The grant's last use, written at most once a minute (the dashboard shows it)."""
-    moment = now()
-    if found.last_used_at is None or moment - found.last_used_at >= LAST_USED_PRECISION:
-        session.connection().execute(NOTE_USE_STATEMENT, {"grant_id": found.grant_id, "moment": moment})

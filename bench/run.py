@@ -263,7 +263,7 @@ class Bench:
                 limit = median_of([run_wrk(f"http://127.0.0.1:{base_port}", "/", "GET", None, {}, connections,
                                            self.args.seconds, self.workdir) for _ in range(self.args.repeats)])
                 self.add("baseline (same bytes, bare Starlette)", connections, limit, limit)
-                for scenario in SCENARIOS:
+                for scenario in self.scenarios():
                     runs = []
                     for _ in range(self.args.repeats):
                         if scenario.refresh:
@@ -282,9 +282,19 @@ class Bench:
             server.stop()
             if baseline is not None:
                 baseline.stop()
+        if self.args.only:
+            return  # a look at a few scenarios: no other figures
         if self.database == "PostgreSQL":
             self.workers(values, auth)
         self.growth(seeded)
+
+    def scenarios(self) -> list[Scenario]:
+        """Every scenario, or those `--only` names (and the REST rows they are compared with)."""
+        if not self.args.only:
+            return SCENARIOS
+        chosen = {s.name for s in SCENARIOS if any(part.lower() in s.name.lower() for part in self.args.only)}
+        chosen |= {s.of_rest for s in SCENARIOS if s.name in chosen and s.of_rest}
+        return [s for s in SCENARIOS if s.name in chosen]
 
     def wrk(self, scenario: Scenario, values: dict, auth: dict, connections: int, drafts_file: Path | None) -> dict:
         if scenario.oauth:
@@ -397,6 +407,8 @@ def main() -> int:
     parser.add_argument("--drafts", type=int, default=8000, help="drafts seeded for each run of the finalize scenario")
     parser.add_argument("--databases", default="sqlite,postgresql")
     parser.add_argument("--output", type=Path, default=ROOT / "docs" / "performance.md")
+    parser.add_argument("--only", type=lambda text: text.split(","), default=[],
+                        help="scenarios whose name holds one of these (comma-separated); no growth or workers runs")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         raise SystemExit("bench needs wrk: apt-get install wrk")

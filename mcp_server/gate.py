@@ -17,11 +17,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from asgi.lanes import replaying
-from core.access import credentials, resources
+from core.access import resources
 from core.access.principal import Principal
 from core.access.scopes import MCP_SCOPES
 from core.base import context
-from core.base.db import autocommit
 from core.base.errors import DomainError, Unauthorized
 from core.billing.confirmations import Confirmed
 from core.mechanisms import ratelimit
@@ -31,7 +30,7 @@ from mcp_server.clients import SESSION_HEADER, Traits, UnknownSession, binding, 
 from mcp_server.tools import BY_NAME, Tool
 from operations.challenge import bearer_challenge
 from operations.confirmations import ACTIONS, Question, question_for
-from operations.pipeline import as_domain_error
+from operations.pipeline import as_domain_error, identify
 
 log = logging.getLogger("invoicing.mcp")
 
@@ -59,14 +58,6 @@ def _jsonrpc_error(request_id: Any, code: int, message: str, status: int, header
     return JSONResponse({"jsonrpc": "2.0", "id": request_id, "error": error}, status_code=status, headers=headers)
 
 
-def _authenticate(authorization: str | None, count: bool) -> tuple[Principal, ratelimit.Usage | None]:
-    # Independent statements, as the pipeline's look-up and count (no BEGIN and COMMIT round trips).
-    with autocommit() as session:
-        principal = credentials.authenticate(session, authorization, resource=resources.mcp())
-        usage = ratelimit.hit(session, ratelimit.api_requests(), principal.rate_limit_subject) if count else None
-    return principal, usage
-
-
 class Gate:
     """An ASGI app wrapping the SDK's (a class instance, so Starlette routes to it as ASGI)."""
 
@@ -85,7 +76,7 @@ class Gate:
         try:
             # Every request counts against the general limit, as on REST, except sending, which has its own.
             count = tool is None or tool.operation.own_limit is None
-            principal, usage = await run_in_threadpool(_authenticate, headers.get("authorization"), count)
+            principal, usage = await identify(headers.get("authorization"), resources.mcp(), count=count, peek=False)
         except Unauthorized as error:
             await unauthorized(error.detail)(scope, receive, send)
             return

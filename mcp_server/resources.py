@@ -18,6 +18,7 @@ from mcp.shared.exceptions import MCPError
 from starlette.concurrency import run_in_threadpool
 
 from core.access.principal import Principal
+from core.base import executor
 from core.base.db import new_session
 from core.base.errors import DomainError
 from core.billing import documents, invoices
@@ -91,7 +92,7 @@ def _pdf(principal: Principal, invoice_ref: str) -> bytes | None:
     session = new_session(read_only=True)
     try:
         principal.require(READ_SCOPE)  # the gate refused the request already: this is a second lock
-        view = invoices.view_invoice(session, principal.account_id, invoice_ref)
+        view = executor.within(session, invoices.view_invoice, principal.account_id, invoice_ref)
     except DomainError:
         return None
     finally:

@@ -8,7 +8,6 @@ import json
 from dataclasses import replace
 from typing import Any
 
-import anyio
 import mcp.types as types
 import orjson
 from mcp.server import Server, ServerRequestContext
@@ -146,8 +145,7 @@ async def _act_as_confirmed(ctx: ServerRequestContext, tool: Tool, arguments: di
                             in_view: bool = False) -> types.CallToolResult | types.InputRequiredResult:
     """Run a consequential tool; when it no longer does what the person confirmed (or a question is
     due that was not asked), nothing happened: ask about the invoice as it is now."""
-    outcome = await anyio.to_thread.run_sync(run_tool, tool, dict(arguments), authorization, confirmed,
-                                             confirmations.caller_as_authenticated(ctx))
+    outcome = await run_tool(tool, dict(arguments), authorization, confirmed, confirmations.caller_as_authenticated(ctx))
     if outcome.error is not None and outcome.error.code == ConfirmationStale.code:
         metrics.tool_call(tool.name, outcome.error.code)
         asked = await confirmations.ask_again(ctx, tool.name, arguments, with_formatted_money, in_view=in_view,
@@ -158,7 +156,7 @@ async def _act_as_confirmed(ctx: ServerRequestContext, tool: Tool, arguments: di
 
 async def _act(tool: Tool, arguments: dict, authorization: str | None,
                caller: Principal | None) -> types.CallToolResult:
-    return _result(tool, await anyio.to_thread.run_sync(run_tool, tool, dict(arguments), authorization, None, caller))
+    return _result(tool, await run_tool(tool, dict(arguments), authorization, None, caller))
 
 
 def _result(tool: Tool, outcome: Outcome) -> types.CallToolResult:
@@ -206,7 +204,7 @@ class _Presenter:
         return Reply(error.status, json.dumps(error_payload(error)), {})
 
 
-def run_tool(tool: Tool, arguments: dict[str, Any], authorization: str | None,
+async def run_tool(tool: Tool, arguments: dict[str, Any], authorization: str | None,
              confirmed: Confirmed | None = None, caller: Principal | None = None) -> Outcome:
     """Split the flat arguments into what the operation takes and run it through the pipeline.
     An assistant may pass an idempotency key on any write, and need not (the REST API requires one
@@ -240,7 +238,7 @@ def run_tool(tool: Tool, arguments: dict[str, Any], authorization: str | None,
         body=json.dumps(rest).encode() if operation.body is not None else b"",
         idempotency_key=key, idempotency_scope=("MCP", tool.name), body_error=error, counted=True, confirmed=confirmed,
         principal=caller)
-    return execute(operation, invocation, _Presenter())
+    return await execute(operation, invocation, _Presenter())
 
 
 def _field_names(model) -> set[str]:

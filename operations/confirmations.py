@@ -19,6 +19,7 @@ from datetime import date
 from babel.dates import format_date
 
 from core.access.principal import Principal
+from core.base import executor
 from core.base.db import new_session
 from core.base.errors import DomainError, ValidationFailed
 from core.base.money import format_money
@@ -63,7 +64,7 @@ def question_for(tool: str, principal: Principal, invoice_ref: object, arguments
     session = new_session(read_only=True)
     try:
         inputs = _inputs(action, arguments)
-        view = invoices.view_invoice(session, principal.account_id, invoice_ref)
+        view = executor.within(session, invoices.view_invoice, principal.account_id, invoice_ref)
         if delegated_actions.would_refuse(session, principal, action, invoices.get_invoice(
                 session, principal.account_id, invoice_ref)):
             return None  # beyond what the person allowed this app: refused without asking

@@ -19,7 +19,6 @@ both databases.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 from dataclasses import dataclass
 from datetime import date
@@ -35,6 +34,7 @@ from core.base import context, crypto, ids, raw
 from core.base.clock import now, today
 from core.base.db import UNAVAILABLE, get_engine
 from core.base.errors import DomainError, Forbidden, NotFound, Unauthorized, UpstreamFailed, ValidationFailed
+from core.base.executor import DROPPED
 from core.base.jsonout import dumps_read
 from core.base.validation import parse
 from core.billing import invoice_reads
@@ -68,17 +68,7 @@ class Answer:
     usage: Usage | None
 
 
-def _key_statement():
-    from sqlalchemy import bindparam, select
-    return select(*(KEYS.c[name] for name in apikeys.KEY_COLUMNS)).where(KEYS.c.lookup_id == bindparam("lookup_id"))
-
-
-def _touch_statement():
-    from sqlalchemy import bindparam, update
-    return update(KEYS).where(KEYS.c.id == bindparam("key_id")).values(last_used_at=bindparam("moment"))
-
-
-KEY_STATEMENT, TOUCH_STATEMENT = _key_statement(), _touch_statement()
+KEY_STATEMENT, TOUCH_STATEMENT = apikeys.KEY_STATEMENT, apikeys.TOUCH_STATEMENT
 INVOICE_STATEMENT_SQLITE = invoice_reads.invoice_statement(lines_in_row=False)
 LINES_STATEMENT = invoice_reads.lines_statement()
 SQLITE_LAYOUT = invoice_reads.Layout.of(INVOICE_STATEMENT_SQLITE)
@@ -180,14 +170,6 @@ async def once_more_if_dropped(read, *arguments) -> Answer | None:
             return await read(*arguments)
         except DROPPED:
             return Answer(None, UpstreamFailed(UNAVAILABLE), None)
-
-
-def _dropped() -> tuple[type[BaseException], ...]:
-    import asyncpg
-    return (asyncpg.PostgresConnectionError, asyncpg.InterfaceError, ConnectionError, asyncio.TimeoutError)
-
-
-DROPPED = _dropped()
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,7 @@ from core.base import crypto, ids, raw
 from core.base.clock import now
 from core.base.db import UNAVAILABLE, DecimalText, UTCDateTime, get_engine
 from core.base.errors import Conflict, DomainError, UpstreamFailed
+from core.base.executor import DROPPED
 from core.base.validation import load_json, parse
 from core.billing import events, invoice_reads, invoices
 from core.billing.invoice_inputs import InvoiceCreate
@@ -100,7 +101,7 @@ async def _served(postgresql, sqlite, request: Request, *arguments) -> Answer | 
         return await anyio.to_thread.run_sync(sqlite, request, *arguments)
     try:
         return await postgresql(request, *arguments)
-    except fast_reads.DROPPED:  # not repeated: the claim or the write may have been done
+    except DROPPED:  # not repeated: the claim or the write may have been done
         return Answer(None, UpstreamFailed(UNAVAILABLE), None)
 
 

@@ -1,6 +1,7 @@
 """Invoices: list, create, retrieve, edit and delete drafts, their lines, finalize, send, pay, void
 and the history."""
 
+from core.base import executor
 from core.base.ids import public_id
 from core.base.validation import PageQuery
 from core.billing import events, invoices, sending
@@ -58,7 +59,7 @@ def _list_events(call: Call) -> dict:
 def e_invoice_document(call: Call) -> EDocument:
     """The invoice as an e-invoice in the format the caller asked for (REST serves the bytes, MCP the
     document as text or base64)."""
-    view = invoices.view_invoice(*call.account(), call.params["id"])
+    view = executor.within(call.session, invoices.view_invoice, call.principal.account_id, call.params["id"])
     call.session.commit()  # no transaction stays open while the document is made
     return e_invoice(view, call.query.format)
 
@@ -78,8 +79,11 @@ create_invoice = Operation(
 preview_invoice = Operation(
     "preview_invoice", lambda call: invoices.preview_invoice(call.session, call.principal, call.body),
     scope=READ, body=InvoiceCreate, body_required=True, response=InvoicePreviewOut)
-get_invoice = Operation("get_invoice", lambda call: invoices.view_invoice(*call.account(), call.params["id"]), scope=READ,
-                        response=InvoiceWithLinesOut)
+async def _get_invoice(call: Call) -> dict:
+    return await invoices.view_invoice(call.db, call.principal.account_id, call.params["id"])
+
+
+get_invoice = Operation("get_invoice", _get_invoice, scope=READ, response=InvoiceWithLinesOut)
 update_invoice = Operation(
     "update_invoice",
     lambda call: _view(call, invoices.update_invoice(call.session, call.principal, call.params["id"], call.body),

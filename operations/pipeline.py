@@ -9,19 +9,21 @@ a reply (fresh or replayed) or a domain error, with the caller's rate-limit stan
 
 from __future__ import annotations
 
+import inspect
 import logging
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
+import anyio
 from pydantic import BaseModel
 from sqlmodel import Session
 
 from core.access import credentials
 from core.access.principal import Principal
-from core.base import context
-from core.base.db import autocommit, database_fault, new_session, retrying_disconnects, transaction
+from core.base import context, executor
+from core.base.db import database_fault, new_session, retrying_disconnects, transaction
 from core.base.errors import (
     Conflict,
     DomainError,
@@ -31,6 +33,7 @@ from core.base.errors import (
     RateLimited,
     ValidationFailed,
 )
+from core.base.executor import Db
 from core.base.validation import load_json, parse, text_problem
 from core.billing.confirmations import Confirmed
 from core.mechanisms import idempotency, ratelimit
@@ -44,15 +47,17 @@ Shape = Literal["object", "list", "items", "raw"]
 
 @dataclass
 class Call:
-    """What a handler gets: the open session, the caller, and validated input."""
+    """What a handler gets: the open session (or, for a handler on the event loop, the executor's
+    `db`), the caller, and validated input."""
 
-    session: Session
+    session: Session | None
     principal: Principal
     params: dict[str, str]  # ids named by the caller (REST: the path's `{id}`)
     query: Any
     body: Any
     # What the person was asked before this call, when the surface asked one (MCP's consequential tools).
     confirmed: Confirmed | None = None
+    db: Db | None = None
 
     def account(self) -> tuple[Session, uuid.UUID]:
         """The session and the caller's account: the first arguments of most `core` functions."""
@@ -78,6 +83,16 @@ class Operation:
     # them `{data}`, or a shape of its own (`raw`, described by `response` itself).
     response: type[BaseModel] | None = None
     shape: Shape = "object"
+
+    def __post_init__(self) -> None:
+        if self.on_loop and not (self.reads_only and self.idempotency == "none" and self.own_limit is None):
+            raise ValueError(f"{self.name}: only a plain read runs on the event loop")
+
+    @property
+    def on_loop(self) -> bool:
+        """Whether the handler is a unit of `core.base.executor` (`async def`, given `call.db`), run on
+        the event loop, rather than a function of an ORM session run in a worker thread."""
+        return inspect.iscoroutinefunction(self.handler)
 
     @property
     def reads_only(self) -> bool:
@@ -130,10 +145,12 @@ class Outcome:
     result: Any = None  # the handler's return value, as the presenter got it
 
 
-def execute(operation: Operation, invocation: Invocation, presenter: Presenter) -> Outcome:
+async def execute(operation: Operation, invocation: Invocation, presenter: Presenter) -> Outcome:
+    """On the event loop: the caller identified and counted (`core.base.executor`) and the input
+    checked; then, in one worker thread, the idempotency claim and the handler's transaction."""
     usage = None
     try:
-        principal, usage = _authenticate(operation, invocation)
+        principal, usage = await _authenticate(operation, invocation)
         context.note_caller(principal.account_id, principal.credential_label)
         if operation.own_limit is None and not invocation.counted:
             usage.raise_if_exceeded("requests")
@@ -150,9 +167,31 @@ def execute(operation: Operation, invocation: Invocation, presenter: Presenter) 
         if operation.body_required and body_json is None:
             raise ValidationFailed.at("body", "a JSON body is required")
         body = parse(operation.body, body_json) if operation.body else None
+        if operation.on_loop:
+            call = Call(session=None, principal=principal, params=invocation.params, query=query, body=body)
+            result = await executor.run(_on_loop, operation, call, repeatable=True)
+            return Outcome(reply=presenter.success(result), usage=usage, result=result)
+    except DomainError as error:
+        return Outcome(error=error, usage=error.usage or usage)
+    except Exception as exc:  # a fault of ours: never leak it, always log it
+        return Outcome(error=as_domain_error(exc, invocation.request_id), usage=usage)
+    return await anyio.to_thread.run_sync(_claim_and_run, operation, invocation, principal, (query, body, body_json),
+                                          presenter, usage)
+
+
+async def _on_loop(db: Db, operation: Operation, call: Call) -> Any:
+    return await operation.handler(replace(call, db=db))
+
+
+def _claim_and_run(operation: Operation, invocation: Invocation, principal: Principal, checked: tuple,
+                   presenter: Presenter, usage: ratelimit.Usage) -> Outcome:
+    """The idempotency claim, then the handler in its transaction (in a worker thread)."""
+    query, body, body_json = checked
+    try:
         claim = _claim(operation, invocation, principal, body_json)
         if isinstance(claim, Reply):
             return Outcome(reply=claim, usage=usage, replayed=True)
+
         def run() -> Outcome:
             call = Call(session=new_session(read_only=operation.reads_only), principal=principal,
                         params=invocation.params, query=query, body=body, confirmed=invocation.confirmed)
@@ -165,17 +204,25 @@ def execute(operation: Operation, invocation: Invocation, presenter: Presenter) 
         return Outcome(error=as_domain_error(exc, invocation.request_id), usage=usage)
 
 
-def _authenticate(operation: Operation, invocation: Invocation) -> tuple[Principal, ratelimit.Usage]:
+async def _authenticate(operation: Operation, invocation: Invocation) -> tuple[Principal, ratelimit.Usage]:
     """The caller, and its request count in this window (counted unless the operation has its own limit)."""
     if invocation.principal is not None:  # identified by the surface (see Invocation.principal)
         return invocation.principal, ratelimit.NOT_LIMITED
+    counts = not (operation.own_limit or invocation.counted)
+    return await identify(invocation.credential, invocation.resource, count=counts)
 
-    def look_up_and_count() -> tuple[Principal, ratelimit.Usage]:
-        with autocommit() as session:
-            principal = credentials.authenticate(session, invocation.credential, resource=invocation.resource)
-            count = ratelimit.peek if operation.own_limit or invocation.counted else ratelimit.hit
-            return principal, count(session, ratelimit.api_requests(), principal.rate_limit_subject)
-    return retrying_disconnects(look_up_and_count)
+
+async def identify(authorization: str | None, resource: str, *, count: bool,
+                   peek: bool = True) -> tuple[Principal, ratelimit.Usage | None]:
+    """The caller behind `authorization` for `resource`, and its standing against the request limit:
+    this request counted (`count`), or only looked at (`peek`), or neither (None). Independent
+    statements on the event loop, repeated once on a connection the database dropped."""
+    async def standing(db: Db, principal: Principal) -> ratelimit.Usage | None:
+        if count:
+            return await ratelimit.count_on(db, ratelimit.api_requests(), principal.rate_limit_subject)
+        return await ratelimit.peek_on(db, ratelimit.api_requests(), principal.rate_limit_subject) if peek else None
+    return await executor.run(lambda db: credentials.authenticate(db, authorization, resource=resource, then=standing),
+                              repeatable=True)
 
 
 def _claim(operation: Operation, invocation: Invocation, principal: Principal,

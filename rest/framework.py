@@ -14,7 +14,6 @@ from dataclasses import dataclass, fields
 from functools import partial
 from typing import Any
 
-import anyio
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -104,7 +103,7 @@ def request_id_of(request: Request) -> tuple[str, DomainError | None]:
 async def _dispatch(endpoints: dict[str, Endpoint], request: Request) -> Response:
     endpoint = endpoints[request.method] if request.method in endpoints else endpoints.get("GET")
     raw = await request.body()  # at most MAX_BODY_BYTES: service.body_limits refuses more before it is read
-    return await anyio.to_thread.run_sync(partial(_process, endpoint, request, raw))
+    return await _process(endpoint, request, raw)
 
 
 def too_large(request: Request, limit: str) -> Response:
@@ -114,7 +113,7 @@ def too_large(request: Request, limit: str) -> Response:
                                             f"of this API needs."), request_id)
 
 
-def _process(endpoint: Endpoint, request: Request, raw: bytes) -> Response:
+async def _process(endpoint: Endpoint, request: Request, raw: bytes) -> Response:
     request_id, header_error = request_id_of(request)
     invocation = Invocation(
         credential=request.headers.get("authorization"), resource=resources.rest_api(), request_id=request_id,
@@ -124,7 +123,7 @@ def _process(endpoint: Endpoint, request: Request, raw: bytes) -> Response:
         idempotency_scope=(endpoint.method, request.url.path),
         header_error=header_error, counted=request.scope.get(COUNTED, False),
     )
-    outcome = execute(endpoint, invocation, EndpointPresenter(endpoint, request_id))
+    outcome = await execute(endpoint, invocation, EndpointPresenter(endpoint, request_id))
     limit_headers = rate_limit_headers(outcome.usage)
     if outcome.error is not None:
         return problem_response(outcome.error, request_id, headers=limit_headers,

@@ -2,6 +2,7 @@
 
 from starlette.responses import Response
 
+from core.base import executor
 from core.billing import documents, invoices
 from core.billing.pdf import filename_for
 from core.documents.export import EInvoiceQuery
@@ -25,7 +26,7 @@ api.endpoint("POST", "/invoices/{id}/send", invoice_operations.send_invoice, ext
                            "A finalized invoice's PDF carries a strong `ETag`: send it back in `If-None-Match` "
                            "and an unchanged document is answered `304 Not Modified`.")
 def invoice_pdf(call: Call) -> Response:
-    view = invoices.view_invoice(*call.account(), call.params["id"])
+    view = executor.within(call.session, invoices.view_invoice, call.principal.account_id, call.params["id"])
     call.session.commit()  # no transaction stays open while the document renders
     document = documents.invoice_pdf(view)
     caching = {"ETag": document.etag, "Cache-Control": "private, no-cache"} if document.etag else \

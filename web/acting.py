@@ -13,6 +13,8 @@ import json
 import secrets
 from typing import Any
 
+import anyio
+
 from core.access.accounts import account_of
 from core.access.principal import Principal
 from core.base import context
@@ -68,7 +70,7 @@ def act(visit: Visit, operation: Operation, *, params: dict[str, str] | None = N
         credential=None, resource="dashboard", request_id=context.request_id(), params=params or {}, query=query,
         query_items=sorted(query.items()), body=json.dumps(body).encode() if body is not None else b"",
         idempotency_key=key, idempotency_scope=("WEB", operation.name), principal=principal_of(visit))
-    outcome = execute(operation, invocation, _Kept())
+    outcome = anyio.from_thread.run(execute, operation, invocation, _Kept())  # from the page's worker thread
     if outcome.error is not None:
         raise outcome.error
     payload = json.loads(outcome.reply.body)

@@ -7,13 +7,15 @@ import uuid
 from dataclasses import dataclass
 from datetime import timedelta
 
+import sqlalchemy as sa
 from sqlmodel import Session, select
 
-from core.access.principal import Principal
+from core.access.principal import Principal, Verified
 from core.access.scopes import PRESETS, granting, ordered, unknown_scopes
 from core.base import crypto
 from core.base.clock import now
 from core.base.errors import NotFound, Unauthorized, ValidationFailed
+from core.base.executor import Db
 from core.base.validation import NAME_MAX, acceptable_text
 from core.models import ApiKey
 
@@ -89,14 +91,17 @@ def looks_like_api_key(token: str) -> bool:
     return token.startswith("inv_live_")
 
 
-def authenticate(session: Session, token: str) -> Principal:
+async def verify(db: Db, token: str) -> Verified:
+    """The caller of an API key, and how its use is noted (at most once a minute)."""
     lookup_id, secret = split(token)
-    row = session.exec(select(ApiKey).where(ApiKey.lookup_id == lookup_id)).first()
-    principal = verified(row, secret, now())
-    if stale_use(row, now()):
-        row.last_used_at = now()
-        session.add(row)
-    return principal
+    row = await db.first(KEY_STATEMENT, {"lookup_id": lookup_id})
+    moment = now()
+    principal = verified(row, secret, moment)
+
+    async def note_use(writer: Db) -> None:
+        if stale_use(row, moment):
+            await writer.execute(TOUCH_STATEMENT, {"key_id": row.id, "moment": moment})
+    return Verified(principal, note_use)
 
 
 def split(token: str) -> tuple[str, str]:
@@ -133,6 +138,8 @@ def stale_use(row, moment) -> bool:
 
 KEYS = ApiKey.__table__
 KEY_COLUMNS = ("id", "account_id", "secret_hash", "scopes", "revoked_at", "expires_at", "last_used_at")
+KEY_STATEMENT = sa.select(*(KEYS.c[name] for name in KEY_COLUMNS)).where(KEYS.c.lookup_id == sa.bindparam("lookup_id"))
+TOUCH_STATEMENT = sa.update(KEYS).where(KEYS.c.id == sa.bindparam("key_id")).values(last_used_at=sa.bindparam("moment"))
 
 
 def valid_key(scope: str, bucket_prefix: str):

@@ -6,17 +6,19 @@ registers, so resource servers never know how tokens are stored.
 
 from __future__ import annotations
 
-from typing import Protocol
-
-from sqlmodel import Session
+from collections.abc import Awaitable, Callable
+from typing import Protocol, TypeVar
 
 from core.access import apikeys
-from core.access.principal import Principal
+from core.access.principal import Principal, Verified
 from core.base.errors import Unauthorized
+from core.base.executor import Db
+
+T = TypeVar("T")
 
 
 class AccessTokenVerifier(Protocol):
-    def __call__(self, session: Session, token: str, *, resource: str) -> Principal: ...
+    def __call__(self, db: Db, token: str, *, resource: str) -> Awaitable[Verified]: ...
 
 
 _oauth_verifier: AccessTokenVerifier | None = None
@@ -38,13 +40,22 @@ def bearer_token(authorization: str | None) -> str:
     return token
 
 
-def authenticate(session: Session, authorization: str | None, *, resource: str) -> Principal:
-    """The caller behind an Authorization header, for the resource (`{base_url}` or `{origin}/mcp`)."""
+async def authenticate(db: Db, authorization: str | None, *, resource: str,
+                       then: Callable[[Db, Principal], Awaitable[T]]) -> tuple[Principal, T]:
+    """The caller behind an Authorization header, for the resource (`{base_url}` or `{origin}/mcp`),
+    and what `then(db, principal)` gives: run among the same independent writes as noting the
+    credential's use (the request's count). A unit of `core.base.executor`."""
     token = bearer_token(authorization)
     if token.startswith(OAUTH_ACCESS_TOKEN_PREFIX):
         if _oauth_verifier is None:
             raise Unauthorized("The access token is unknown.")
-        return _oauth_verifier(session, token, resource=resource)
-    if apikeys.looks_like_api_key(token):
-        return apikeys.authenticate(session, token)
-    raise Unauthorized("The credential is malformed: expected an API key (inv_live_...) or an access token (inv_oat_...).")
+        verified = await _oauth_verifier(db, token, resource=resource)
+    elif apikeys.looks_like_api_key(token):
+        verified = await apikeys.verify(db, token)
+    else:
+        raise Unauthorized("The credential is malformed: expected an API key (inv_live_...) or an access token "
+                           "(inv_oat_...).")
+    async with db.independent_writes():
+        done = await then(db, verified.principal)
+        await verified.note_use(db)
+    return verified.principal, done

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from core.access.scopes import ALL_SCOPES, effective
 from core.base.errors import Forbidden
@@ -75,3 +77,12 @@ class Principal:
                 "user_id": str(self.user_id), "request_id": self.request_id,
             }
         return {"actor": "user", "user_id": str(self.user_id)}
+
+
+@dataclass(frozen=True)
+class Verified:
+    """A credential verified: its caller, and how its use is noted (`note_use(db)`, among the request's
+    independent writes; `core.base.executor`)."""
+
+    principal: Principal
+    note_use: Callable[[Any], Awaitable[None]]

@@ -247,11 +247,13 @@ def database_fault(exc: BaseException) -> DomainError | None:
     """The domain error a database exception means to the caller, or None when it means nothing
     to them. Only an unreachable database is `upstream_failed` (a retry may cure it); a value the
     database refuses is the caller's input; a unique clash is a conflict with a concurrent write."""
-    if isinstance(exc, IntegrityError):
+    import asyncpg  # the executor's driver on PostgreSQL (core.base.executor)
+    if isinstance(exc, IntegrityError | asyncpg.IntegrityConstraintViolationError):
         return Conflict("The write clashed with another one; retry the request.")
-    if isinstance(exc, DataError):
+    if isinstance(exc, DataError | asyncpg.DataError):
         return ValidationFailed.at("body", "holds a value the database cannot store")
-    if isinstance(exc, OperationalError | InterfaceError | PoolTimeout):
+    if isinstance(exc, OperationalError | InterfaceError | PoolTimeout | asyncpg.PostgresConnectionError
+                  | asyncpg.InterfaceError | asyncpg.CannotConnectNowError | ConnectionError):
         return UpstreamFailed(UNAVAILABLE)
     return None
 

@@ -20,6 +20,7 @@ from sqlalchemy.dialects.postgresql import aggregate_order_by
 
 from core.base import ids
 from core.base.errors import NotFound
+from core.base.executor import Db
 from core.base.jsonout import json_number
 from core.billing.business import business_to_api
 from core.billing.invoice_render import assembled, customer_details, invoice_fields, is_frozen
@@ -235,16 +236,17 @@ def render(values: tuple, layout: Layout, lines: list | None = None, *, today: d
     return assembled(invoice_fields(invoice, today), customer_shown, issuer, lines)
 
 
-def view_invoice(session, account_id, id_text: str) -> dict:
+async def view_invoice(db: Db, account_id, id_text: str) -> dict:
     """One invoice of the account with its lines, as the API shows it, in two Core statements: the
     invoice with the live customer and issuer a draft shows, then the lines (one statement joining
-    the lines would repeat the invoice's long texts and snapshots on each of up to 250 rows)."""
+    the lines would repeat the invoice's long texts and snapshots on each of up to 250 rows). A unit
+    of `core.base.executor` (on the ORM: `executor.within(session, view_invoice, …)`)."""
     invoice_id = ids.parse("invoice", id_text, what="invoice")
-    connection = session.connection()
-    found = connection.execute(VIEW_STATEMENT, {"invoice_id": invoice_id, "account_id": account_id}).first()
-    if found is None:
-        raise NotFound(f"No such invoice: {id_text}")
-    lines = connection.execute(VIEW_LINES_STATEMENT, {"invoice_id": invoice_id}).all()
+    async with db.reading():
+        found = await db.first(VIEW_STATEMENT, {"invoice_id": invoice_id, "account_id": account_id})
+        if found is None:
+            raise NotFound(f"No such invoice: {id_text}")
+        lines = await db.rows(VIEW_LINES_STATEMENT, {"invoice_id": invoice_id})
     return render(tuple(found), VIEW_LAYOUT, lines)
 
 

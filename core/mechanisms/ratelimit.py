@@ -46,6 +46,7 @@ from sqlmodel import Session
 from config.settings import get_settings
 from core.base import metrics
 from core.base.errors import RateLimited
+from core.base.executor import Db
 from core.models import RateLimitLog, RateLimitWindow
 
 
@@ -184,8 +185,39 @@ def _dialect(session: Session) -> str:
 
 def peek(session: Session, limit: Limit, subject: str, *, now: float | None = None) -> Usage:
     """Where `subject` stands, without counting; `exceeded` says whether one more would be refused."""
-    reader = _log_peek if limit.exact else _counter_peek
-    return reader(session, limit, _bucket(limit, subject), _now_ms(now))
+    standing = peeking(limit, subject, now=now)
+    return standing.usage(session.execute(standing.statement, standing.parameters).all())
+
+
+async def count_on(db: Db, limit: Limit, subject: str) -> Usage:
+    """`hit` as a unit of `core.base.executor`."""
+    count = counting(db.dialect, limit, subject)
+    return count.usage(tuple(await db.first(count.statement, count.parameters)))
+
+
+async def peek_on(db: Db, limit: Limit, subject: str) -> Usage:
+    """`peek` as a unit of `core.base.executor`."""
+    standing = peeking(limit, subject)
+    return standing.usage(await db.rows(standing.statement, standing.parameters))
+
+
+@dataclass(frozen=True)
+class Peeking:
+    """Where a subject stands, as a statement, its parameters and the reading of its rows (for any driver)."""
+
+    statement: object
+    parameters: dict
+    usage: Callable[[list], Usage]
+
+
+def peeking(limit: Limit, subject: str, *, now: float | None = None) -> Peeking:
+    bucket, now_ms = _bucket(limit, subject), _now_ms(now)
+    if limit.exact:
+        return Peeking(_LOG_PEEK, {"bucket": bucket}, functools.partial(_log_peek, limit, now_ms))
+    window = _Window.at(limit, now_ms)
+    current, previous = window.start_ms // 1000, (window.start_ms - limit.window_ms) // 1000
+    return Peeking(_COUNTER_PEEK, {"bucket": bucket, "current": current, "previous": previous},
+                   functools.partial(_counter_peek, limit, now_ms, window, current))
 
 
 def take_back(session: Session, limit: Limit, subject: str, *, now: float | None = None,
@@ -290,13 +322,14 @@ def _counter_parameters(limit: Limit, bucket: str, window: _Window) -> dict:
             "capacity": limit.requests * limit.window_ms}
 
 
-def _counter_peek(session: Session, limit: Limit, bucket: str, now_ms: int) -> Usage:
-    window = _Window.at(limit, now_ms)
-    starts = {window.start_ms // 1000: "current", (window.start_ms - limit.window_ms) // 1000: "previous"}
-    rows = session.execute(select(WINDOWS.c.window_start, WINDOWS.c.count).where(
-        WINDOWS.c.bucket == bucket, WINDOWS.c.window_start.in_(list(starts)))).all()
-    counts = {starts[start]: count for start, count in rows}
-    usage = _counter_usage(limit, now_ms, window, counts.get("previous", 0), counts.get("current", 0), exceeded=False)
+_COUNTER_PEEK = select(WINDOWS.c.window_start, WINDOWS.c.count).where(
+    WINDOWS.c.bucket == bindparam("bucket"), WINDOWS.c.window_start.in_([bindparam("current"), bindparam("previous")]))
+
+
+def _counter_peek(limit: Limit, now_ms: int, window: _Window, current: int, rows: list) -> Usage:
+    counts = {start: count for start, count in rows}
+    usage = _counter_usage(limit, now_ms, window, sum(count for start, count in counts.items() if start != current),
+                           counts.get(current, 0), exceeded=False)
     return _replace_exceeded(usage, usage.remaining == 0)
 
 
@@ -377,8 +410,11 @@ def _log_take_back(limit: Limit):
                               ).values(stamps=cleared, head=latest)
 
 
-def _log_peek(session: Session, limit: Limit, bucket: str, now_ms: int) -> Usage:
-    ring = session.execute(select(LOGS.c.stamps).where(LOGS.c.bucket == bucket)).scalar_one_or_none()
+_LOG_PEEK = select(LOGS.c.stamps).where(LOGS.c.bucket == bindparam("bucket"))
+
+
+def _log_peek(limit: Limit, now_ms: int, rows: list) -> Usage:
+    ring = rows[0][0] if rows else None
     stamps = _stamps(ring) if ring and len(ring) == limit.requests * WIDTH else []
     usage = _log_usage(limit, now_ms, stamps, exceeded=False)
     return _replace_exceeded(usage, usage.remaining == 0)

@@ -154,19 +154,22 @@ def test_openapi_document_needs_no_credential(client):
 
 def test_oauth_access_tokens_plug_in_through_the_registered_verifier(tenant, monkeypatch):
     from core.access import credentials
-    from core.access.principal import Principal
+    from core.access.principal import Principal, Verified
     seen = {}
 
-    def verifier(session, token, *, resource):
+    async def noted(_db):
+        seen["noted"] = True
+
+    async def verifier(_db, token, *, resource):
         seen.update(token=token, resource=resource)
         if token != "inv_oat_good":
             raise credentials.Unauthorized("The access token is unknown.")
-        return Principal(account_id=tenant.account_id, granted_scopes=frozenset({"clients:read"}),
-                         actor="oauth_app", client_id="https://app.example", credential_id="grant:1")
+        return Verified(Principal(account_id=tenant.account_id, granted_scopes=frozenset({"clients:read"}),
+                                  actor="oauth_app", client_id="https://app.example", credential_id="grant:1"), noted)
 
     monkeypatch.setattr(credentials, "_oauth_verifier", verifier)
     assert get(tenant.client, authorization="Bearer inv_oat_good").status_code == 200
-    assert seen == {"token": "inv_oat_good", "resource": "http://testserver/api/v1"}
+    assert seen == {"token": "inv_oat_good", "resource": "http://testserver/api/v1", "noted": True}
     assert get(tenant.client, "/api/v1/business", "Bearer inv_oat_good").status_code == 403
     assert_401(get(tenant.client, authorization="Bearer inv_oat_bad"), "unknown")
 

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy.exc import OperationalError
 
-from core.base import db, ids
+from core.base import db, executor, ids
 from core.base.clock import now, today
 from core.base.jsonout import dumps
 from core.billing import invoices
@@ -41,7 +41,7 @@ def pipeline_bytes(tenant, invoice_id: str) -> bytes:
     """What the pipeline renders for the invoice (its success body is `dumps({"data": …})`): its read
     (`view_invoice`, from Core rows) as every write answers it (`invoice_to_api`, from ORM objects)."""
     with db.transaction() as session:
-        read = dumps({"data": view_invoice(session, tenant.account_id, invoice_id)})
+        read = dumps({"data": executor.within(session, view_invoice, tenant.account_id, invoice_id)})
         written = invoice_to_api(session, invoices.get_invoice(session, tenant.account_id, invoice_id), with_lines=True)
         assert read == dumps({"data": written})
         return read.encode()

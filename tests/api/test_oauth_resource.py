@@ -6,11 +6,12 @@ from datetime import timedelta
 import pytest
 from sqlmodel import select
 
-from authz import connected_apps, verifier
+from authz import connected_apps
 from authz.models import OAuthGrant, OAuthToken
 from core.base import db
 from core.base.clock import now
 from core.base.errors import Unauthorized
+from tests.credentials import principal_of
 from tests.oauth_flow import obtain, register, user_id_of
 
 API = "http://testserver/api/v1"
@@ -52,15 +53,13 @@ def test_mcp_token_is_refused_by_the_rest_api(client, browser, app_client):
 
 def test_rest_token_is_refused_for_mcp(client, browser, app_client):
     token = obtain(client, app_client, resource=API)["access_token"]
-    with db.transaction() as session:
-        with pytest.raises(Unauthorized, match="another resource"):
-            verifier.verify_access_token(session, token, resource=MCP)
+    with pytest.raises(Unauthorized, match="another resource"):
+        principal_of(f"Bearer {token}", MCP)
 
 
 def test_mcp_token_is_accepted_for_mcp(client, browser, app_client, tenant):
     token = obtain(client, app_client)["access_token"]
-    with db.transaction() as session:
-        principal = verifier.verify_access_token(session, token, resource=MCP)
+    principal = principal_of(f"Bearer {token}", MCP)
     assert principal.actor == "oauth_app"
     assert principal.account_id == tenant.account_id
     assert principal.client_id == app_client["client_id"]

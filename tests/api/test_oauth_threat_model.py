@@ -71,11 +71,11 @@ import pytest
 from sqlmodel import select
 from starlette.testclient import TestClient
 
-from authz import verifier
 from authz.models import OAuthAuthorizationCode, OAuthClient, OAuthToken
 from config.settings import Settings, get_settings
 from core.base import crypto, db
 from core.base.clock import now
+from tests.credentials import principal_of
 from tests.mcp.jsonrpc import post as mcp_post
 from tests.oauth_flow import (
     REDIRECT_URI,
@@ -788,8 +788,7 @@ def test_4_15_client_credentials_grant_is_refused(client, confidential_app):
 
 def test_4_15_token_names_both_the_user_and_the_app(client, public_app, tokens, tenant):
     """RFC 9700 §4.15.1: the resource server tells the app from the user it acts for."""
-    with db.transaction() as session:
-        principal = verifier.verify_access_token(session, tokens["access_token"], resource=API)
+    principal = principal_of("Bearer " + tokens["access_token"], API)
     assert principal.actor == "oauth_app"
     assert principal.client_id == public_app["client_id"]
     assert principal.user_id == user_id_of(tenant)

@@ -18,12 +18,13 @@ import pytest
 from authlib.common.security import generate_token
 from authlib.integrations.httpx_client import OAuth2Client, OAuthError
 
-from authz import connected_apps, verifier
+from authz import connected_apps
 from core.access import accounts
 from core.base import db
 from core.base.errors import Unauthorized
 from core.billing.business import BusinessInput, set_profile
 from tests.conftest import BUSINESS
+from tests.credentials import principal_of
 from tests.oauth_flow import REDIRECT_URI, sign_in, submit_consent
 
 pytestmark = pytest.mark.e2e
@@ -187,16 +188,15 @@ def test_mcp_token_is_refused_by_the_rest_api(origin, browser):
     response = app.get(f"{api(origin)}/customers")
     assert response.status_code == 401
     assert "another resource" in response.json()["detail"]
-    with db.transaction() as session:
-        principal = verifier.verify_access_token(session, token["access_token"], resource=f"{origin}/mcp")
+    principal = principal_of("Bearer " + token["access_token"], f"{origin}/mcp")
     assert principal.actor == "oauth_app"
 
 
 def test_rest_token_is_refused_for_mcp(origin, browser):
     app = app_for(origin, register(origin))
     token = sign_in_app(origin, app, browser, resource=api(origin))
-    with db.transaction() as session, pytest.raises(Unauthorized):
-        verifier.verify_access_token(session, token["access_token"], resource=f"{origin}/mcp")
+    with pytest.raises(Unauthorized):
+        principal_of("Bearer " + token["access_token"], f"{origin}/mcp")
 
 
 def test_mcp_client_never_gets_products_write_or_webhooks(origin, browser):

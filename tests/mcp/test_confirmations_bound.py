@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from core.access import credentials, resources
+from core.access import resources
+from core.base import executor
 from core.base.db import new_session, transaction
 from core.base.errors import ConfirmationStale
 from core.billing import confirmations as core_confirmations
@@ -18,6 +19,7 @@ from core.billing.sending import SendInput
 from mcp_server import confirmations
 from operations import confirmations as questions
 from tests.api.invoicing import adhoc, customer, draft, finalize
+from tests.credentials import principal_of
 from tests.mcp.jsonrpc import post
 from tests.mcp.test_assistant_experience import APPS, initialize
 
@@ -267,15 +269,14 @@ def test_core_finalize_acts_on_what_the_person_saw(tenant):
     invoice = draft(tenant)
     principal = tenant_principal(tenant)
     with transaction() as session:
-        seen = Confirmed(core_confirmations.digest(invoices.view_invoice(session, tenant.account_id, invoice["id"]),
-                                                   "finalize", None))
+        view = executor.within(session, invoices.view_invoice, tenant.account_id, invoice["id"])
+        seen = Confirmed(core_confirmations.digest(view, "finalize", None))
         row = invoices.get_invoice(session, tenant.account_id, invoice["id"], lock=True)
         assert invoices.finalize(session, principal, row, confirmed=seen).status == "open"
 
 
 def tenant_principal(tenant):
-    with transaction() as session:
-        return credentials.authenticate(session, f"Bearer {tenant.key}", resource=resources.mcp())
+    return principal_of(f"Bearer {tenant.key}", resources.mcp())
 
 
 def _context(scope: dict):

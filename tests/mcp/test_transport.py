@@ -179,9 +179,9 @@ def test_a_database_fault_while_authenticating_is_a_502_json_rpc_error(client, t
 
     from mcp_server import gate
 
-    def broken(*_args):
+    async def broken(*_args, **_options):
         raise OperationalError("SELECT", {}, Exception("connection refused"))
-    monkeypatch.setattr(gate, "_authenticate", broken)
+    monkeypatch.setattr(gate, "identify", broken)
     response = post(client, "tools/list", key=tenant.key)
     assert response.status_code == 502
     assert response.json()["error"]["data"] == {"code": "upstream_failed"}

@@ -5,13 +5,14 @@ from datetime import timedelta
 
 import pytest
 
-from core.access import apikeys
+from core.access import apikeys, resources
 from core.access.scopes import ALL_SCOPES, PRESETS
 from core.base import crypto, db
 from core.base.clock import now
 from core.base.errors import NotFound, Unauthorized, ValidationFailed
 from core.models import ApiKey
 from tests.conftest import make_tenant
+from tests.credentials import principal_of
 
 KEY = re.compile(r"inv_live_([A-Za-z0-9]{8})_([A-Za-z0-9]{32})")
 
@@ -28,8 +29,7 @@ def create(account_id, **kw):
 
 
 def authenticate(key):
-    with db.transaction() as session:
-        return apikeys.authenticate(session, key)
+    return principal_of(f"Bearer {key}", resources.rest_api())
 
 
 def test_key_format(account_id):

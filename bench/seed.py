@@ -32,7 +32,7 @@ from bench.names import customer_name
 from core.access import accounts, apikeys
 from core.access.principal import Principal
 from core.access.scopes import PRESETS
-from core.base import db
+from core.base import db, executor
 from core.base.clock import now
 from core.billing import invoices
 from core.billing.business import BusinessInput, set_profile
@@ -86,7 +86,7 @@ def drafts(account_id: str, count: int) -> dict:
     owner = uuid.UUID(account_id)
     with db.transaction() as session:
         customer = session.execute(select(Customer.id).where(Customer.account_id == owner).limit(1)).scalar_one()
-        model = invoices.create_invoice(session, _principal(owner), InvoiceCreate.model_validate(
+        model = executor.within(session, invoices.create_invoice, _principal(owner), InvoiceCreate.model_validate(
             {"customer": "cus_" + customer.hex, "items": [{"description": "Consulting", "unit_amount": 1000}]}))
         session.flush()
         invoice_row = _one(session, Invoice.__table__, Invoice.__table__.c.id, model.id)

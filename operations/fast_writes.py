@@ -159,7 +159,7 @@ async def create_invoice(request: Request) -> Answer | Handover | None:
             return None  # the pipeline's 404, or lines read from the catalog
         # Built before the account and its default currency are known (set once they are, with the
         # amount in words): a draft the pipeline would refuse is its own to refuse.
-        draft = invoices.draft_of(None, NO_ACCOUNT, customer_id, data.currency, data, rows=invoices.PLAIN_ROWS)
+        draft = invoices.draft_of({}, NO_ACCOUNT, customer_id, data.currency, data, rows=invoices.PLAIN_ROWS)
     except DomainError:
         return None  # the pipeline's error, after counting the request
     return await _served(_create, fast_writes_sqlite.create, request, credential, body_json, data, customer_id, draft)

@@ -72,10 +72,12 @@ def _send(call: Call) -> dict:
 
 list_invoices = Operation("list_invoices", _list_invoices, scope=READ, query=InvoiceListQuery, response=InvoiceOut,
                           shape="list")
-create_invoice = Operation(
-    "create_invoice",
-    lambda call: invoices.create_invoice(call.session, call.principal, call.body).shown,
-    scope=WRITE, body=InvoiceCreate, body_required=True, idempotency="required", response=InvoiceWithLinesOut)
+async def _create_invoice(call: Call) -> dict:
+    return (await invoices.create_invoice(call.db, call.principal, call.body)).shown
+
+
+create_invoice = Operation("create_invoice", _create_invoice, scope=WRITE, body=InvoiceCreate, body_required=True,
+                           idempotency="required", response=InvoiceWithLinesOut)
 preview_invoice = Operation(
     "preview_invoice", lambda call: invoices.preview_invoice(call.session, call.principal, call.body),
     scope=READ, body=InvoiceCreate, body_required=True, response=InvoicePreviewOut)

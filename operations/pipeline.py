@@ -85,8 +85,8 @@ class Operation:
     shape: Shape = "object"
 
     def __post_init__(self) -> None:
-        if self.on_loop and not (self.reads_only and self.idempotency == "none" and self.own_limit is None):
-            raise ValueError(f"{self.name}: only a plain read runs on the event loop")
+        if self.on_loop and self.own_limit is not None:
+            raise ValueError(f"{self.name}: a handler with a limit of its own runs on the ORM")
 
     @property
     def on_loop(self) -> bool:
@@ -146,8 +146,9 @@ class Outcome:
 
 
 async def execute(operation: Operation, invocation: Invocation, presenter: Presenter) -> Outcome:
-    """On the event loop: the caller identified and counted (`core.base.executor`) and the input
-    checked; then, in one worker thread, the idempotency claim and the handler's transaction."""
+    """On the event loop: the caller identified and counted, the input checked and the idempotency
+    key claimed (`core.base.executor`); then the handler in its transaction, with the answer stored
+    under the key: on the loop too for a handler that is a unit, else in one worker thread."""
     usage = None
     try:
         principal, usage = await _authenticate(operation, invocation)
@@ -167,41 +168,101 @@ async def execute(operation: Operation, invocation: Invocation, presenter: Prese
         if operation.body_required and body_json is None:
             raise ValidationFailed.at("body", "a JSON body is required")
         body = parse(operation.body, body_json) if operation.body else None
-        if operation.on_loop:
-            call = Call(session=None, principal=principal, params=invocation.params, query=query, body=body)
-            result = await executor.run(_on_loop, operation, call, repeatable=True)
-            return Outcome(reply=presenter.success(result), usage=usage, result=result)
-    except DomainError as error:
-        return Outcome(error=error, usage=error.usage or usage)
-    except Exception as exc:  # a fault of ours: never leak it, always log it
-        return Outcome(error=as_domain_error(exc, invocation.request_id), usage=usage)
-    return await anyio.to_thread.run_sync(_claim_and_run, operation, invocation, principal, (query, body, body_json),
-                                          presenter, usage)
-
-
-async def _on_loop(db: Db, operation: Operation, call: Call) -> Any:
-    return await operation.handler(replace(call, db=db))
-
-
-def _claim_and_run(operation: Operation, invocation: Invocation, principal: Principal, checked: tuple,
-                   presenter: Presenter, usage: ratelimit.Usage) -> Outcome:
-    """The idempotency claim, then the handler in its transaction (in a worker thread)."""
-    query, body, body_json = checked
-    try:
-        claim = _claim(operation, invocation, principal, body_json)
+        claim = await _claim(operation, invocation, principal, body_json)
         if isinstance(claim, Reply):
             return Outcome(reply=claim, usage=usage, replayed=True)
-
-        def run() -> Outcome:
-            call = Call(session=new_session(read_only=operation.reads_only), principal=principal,
-                        params=invocation.params, query=query, body=body, confirmed=invocation.confirmed)
-            return _run(operation, call, claim, presenter, usage)
-        # A read is repeated once on a connection the database dropped (a restart): nothing was done.
-        return retrying_disconnects(run) if operation.reads_only else run()
     except DomainError as error:
         return Outcome(error=error, usage=error.usage or usage)
     except Exception as exc:  # a fault of ours: never leak it, always log it
         return Outcome(error=as_domain_error(exc, invocation.request_id), usage=usage)
+    call = Call(session=None, principal=principal, params=invocation.params, query=query, body=body,
+                confirmed=invocation.confirmed)
+    try:
+        if operation.on_loop:
+            # A read is repeated once on a connection the database dropped (a restart): nothing was done.
+            result, reply = await executor.run(_unit, operation, call, claim, presenter,
+                                               repeatable=operation.reads_only)
+        else:
+            result, reply, usage = await anyio.to_thread.run_sync(_in_thread, operation, call, claim, presenter, usage)
+        return Outcome(reply=reply, usage=usage, result=result)
+    except DomainError as error:
+        try:
+            await _after_refusal(claim, error, presenter)
+        except DomainError as unsettled:  # the claim was taken over meanwhile
+            error = unsettled
+        return Outcome(error=error, usage=error.usage or usage)
+    except Exception as exc:  # a fault of ours: never leak it, always log it
+        if claim is not None:
+            await _release(claim, invocation.request_id)
+        return Outcome(error=as_domain_error(exc, invocation.request_id), usage=usage)
+
+
+async def _unit(db: Db, operation: Operation, call: Call, claim: idempotency.Claim | None,
+                presenter: Presenter) -> tuple[Any, Reply]:
+    """A handler that is a unit: a read as it is, a write in one transaction with its stored answer."""
+    if operation.reads_only and claim is None:
+        result = await operation.handler(replace(call, db=db))
+        return result, presenter.success(result)
+    async with db.transaction() as tx:
+        result = await operation.handler(replace(call, db=tx))
+        reply = presenter.success(result)
+        if claim is not None:
+            await idempotency.finish(tx, claim, reply)
+    return result, reply
+
+
+def _in_thread(operation: Operation, call: Call, claim: idempotency.Claim | None, presenter: Presenter,
+               usage: ratelimit.Usage) -> tuple[Any, Reply, ratelimit.Usage]:
+    """A handler on the ORM, in a worker thread: its session's transaction holds the stored answer."""
+    def attempt() -> tuple[Any, Reply, ratelimit.Usage]:
+        session = new_session(read_only=operation.reads_only)
+        try:
+            with idempotency.keep(claim):
+                result = operation.handler(replace(call, session=session))
+                standing = operation.own_limit(session, call.principal) if operation.own_limit else usage
+                reply = presenter.success(result)
+                if claim is not None:
+                    executor.within(session, idempotency.finish, claim, reply)
+                session.commit()
+            return result, reply, standing
+        except BaseException:
+            session.rollback()
+            raise
+        finally:
+            session.close()
+    # A read is repeated once on a connection the database dropped (a restart): nothing was done.
+    return retrying_disconnects(attempt) if operation.reads_only else attempt()
+
+
+async def _after_refusal(claim: idempotency.Claim | None, error: DomainError, presenter: Presenter) -> None:
+    """What a refusal leaves behind: what it must record (after the work's rollback), and its answer
+    kept under the key (a retry gets the same answer), unless it is transient: then the key is let go."""
+    if error.kept_after_rollback is not None:
+        await anyio.to_thread.run_sync(_keep_after_rollback, error.kept_after_rollback)
+    if claim is None:
+        return
+    if error.status >= 500 or isinstance(error, (Conflict, RateLimited)):
+        await executor.run(idempotency.release, claim)
+        return
+    await executor.run(_keep_refusal, claim, presenter.failure(error))
+
+
+def _keep_after_rollback(row: Any) -> None:
+    with transaction() as separate:
+        separate.add(row)
+
+
+async def _keep_refusal(db: Db, claim: idempotency.Claim, reply: Reply) -> None:
+    async with db.transaction() as tx:
+        await idempotency.finish(tx, claim, reply)
+
+
+async def _release(claim: idempotency.Claim, request_id: str) -> None:
+    """Let the key go after a fault of ours (a retry runs again), as far as the database lets us."""
+    try:
+        await executor.run(idempotency.release, claim)
+    except Exception:
+        log.warning("could not release an idempotency claim (request %s)", request_id, exc_info=True)
 
 
 async def _authenticate(operation: Operation, invocation: Invocation) -> tuple[Principal, ratelimit.Usage]:
@@ -225,8 +286,8 @@ async def identify(authorization: str | None, resource: str, *, count: bool,
                               repeatable=True)
 
 
-def _claim(operation: Operation, invocation: Invocation, principal: Principal,
-           body_json: Any) -> idempotency.Claim | Reply | None:
+async def _claim(operation: Operation, invocation: Invocation, principal: Principal,
+                 body_json: Any) -> idempotency.Claim | Reply | None:
     key = invocation.idempotency_key
     if operation.idempotency == "none" or key is None:
         if operation.idempotency == "required":
@@ -237,51 +298,7 @@ def _claim(operation: Operation, invocation: Invocation, principal: Principal,
     idempotency.check_key(key)
     fingerprint = idempotency.call_fingerprint(body_json, invocation.query_items, invocation.params)
     method, path = invocation.idempotency_scope
-    return idempotency.begin(principal.account_id, method, path, key, fingerprint)
-
-
-def _run(operation: Operation, call: Call, claim: idempotency.Claim | None, presenter: Presenter,
-         usage: ratelimit.Usage) -> Outcome:
-    session = call.session
-    try:
-        with idempotency.keep(claim):
-            try:
-                result = operation.handler(call)
-            except DomainError:
-                session.rollback()
-                raise
-            if operation.own_limit is not None:
-                usage = operation.own_limit(session, call.principal)
-            reply = presenter.success(result)
-            if claim is not None:
-                idempotency.finish(session, claim, reply)
-            session.commit()
-        return Outcome(reply=reply, usage=usage, result=result)
-    except DomainError as error:
-        session.rollback()
-        if error.kept_after_rollback is not None:  # what the refusal itself must leave behind
-            with transaction() as separate:
-                separate.add(error.kept_after_rollback)
-        _settle_claim_after_error(claim, error, presenter)
-        return Outcome(error=error, usage=error.usage or usage)
-    except BaseException:
-        session.rollback()
-        if claim is not None:
-            idempotency.release(claim)
-        raise
-    finally:
-        session.close()
-
-
-def _settle_claim_after_error(claim: idempotency.Claim | None, error: DomainError, presenter: Presenter) -> None:
-    """Keep a client error under its key (a retry gets the same answer); forget transient ones."""
-    if claim is None:
-        return
-    if error.status >= 500 or isinstance(error, (Conflict, RateLimited)):
-        idempotency.release(claim)
-        return
-    with transaction() as session:
-        idempotency.finish(session, claim, presenter.failure(error))
+    return await executor.run(idempotency.begin, principal.account_id, method, path, key, fingerprint)
 
 
 def as_domain_error(exc: Exception, request_id: str) -> DomainError:

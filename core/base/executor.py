@@ -29,7 +29,7 @@ from sqlalchemy import JSON, TypeDecorator
 
 from core.base import raw
 from core.base.db import UNAVAILABLE, get_engine
-from core.base.errors import UpstreamFailed
+from core.base.errors import DomainError, UpstreamFailed
 
 T = TypeVar("T")
 
@@ -47,10 +47,20 @@ class Db(Protocol):
         """A statement whose rows, if any, are not wanted."""
         ...
 
+    async def execute_many(self, statement: Any, rows: list[dict]) -> None:
+        """A statement run once per set of parameters (the lines of an invoice), in one round trip."""
+        ...
+
     def reading(self) -> contextlib.AbstractAsyncContextManager[None]:
         """Reads that must see one state: on SQLite one snapshot (a deferred BEGIN, no write lock);
         on PostgreSQL under READ COMMITTED every statement takes its own snapshot in a transaction
         too, so the block adds nothing."""
+        ...
+
+    def transaction(self) -> contextlib.AbstractAsyncContextManager[Db]:
+        """One transaction, whose statements go through the `Db` it gives: committed when the block
+        ends, rolled back when it raises (on PostgreSQL on a connection whose commit is flushed to disk;
+        on SQLite a write transaction, in this process's turn). Within one, it is that one."""
         ...
 
     def independent_writes(self) -> contextlib.AbstractAsyncContextManager[None]:
@@ -89,12 +99,17 @@ DROPPED = _dropped()
 
 @dataclass(frozen=True)
 class _Shape:
-    """A statement compiled for asyncpg, and how its rows are made (asyncpg leaves `json` as text
-    and knows nothing of our column types)."""
+    """A statement compiled for asyncpg, how its values are sent and its rows made (asyncpg takes and
+    gives `json` as text and knows nothing of our column types)."""
 
     text: raw.Text
+    binds: tuple  # per parameter in order: a function of its value, or None
     row: type
     convert: tuple  # per column: a function of a non-null value, or None
+
+    def arguments(self, parameters: dict) -> list:
+        return [value if bind is None else bind(value)
+                for bind, value in zip(self.binds, self.text.arguments(parameters), strict=True)]
 
     def make(self, record) -> tuple:
         return self.row._make([value if convert is None or value is None else convert(value)
@@ -106,10 +121,23 @@ def _shape(statement: Any) -> _Shape:
     from sqlalchemy.dialects.postgresql import asyncpg as asyncpg_dialect
     dialect = asyncpg_dialect.dialect()
     compiled = statement.compile(dialect=dialect, compile_kwargs={"render_postcompile": True})
-    columns = compiled._result_columns
-    return _Shape(raw.Text(str(compiled), tuple(compiled.positiontup or ()), dict(compiled.params)),
+    columns, names = compiled._result_columns, tuple(compiled.positiontup or ())
+    return _Shape(raw.Text(str(compiled), names, dict(compiled.params)),
+                  tuple(_bind(compiled.binds[name].type, compiled._bind_processors.get(name)) for name in names),
                   collections.namedtuple("Row", [column[0] for column in columns], rename=True),
                   tuple(_converter(column[3], dialect) for column in columns))
+
+
+def _bind(value_type, process) -> Callable[[Any], Any] | None:
+    """The type's own processing of a value (the dialect's makes JSON text, None as `null`)."""
+    base = value_type.impl_instance if isinstance(value_type, TypeDecorator) else value_type
+    if process is None and isinstance(base, JSON):
+        return _json_text
+    return process
+
+
+def _json_text(value) -> str:
+    return orjson.dumps(value).decode()
 
 
 def _converter(column_type, dialect) -> Callable[[Any], Any] | None:
@@ -135,16 +163,20 @@ class _Postgres:
     async def rows(self, statement: Any, parameters: dict) -> list:
         shape = _shape(statement)
         return [shape.make(record) for record in
-                await self.connections.fetch(shape.text.sql, shape.text.arguments(parameters))]
+                await self.connections.fetch(shape.text.sql, shape.arguments(parameters))]
 
     async def first(self, statement: Any, parameters: dict) -> Any | None:
         shape = _shape(statement)
-        record = await self.connections.fetchrow(shape.text.sql, shape.text.arguments(parameters))
+        record = await self.connections.fetchrow(shape.text.sql, shape.arguments(parameters))
         return None if record is None else shape.make(record)
 
     async def execute(self, statement: Any, parameters: dict) -> None:
         shape = _shape(statement)
-        await self.connections.fetch(shape.text.sql, shape.text.arguments(parameters))
+        await self.connections.fetch(shape.text.sql, shape.arguments(parameters))
+
+    async def execute_many(self, statement: Any, rows: list[dict]) -> None:
+        async with self.transaction() as tx:
+            await tx.execute_many(statement, rows)
 
     @contextlib.asynccontextmanager
     async def reading(self) -> AsyncIterator[None]:
@@ -153,6 +185,60 @@ class _Postgres:
     @contextlib.asynccontextmanager
     async def independent_writes(self) -> AsyncIterator[None]:
         yield  # every statement commits on its own
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Db]:
+        refused: DomainError | None = None
+        try:
+            async with raw.postgres_connections(durable=True).transaction() as connection:
+                try:
+                    yield _InTransaction(connection)
+                except DomainError as error:  # an answer, not a fault: the connection stays open
+                    refused = error
+                    raise raw.Rollback from error
+        except raw.Rollback:
+            if refused is None:
+                raise
+            raise refused from None
+
+
+class _InTransaction:
+    """A PostgreSQL transaction's statements, on its one connection."""
+
+    dialect = "postgresql"
+
+    def __init__(self, connection) -> None:
+        self.connection = connection
+
+    async def rows(self, statement: Any, parameters: dict) -> list:
+        shape = _shape(statement)
+        return [shape.make(record) for record in
+                await self.connection.fetch(shape.text.sql, *shape.arguments(parameters))]
+
+    async def first(self, statement: Any, parameters: dict) -> Any | None:
+        shape = _shape(statement)
+        record = await self.connection.fetchrow(shape.text.sql, *shape.arguments(parameters))
+        return None if record is None else shape.make(record)
+
+    async def execute(self, statement: Any, parameters: dict) -> None:
+        shape = _shape(statement)
+        await self.connection.fetch(shape.text.sql, *shape.arguments(parameters))
+
+    async def execute_many(self, statement: Any, rows: list[dict]) -> None:
+        shape = _shape(statement)
+        await self.connection.executemany(shape.text.sql, [shape.arguments(row) for row in rows])
+
+    @contextlib.asynccontextmanager
+    async def reading(self) -> AsyncIterator[None]:
+        yield
+
+    @contextlib.asynccontextmanager
+    async def independent_writes(self) -> AsyncIterator[None]:
+        yield  # the transaction's
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Db]:
+        yield self
 
 
 # --- SQLite ---------------------------------------------------------------------------------------
@@ -190,15 +276,33 @@ class _Sqlite:
     async def execute(self, statement: Any, parameters: dict) -> None:
         raw.sqlite_text(statement).execute(self.connection, parameters)
 
+    async def execute_many(self, statement: Any, rows: list[dict]) -> None:
+        text = raw.sqlite_text(statement)
+        self.connection.executemany(text.sql, [text.arguments(row) for row in rows])
+
     @contextlib.asynccontextmanager
     async def reading(self) -> AsyncIterator[None]:
+        if self.connection.in_transaction:
+            yield
+            return
         with raw.sqlite_reading(self.connection):
             yield
 
     @contextlib.asynccontextmanager
     async def independent_writes(self) -> AsyncIterator[None]:
+        if self.connection.in_transaction:
+            yield
+            return
         with raw.sqlite_writing(self.connection):
             yield
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Db]:
+        if self.connection.in_transaction:
+            yield self
+            return
+        with raw.sqlite_writing(self.connection):
+            yield self
 
 
 # --- Within an ORM session ------------------------------------------------------------------------
@@ -224,6 +328,9 @@ class _InSession:
     async def execute(self, statement: Any, parameters: dict) -> None:
         self.connection.execute(statement, parameters)
 
+    async def execute_many(self, statement: Any, rows: list[dict]) -> None:
+        self.connection.execute(statement, rows)
+
     @contextlib.asynccontextmanager
     async def reading(self) -> AsyncIterator[None]:
         yield  # the session's transaction
@@ -231,3 +338,7 @@ class _InSession:
     @contextlib.asynccontextmanager
     async def independent_writes(self) -> AsyncIterator[None]:
         yield  # the session's transaction
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Db]:
+        yield self  # the session's

@@ -14,10 +14,11 @@ from sqlalchemy import ScalarSelect, func, insert
 from sqlmodel import Session, select
 
 from core.access.resources import rest_api
-from core.base import ids
+from core.base import executor, ids
 from core.base.api_types import Timestamp
 from core.base.clock import iso, now
 from core.base.errors import NotFound
+from core.base.executor import Db
 from core.base.jsonout import jsonable
 from core.billing.invoice_render import invoice_to_api
 from core.mechanisms.pagination import Page, paginate
@@ -60,18 +61,24 @@ def record(session: Session, invoice: Invoice, type: str, meta: dict | None):
     return _write(session, invoice, type, meta, invoice_to_api(session, invoice, with_lines=False), latest)
 
 
-def record_created(session: Session, invoice, meta: dict | None, shown: dict):
+async def record_created(db: Db, invoice, meta: dict | None, shown: dict):
     """`record` of `invoice.created` for a draft written just now without the ORM (`shown`: its API
-    object without lines, as written)."""
-    return _write(session, invoice, "invoice.created", meta, shown, None)
+    object without lines, as written); a unit of `core.base.executor`, in the draft's transaction."""
+    event = new_event(invoice, "invoice.created", meta, shown, None)
+    await write(db, event)
+    return event
 
 
 def _write(session: Session, invoice, type: str, meta: dict | None, shown: dict, latest: datetime | None):
     event = new_event(invoice, type, meta, shown, latest)
-    values = inserted_values(event)
-    session.connection().execute(insert(InvoiceEvent.__table__), [values])  # Core: no ORM object is needed
-    outbox.enqueue(session, event)
+    executor.within(session, write, event)
     return event
+
+
+async def write(db: Db, event) -> None:
+    """An event's row (`new_event`) and its outbox rows, with Core statements: no ORM object is needed."""
+    await db.execute(INSERT_EVENT, inserted_values(event))
+    await outbox.enqueue(db, event)
 
 
 def new_event(invoice, type: str, meta: dict | None, shown: dict, latest: datetime | None = None):
@@ -85,6 +92,7 @@ def new_event(invoice, type: str, meta: dict | None, shown: dict, latest: dateti
 
 
 NEW_EVENT = plain(InvoiceEvent)
+INSERT_EVENT = insert(InvoiceEvent.__table__)
 
 
 def event_payload(event_id: uuid.UUID, type: str, created_at, invoice: dict) -> dict:

@@ -8,16 +8,17 @@ the price's current amount; finalized invoices keep what they were issued with.
 
 from __future__ import annotations
 
+import uuid
 from decimal import Decimal
 from typing import Annotated, Literal
 
 from pydantic import Field, WithJsonSchema
-from sqlmodel import Session
+from sqlalchemy import bindparam, select
 
-from core.base import money
-from core.base.errors import FieldError, ValidationFailed
+from core.base import ids, money
+from core.base.errors import FieldError, NotFound, ValidationFailed
+from core.base.executor import Db
 from core.base.validation import LINES_MAX, MAX_SAFE_INTEGER, MULTI_LINE, TEXT_MAX, Input, MinorUnits, Percent, failed
-from core.catalog import products
 from core.models import Invoice, InvoiceLine, Price, Product
 
 TaxCategory = Literal["S", "Z", "E", "AE", "K", "G", "O"]
@@ -83,29 +84,54 @@ class ItemFields(Input):
                     "of Directive 2006/112/EC\"); default a standard wording of the category")
 
 
-def _active_price(session: Session, invoice: Invoice, price_text: str, path: str) -> Price:
+PRICES, PRODUCTS = Price.__table__, Product.__table__
+PRICED = (select(PRICES.c.id, PRICES.c.product_id, PRICES.c.active, PRICES.c.currency, PRICES.c.unit_amount,
+                 PRICES.c.tax_rate, PRODUCTS.c.active.label("product_active"), PRODUCTS.c.name.label("product_name"))
+          .select_from(PRICES.join(PRODUCTS, PRODUCTS.c.id == PRICES.c.product_id))
+          .where(PRICES.c.id == bindparam("price_id"), PRICES.c.account_id == bindparam("account_id")))
+
+
+def price_ids(items=(), lines=()) -> set[uuid.UUID]:
+    """The prices that new lines from `items` and existing `lines` bill (malformed references left out)."""
+    named = {ids.try_parse("price", item.price) for item in items if item.price is not None}
+    return {price_id for price_id in named | {line.price_id for line in lines} if price_id is not None}
+
+
+async def price_book(db: Db, account_id: uuid.UUID, wanted: set[uuid.UUID]) -> dict:
+    """The account's prices among `wanted`, each with its product's name and whether it is active, by
+    id: what pricing a draft's lines reads (a unit of `core.base.executor`)."""
+    book = {}
+    for price_id in wanted:
+        if (row := await db.first(PRICED, {"price_id": price_id, "account_id": account_id})) is not None:
+            book[price_id] = row
+    return book
+
+
+def _active_price(book: dict, price_text: str, currency: str | None, path: str):
     """The price a new line bills: active, of an active product, in the invoice currency.
     A price of another account, or none at all, is 404 (as every body reference)."""
-    price = products.get_price(session, invoice.account_id, price_text)
+    price = book.get(ids.parse("price", price_text, what="price"))
+    if price is None:
+        raise NotFound(f"No such price: {price_text}")
     if not price.active:
         raise ValidationFailed.at(path, "is archived: restore it or choose another price")
-    if not session.get(Product, price.product_id).active:
+    if not price.product_active:
         raise ValidationFailed.at(path, "belongs to an archived product: restore the product first")
-    if price.currency != invoice.currency:
-        raise ValidationFailed.at(path, f"is in {price.currency} but the invoice is in {invoice.currency}")
+    if price.currency != currency:
+        raise ValidationFailed.at(path, f"is in {price.currency} but the invoice is in {currency}")
     return price
 
 
-def build_line(session: Session | None, invoice: Invoice, item: ItemFields, *, prefix: str = "",
+def build_line(book: dict, invoice: Invoice, item: ItemFields, *, prefix: str = "",
                line_type: type = InvoiceLine) -> InvoiceLine:
-    """A new (unsaved) line of `invoice` (of `line_type`: `InvoiceLine` or its `models.plain`); field
-    errors name paths under `prefix` (`items.0.`)."""
+    """A new (unsaved) line of `invoice` (of `line_type`: `InvoiceLine` or its `models.plain`), its price
+    found in `book` (`price_book`); field errors name paths under `prefix` (`items.0.`)."""
     line = line_type(account_id=invoice.account_id, invoice_id=invoice.id, quantity=item.quantity,
                        unit=item.unit, discount_percent=item.discount_percent, tax_category=item.tax_category,
                        tax_exemption_reason=item.tax_exemption_reason or None)
     description = item.description or None
     if item.price is not None:
-        price = _active_price(session, invoice, item.price, f"{prefix}price")
+        price = _active_price(book, item.price, invoice.currency, f"{prefix}price")
         line.price_id, line.product_id = price.id, price.product_id
         line.description_override = description
         line.unit_amount_override = item.unit_amount
@@ -120,7 +146,7 @@ def build_line(session: Session | None, invoice: Invoice, item: ItemFields, *, p
     return line
 
 
-def refresh_prices(session: Session, invoice: Invoice, lines: list[InvoiceLine]) -> None:
+def refresh_prices(book: dict, invoice: Invoice, lines: list[InvoiceLine]) -> None:
     """Re-read the price of every priced line (a draft bills the price as it is now).
 
     An archived price still bills until its line is removed. A price whose currency was changed
@@ -129,14 +155,13 @@ def refresh_prices(session: Session, invoice: Invoice, lines: list[InvoiceLine])
     for index, line in enumerate(lines):
         if line.price_id is None:
             continue
-        price = session.get(Price, line.price_id)
+        price = book[line.price_id]
         if price.currency != invoice.currency:
             raise ValidationFailed.at(f"lines.{index}.price",
                                       f"is now in {price.currency} but the invoice is in {invoice.currency}: "
                                       "remove the line or replace the items")
-        product = session.get(Product, price.product_id)
-        line.product_id = product.id
-        line.description = line.description_override if line.description_override is not None else product.name
+        line.product_id = price.product_id
+        line.description = line.description_override if line.description_override is not None else price.product_name
         line.unit_amount = line.unit_amount_override if line.unit_amount_override is not None else price.unit_amount
         line.tax_rate = line.tax_rate_override if line.tax_rate_override is not None else price.tax_rate
 

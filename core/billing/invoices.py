@@ -13,14 +13,14 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
 
-from sqlalchemy import and_, exists, func, insert, or_
+from sqlalchemy import and_, bindparam, exists, func, insert, or_
 from sqlmodel import Session, select
 
 from core.access.principal import Principal
-from core.base import ids
+from core.base import executor, ids
 from core.base.clock import now, today
-from core.base.db import keep
 from core.base.errors import InvalidState, NotFound, ValidationFailed
+from core.base.executor import Db
 from core.base.jsonout import jsonable
 from core.base.lookup import locked_rows, owned
 from core.base.validation import DATE_MAX, LINES_MAX, days_after
@@ -36,7 +36,7 @@ from core.billing.invoice_inputs import (
     PayInput,
     VoidInput,
 )
-from core.billing.invoice_lines import ItemFields, build_line, compute, refresh_prices, renumber
+from core.billing.invoice_lines import ItemFields, build_line, compute, price_book, price_ids, refresh_prices, renumber
 from core.billing.invoice_reads import view_invoice  # noqa: F401 (re-exported)
 from core.billing.invoice_render import (  # noqa: F401 (re-exported)
     INVOICE_STATUSES,
@@ -51,7 +51,7 @@ from core.billing.invoice_render import (  # noqa: F401 (re-exported)
 )
 from core.catalog.customers import get_customer
 from core.mechanisms.pagination import Page, paginate
-from core.models import Customer, Invoice, InvoiceLine, Price, inserted_values, plain
+from core.models import BusinessProfile, Customer, Invoice, InvoiceLine, Price, inserted_values, plain
 
 __all__ = [
     "add_item", "create_invoice", "delete_draft", "finalize", "get_by_public_token", "get_invoice", "get_item",
@@ -152,13 +152,6 @@ def _require_draft(invoice: Invoice, action: str) -> None:
                            f"only a draft can be {action}.")
 
 
-def _billable_customer(session: Session, account_id: uuid.UUID, id_text: str) -> Customer:
-    customer = get_customer(session, account_id, id_text)
-    if customer.archived_at is not None:
-        raise ValidationFailed.at("customer", "is archived: restore the customer to invoice them")
-    return customer
-
-
 def _due_after(issue_date: date, days_until_due: int | None) -> date:
     """The due date `days_until_due` after the issue date; by default 30 days after, or the
     calendar's last day when that is sooner."""
@@ -172,29 +165,36 @@ def _check_dates(invoice: Invoice) -> None:
         raise ValidationFailed.at("due_date", "must not be before issue_date")
 
 
-def _build_lines(session: Session | None, invoice: Invoice, items, line_type: type = InvoiceLine) -> list[InvoiceLine]:
-    """New (unsaved) lines of `invoice` from the elements of `items`; errors name `items.N.…`."""
-    return [build_line(session, invoice, item, prefix=f"items.{index}.", line_type=line_type)
+def _build_lines(book: dict, invoice: Invoice, items, line_type: type = InvoiceLine) -> list[InvoiceLine]:
+    """New (unsaved) lines of `invoice` from the elements of `items`, priced from `book`; errors name
+    `items.N.…`."""
+    return [build_line(book, invoice, item, prefix=f"items.{index}.", line_type=line_type)
             for index, item in enumerate(items)]
+
+
+def _prices(session: Session, account_id: uuid.UUID, *, items=(), lines=()) -> dict:
+    """The price book (`invoice_lines.price_book`) of new lines from `items` and of existing `lines`."""
+    wanted = price_ids(items, lines)
+    return executor.within(session, price_book, account_id, wanted) if wanted else {}
 
 
 def _replace_lines(session: Session, invoice: Invoice, old: list[InvoiceLine], items) -> list[InvoiceLine]:
     for line in old:
         session.delete(line)
     session.flush()
-    return _build_lines(session, invoice, items)
+    return _build_lines(_prices(session, invoice.account_id, items=items), invoice, items)
 
 
-def _price_and_compute(session: Session, invoice: Invoice, lines: list[InvoiceLine], *, path: str) -> None:
-    """Re-read the prices and recompute every amount of the draft and its lines (in memory)."""
-    refresh_prices(session, invoice, lines)
+def _price_and_compute(book: dict, invoice: Invoice, lines: list[InvoiceLine], *, path: str) -> None:
+    """Re-read the prices (`book`) and recompute every amount of the draft and its lines (in memory)."""
+    refresh_prices(book, invoice, lines)
     compute(invoice, lines, path=path)
 
 
 def _save(session: Session, invoice: Invoice, lines: list[InvoiceLine], *, path: str = "lines") -> None:
     """Re-read prices, recompute every amount and write the draft and its lines."""
     renumber(lines)
-    _price_and_compute(session, invoice, lines, path=path)
+    _price_and_compute(_prices(session, invoice.account_id, lines=lines), invoice, lines, path=path)
     invoice.updated = now()
     session.add(invoice)
     session.add_all(lines)
@@ -208,31 +208,52 @@ def preview_lines(session: Session, account_id: uuid.UUID, id_text: str,
     read-only session and discard it: the invoice returned holds the previewed totals."""
     invoice = get_invoice(session, account_id, id_text)
     _require_draft(invoice, "edited")
-    lines = _build_lines(session, invoice, items)
-    _price_and_compute(session, invoice, lines, path="items")
+    book = _prices(session, account_id, items=items)
+    lines = _build_lines(book, invoice, items)
+    _price_and_compute(book, invoice, lines, path="items")
     return invoice, lines
 
 
-def _new_draft(session: Session, principal: Principal, data: InvoiceCreate, *,
-               rows: tuple[type, type] = (Invoice, InvoiceLine)) -> tuple:
+async def _new_draft(db: Db, principal: Principal, data: InvoiceCreate, *,
+                     rows: tuple[type, type] = (Invoice, InvoiceLine)) -> tuple:
     """The draft `data` describes and its lines, built, priced and computed in memory (nothing saved),
-    with the customer and business profile it was made for: (invoice, lines, customer, profile)."""
-    customer = keep(session, _billable_customer(session, principal.account_id, data.customer))
-    profile = find_profile(session, principal.account_id)
+    with the customer and business profile it was made for (Core rows): (invoice, lines, customer,
+    profile). A unit of `core.base.executor`."""
+    account_id = principal.account_id
+    customer = await billable_customer(db, account_id, data.customer)
+    profile = await db.first(PROFILE_ROW, {"account_id": account_id})
     currency = data.currency
     if currency is None:
         if profile is None:
             raise ValidationFailed.at("currency", "is required until the business profile sets a default")
         currency = profile.currency
-    return (*draft_of(session, principal.account_id, customer.id, currency, data, rows=rows), customer, profile)
+    wanted = price_ids(data.items)
+    book = await price_book(db, account_id, wanted) if wanted else {}
+    return (*draft_of(book, account_id, customer.id, currency, data, rows=rows), customer, profile)
 
 
-def draft_of(session: Session | None, account_id: uuid.UUID, customer_id: uuid.UUID, currency: str | None,
+CUSTOMER_ROW = select(Customer.__table__).where(Customer.__table__.c.id == bindparam("customer_id"),
+                                                Customer.__table__.c.account_id == bindparam("account_id"))
+PROFILE_ROW = select(BusinessProfile.__table__).where(BusinessProfile.__table__.c.account_id == bindparam("account_id"))
+
+
+async def billable_customer(db: Db, account_id: uuid.UUID, id_text: str):
+    """The account's customer (a Core row) that an invoice may bill: not archived. A unit."""
+    customer = await db.first(CUSTOMER_ROW, {"customer_id": ids.parse("customer", id_text, what="customer"),
+                                             "account_id": account_id})
+    if customer is None:
+        raise NotFound(f"No such customer: {id_text}")
+    if customer.archived_at is not None:
+        raise ValidationFailed.at("customer", "is archived: restore the customer to invoice them")
+    return customer
+
+
+def draft_of(book: dict, account_id: uuid.UUID, customer_id: uuid.UUID, currency: str | None,
              data: InvoiceCreate, *, rows: tuple[type, type] = (Invoice, InvoiceLine)) -> tuple[Invoice, list[InvoiceLine]]:
     """The draft `data` describes for a customer found billable, in `currency` (None: not known yet, and
-    no amount in words until it is): built, priced and computed in memory, nothing saved. Without a
-    session, for lines without a price only, and `rows` the types of the invoice and its lines (the
-    fast write path's are `models.plain`)."""
+    no amount in words until it is): built, priced from `book` (`invoice_lines.price_book` of its
+    items) and computed in memory, nothing saved; `rows` the types of the invoice and its lines (a
+    new draft's are `models.plain`)."""
     invoice_type, line_type = rows
     issue_date = data.issue_date or today()
     if "due_date" in data.sent():
@@ -244,9 +265,9 @@ def draft_of(session: Session | None, account_id: uuid.UUID, customer_id: uuid.U
                       due_date=due_date, description=data.description, footer=data.footer,
                       buyer_reference=data.buyer_reference, order_reference=data.order_reference)
     _check_dates(invoice)
-    lines = _build_lines(session, invoice, data.items, line_type)
+    lines = _build_lines(book, invoice, data.items, line_type)
     renumber(lines)
-    _price_and_compute(session, invoice, lines, path="items")
+    _price_and_compute(book, invoice, lines, path="items")
     return invoice, lines
 
 
@@ -266,19 +287,22 @@ def numbers_starting_with(session: Session, account_id: uuid.UUID, typed: str, l
 PLAIN_ROWS = plain(Invoice), plain(InvoiceLine)  # a new draft is built and written without the ORM
 
 
-def create_invoice(session: Session, principal: Principal, data: InvoiceCreate) -> Drafted:
-    """A new draft with its lines and its `invoice.created` event, written with Core statements (the
-    ORM's unit of work cost half of the request): the draft as `Drafted`, its API object made from
-    what was written (no read back)."""
-    invoice, lines, customer, profile = _new_draft(session, principal, data, rows=PLAIN_ROWS)
+async def create_invoice(db: Db, principal: Principal, data: InvoiceCreate) -> Drafted:
+    """A new draft with its lines and its `invoice.created` event, written with Core statements in one
+    transaction: the draft as `Drafted`, its API object made from what was written (no read back). A
+    unit of `core.base.executor` (on the ORM: `executor.within(session, create_invoice, …)`)."""
+    invoice, lines, customer, profile = await _new_draft(db, principal, data, rows=PLAIN_ROWS)
     invoice_row, line_rows = inserted_values(invoice), [inserted_values(line) for line in lines]
     shown, whole = draft_shown(invoice, lines, customer, profile)
-    connection = session.connection()
-    connection.execute(insert(Invoice.__table__), [invoice_row])
-    if line_rows:
-        connection.execute(insert(InvoiceLine.__table__), line_rows)
-    events.record_created(session, invoice, principal.event_meta(), shown)
+    async with db.transaction() as tx:
+        await tx.execute(INSERT_INVOICE, invoice_row)
+        if line_rows:
+            await tx.execute_many(INSERT_LINE, line_rows)
+        await events.record_created(tx, invoice, principal.event_meta(), shown)
     return Drafted(invoice, lines, whole)
+
+
+INSERT_INVOICE, INSERT_LINE = insert(Invoice.__table__), insert(InvoiceLine.__table__)
 
 
 def draft_shown(invoice, lines: list, customer, profile) -> tuple[dict, dict]:
@@ -306,7 +330,7 @@ class Drafted:
 def preview_invoice(session: Session, principal: Principal, data: InvoiceCreate) -> dict:
     """What `create_invoice` would create with `data` (`InvoicePreviewOut`), with the same checks
     and arithmetic, saving, numbering and recording nothing (a read-only session will do)."""
-    invoice, lines, _customer, _profile = _new_draft(session, principal, data)
+    invoice, lines, _customer, _profile = executor.within(session, _new_draft, principal, data)
     return preview_to_api(session, invoice, lines)
 
 
@@ -326,7 +350,7 @@ def update_invoice(session: Session, principal: Principal, id_text: str, data: I
     sent = data.sent()
     lines = lines_of(session, invoice)
     if "customer" in sent:
-        invoice.customer_id = _billable_customer(session, principal.account_id, data.customer).id
+        invoice.customer_id = executor.within(session, billable_customer, principal.account_id, data.customer).id
     if "currency" in sent and data.currency != invoice.currency:
         lines = _clear_lines_priced_in(session, lines, invoice.currency)
         invoice.currency = data.currency
@@ -363,7 +387,7 @@ def add_item(session: Session, principal: Principal, data: ItemAdd) -> Invoice:
     lines = lines_of(session, invoice)
     if len(lines) >= LINES_MAX:
         raise ValidationFailed.at("invoice", f"already has {LINES_MAX} lines, the most an invoice holds")
-    lines.append(build_line(session, invoice, data))
+    lines.append(build_line(_prices(session, principal.account_id, items=[data]), invoice, data))
     _save(session, invoice, lines)
     events.record(session, invoice, "invoice.updated", principal.event_meta())
     return invoice

@@ -24,13 +24,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 
-from sqlalchemy import delete, update
+from sqlalchemy import and_, bindparam, delete, select, update
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlmodel import Session, select
+from sqlmodel import Session
 
 from core.base.clock import now
-from core.base.db import autocommit, transaction
+from core.base.db import transaction
 from core.base.errors import Conflict, FieldError, IdempotencyMismatch, ValidationFailed
+from core.base.executor import Db
 from core.base.validation import text_problem
 from core.models import IdempotencyRecord
 
@@ -85,51 +86,67 @@ def check_key(key: object, *, path: str = "Idempotency-Key") -> str:
     return key
 
 
-def _insert(session: Session):
-    dialect = session.get_bind().dialect.name
-    return (postgresql if dialect == "postgresql" else sqlite).insert(IdempotencyRecord)
+RECORDS = IdempotencyRecord.__table__
 
 
-def begin(account_id: uuid.UUID, method: str, path: str, key: str, fingerprint: str) -> Claim | StoredResponse:
-    """Claim the key for this request, or return the response stored by the first one."""
+def _claim_statement(dialect):
+    values = {name: bindparam(name) for name in (
+        "id", "account_id", "method", "path", "key", "request_hash", "locked_until", "claim_token", "created_at")}
+    return (dialect.insert(RECORDS).values(**values, state="running").on_conflict_do_nothing()
+            .returning(RECORDS.c.id))
+
+
+CLAIM = {"postgresql": _claim_statement(postgresql), "sqlite": _claim_statement(sqlite)}
+_KEY = and_(RECORDS.c.account_id == bindparam("account_id"), RECORDS.c.method == bindparam("method"),
+            RECORDS.c.path == bindparam("path"), RECORDS.c.key == bindparam("key"))
+LOCKED_RECORD = select(RECORDS).where(_KEY).with_for_update()
+_HELD = and_(RECORDS.c.id == bindparam("record_id"), RECORDS.c.claim_token == bindparam("token"),
+             RECORDS.c.state == "running")
+FINISH = (update(RECORDS).where(_HELD).values(state="done", response_status=bindparam("status"),
+                                              response_body=bindparam("body"), response_headers=bindparam("headers"))
+          .returning(RECORDS.c.id))
+RELEASE = delete(RECORDS).where(_HELD)
+RESTART = update(RECORDS).where(RECORDS.c.id == bindparam("record_id")).values(
+    request_hash=bindparam("request_hash"), state="running", locked_until=bindparam("locked_until"),
+    claim_token=bindparam("claim_token"), created_at=bindparam("created_at"), response_status=None,
+    response_body=None, response_headers=None)
+
+
+async def begin(db: Db, account_id: uuid.UUID, method: str, path: str, key: str,
+                fingerprint: str) -> Claim | StoredResponse:
+    """Claim the key for this request, or return the response stored by the first one (a unit of
+    `core.base.executor`)."""
+    request = {"account_id": account_id, "method": method, "path": path, "key": key, "request_hash": fingerprint}
     # A new key (nearly every request) is claimed by one statement that commits on its own (no BEGIN
     # and COMMIT round trips on PostgreSQL); a key taken already is settled under its row's lock.
-    with autocommit() as session:
-        claim = _claim_new(session, account_id, method, path, key, fingerprint)
-        if claim is not None:
-            return claim
-    with transaction() as session:
+    async with db.independent_writes():
+        claim = await _claim_new(db, request)
+    if claim is not None:
+        return claim
+    async with db.transaction() as tx:
         # A claim can be released (server fault) between our insert and our read: then insert again.
         for _ in range(3):
-            record = session.exec(select(IdempotencyRecord).where(
-                IdempotencyRecord.account_id == account_id, IdempotencyRecord.method == method,
-                IdempotencyRecord.path == path, IdempotencyRecord.key == key,
-            ).with_for_update()).first()
+            record = await tx.first(LOCKED_RECORD, request)
             if record is not None:
-                return _settle(session, record, fingerprint, now())
-            claim = _claim_new(session, account_id, method, path, key, fingerprint)
+                return await _settle(tx, record, fingerprint, now())
+            claim = await _claim_new(tx, request)
             if claim is not None:
                 return claim
     raise Conflict("A request with this Idempotency-Key is still running; retry shortly.")
 
 
-def _claim_new(session: Session, account_id: uuid.UUID, method: str, path: str, key: str,
-               fingerprint: str) -> Claim | None:
+async def _claim_new(db: Db, request: dict) -> Claim | None:
     """The key claimed when nobody holds it; None when it is taken."""
     current, token = now(), _new_token()
-    claimed = session.execute(
-        _insert(session).values(
-            id=uuid.uuid4(), account_id=account_id, method=method, path=path, key=key, request_hash=fingerprint,
-            state="running", locked_until=current + LEASE, claim_token=token, created_at=current,
-        ).on_conflict_do_nothing().returning(IdempotencyRecord.id)
-    ).scalar_one_or_none()
-    return Claim(claimed, token) if claimed is not None else None
+    claimed = await db.first(CLAIM[db.dialect], {**request, "id": uuid.uuid4(), "locked_until": current + LEASE,
+                                                 "claim_token": token, "created_at": current})
+    return Claim(claimed.id, token) if claimed is not None else None
 
 
-def _settle(session: Session, record: IdempotencyRecord, fingerprint: str, current) -> Claim | StoredResponse:
+async def _settle(db: Db, record, fingerprint: str, current) -> Claim | StoredResponse:
     """What a request finds under a key that is already taken."""
     if record.created_at + RETENTION <= current:
-        return _restart(session, record, fingerprint)
+        return await _restart(db, record, fingerprint)
     if record.request_hash != fingerprint:
         raise IdempotencyMismatch(
             "This Idempotency-Key was used with a different request; use a new key for a new request.",
@@ -138,19 +155,14 @@ def _settle(session: Session, record: IdempotencyRecord, fingerprint: str, curre
         return StoredResponse(record.response_status, record.response_body, record.response_headers or {})
     if record.locked_until > current:
         raise Conflict("A request with this Idempotency-Key is still running; retry shortly.")
-    return _restart(session, record, fingerprint)
+    return await _restart(db, record, fingerprint)
 
 
-def _restart(session: Session, record: IdempotencyRecord, fingerprint: str) -> Claim:
-    current = now()
-    record.request_hash = fingerprint
-    record.state = "running"
-    record.locked_until = current + LEASE
-    record.claim_token = _new_token()
-    record.created_at = current
-    record.response_status = record.response_body = record.response_headers = None
-    session.add(record)
-    return Claim(record.id, record.claim_token)
+async def _restart(db: Db, record, fingerprint: str) -> Claim:
+    current, token = now(), _new_token()
+    await db.execute(RESTART, {"record_id": record.id, "request_hash": fingerprint, "locked_until": current + LEASE,
+                               "claim_token": token, "created_at": current})
+    return Claim(record.id, token)
 
 
 def _held(claim: Claim):
@@ -158,21 +170,20 @@ def _held(claim: Claim):
         IdempotencyRecord.state == "running")
 
 
-def finish(session: Session, claim: Claim, response: StoredResponse) -> None:
+async def finish(db: Db, claim: Claim, response: StoredResponse) -> None:
     """Store the response, inside the transaction of the work it reports. Conflict when the claim
     was taken over meanwhile: the caller rolls back, so the work is not done twice."""
-    stored = session.execute(update(IdempotencyRecord).where(_held(claim)).values(
-        state="done", response_status=response.status, response_body=response.body,
-        response_headers=response.headers))
-    if stored.rowcount != 1:
+    stored = await db.first(FINISH, {"record_id": claim.record_id, "token": claim.token, "status": response.status,
+                                     "body": response.body, "headers": response.headers})
+    if stored is None:
         raise Conflict(LOST_CLAIM)
 
 
-def release(claim: Claim) -> None:
+async def release(db: Db, claim: Claim) -> None:
     """Forget the claim (server fault): a retry with the same key runs again. A claim taken over
     by another request stays theirs."""
-    with transaction() as session:
-        session.execute(delete(IdempotencyRecord).where(_held(claim)))
+    async with db.independent_writes():
+        await db.execute(RELEASE, {"record_id": claim.record_id, "token": claim.token})
 
 
 def renew(claim: Claim) -> bool:

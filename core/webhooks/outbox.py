@@ -10,9 +10,9 @@ from __future__ import annotations
 from sqlalchemy import Boolean, String, bindparam, insert, select
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.functions import FunctionElement
-from sqlmodel import Session
 
 from core.base.clock import now
+from core.base.executor import Db
 from core.models import WebhookDelivery, WebhookEndpoint, inserted_values, plain
 
 ENDPOINTS, DELIVERY = WebhookEndpoint.__table__, plain(WebhookDelivery)
@@ -50,6 +50,7 @@ def subscribed_endpoints(*, account_id=None, kind=None):
 
 
 SUBSCRIBED = subscribed_endpoints()
+INSERT_DELIVERY = insert(WebhookDelivery.__table__)
 
 
 def new_delivery(event, endpoint_id):
@@ -62,10 +63,12 @@ def delivery_rows(event, endpoint_ids) -> list[dict]:
     return [inserted_values(new_delivery(event, endpoint_id)) for endpoint_id in endpoint_ids]
 
 
-def enqueue(session: Session, event) -> None:
-    """Write the outbox rows for `event` (an `invoice_events` row); the worker delivers them after the commit."""
-    connection = session.connection()
-    endpoint_ids = connection.execute(SUBSCRIBED, {"account_id": event.account_id, "kind": event.type}).scalars()
+async def enqueue(db: Db, event) -> None:
+    """Write the outbox rows for `event` (an `invoice_events` row); the worker delivers them after the
+    commit. A unit of `core.base.executor`, in the transaction of the event."""
+    endpoint_ids = [row[0] for row in await db.rows(SUBSCRIBED, {"account_id": event.account_id, "kind": event.type})]
     rows = delivery_rows(event, endpoint_ids)
     if rows:
-        connection.execute(insert(WebhookDelivery.__table__), rows)
+        await db.execute_many(INSERT_DELIVERY, rows)
+
+

@@ -12,12 +12,13 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 from starlette.testclient import TestClient
 
-from core.base import db, errors
+from core.base import db, errors, executor
 from core.base.clock import now
 from core.mechanisms import idempotency
 from core.models import Customer, IdempotencyRecord
 from rest import customers as customer_endpoints
 from rest.framework import Api, Call
+from tests.units import run_unit
 
 
 def customer_count(account_id=None) -> int:
@@ -72,7 +73,7 @@ def test_same_key_with_other_body_is_422_mismatch(tenant):
 
 
 def test_same_key_while_first_runs_is_409_conflict(tenant):
-    claim = idempotency.begin(tenant.account_id, "POST", "/api/v1/customers", "key-1", fingerprint({"name": "A"}))
+    claim = run_unit(idempotency.begin, tenant.account_id, "POST", "/api/v1/customers", "key-1", fingerprint({"name": "A"}))
     assert isinstance(claim, idempotency.Claim)
     response = tenant.post("/customers", json={"name": "A"}, idem="key-1")
     assert response.status_code == 409
@@ -82,14 +83,14 @@ def test_same_key_while_first_runs_is_409_conflict(tenant):
 
 
 def test_a_claim_whose_lease_lapsed_is_taken_over(tenant):
-    idempotency.begin(tenant.account_id, "POST", "/api/v1/customers", "key-1", fingerprint({"name": "A"}))
+    run_unit(idempotency.begin, tenant.account_id, "POST", "/api/v1/customers", "key-1", fingerprint({"name": "A"}))
     with db.transaction() as session:
         session.execute(IdempotencyRecord.__table__.update().values(locked_until=now() - timedelta(seconds=1)))
     assert tenant.post("/customers", json={"name": "A"}, idem="key-1").status_code == 201
 
 
 def test_a_claim_lease_is_well_under_five_minutes(tenant):
-    idempotency.begin(tenant.account_id, "POST", "/x", "k", "f")
+    run_unit(idempotency.begin, tenant.account_id, "POST", "/x", "k", "f")
     with db.transaction() as session:
         record = session.execute(select(IdempotencyRecord)).scalar_one()
     assert record.locked_until - record.created_at == idempotency.LEASE <= timedelta(seconds=30)
@@ -150,14 +151,14 @@ def test_a_request_that_lost_its_claim_saves_nothing(tenant, monkeypatch):
 
 
 def test_a_holder_that_lost_its_claim_cannot_release_the_new_one(tenant):
-    first = idempotency.begin(tenant.account_id, "POST", "/x", "k", "f")
+    first = run_unit(idempotency.begin, tenant.account_id, "POST", "/x", "k", "f")
     with db.transaction() as session:
         session.execute(IdempotencyRecord.__table__.update().values(locked_until=now() - timedelta(seconds=1)))
-    second = idempotency.begin(tenant.account_id, "POST", "/x", "k", "f")
-    idempotency.release(first)
+    second = run_unit(idempotency.begin, tenant.account_id, "POST", "/x", "k", "f")
+    run_unit(idempotency.release, first)
     assert not idempotency.renew(first) and idempotency.renew(second)
     with pytest.raises(errors.Conflict):
-        idempotency.begin(tenant.account_id, "POST", "/x", "k", "f")
+        run_unit(idempotency.begin, tenant.account_id, "POST", "/x", "k", "f")
 
 
 def test_server_fault_is_not_stored_and_a_retry_runs_again(tenant, monkeypatch):
@@ -282,17 +283,18 @@ def test_required_key_present_runs_and_replays(tenant, required_client):
 
 
 def test_core_begin_finish_and_replay(tenant):
-    claim = idempotency.begin(tenant.account_id, "POST", "/x", "k", "f1")
+    claim = run_unit(idempotency.begin, tenant.account_id, "POST", "/x", "k", "f1")
     with db.transaction() as session:
-        idempotency.finish(session, claim, idempotency.StoredResponse(201, '{"data":1}', {"content-type": "application/json"}))
-    stored = idempotency.begin(tenant.account_id, "POST", "/x", "k", "f1")
+        executor.within(session, idempotency.finish, claim,
+                        idempotency.StoredResponse(201, '{"data":1}', {"content-type": "application/json"}))
+    stored = run_unit(idempotency.begin, tenant.account_id, "POST", "/x", "k", "f1")
     assert stored == idempotency.StoredResponse(201, '{"data":1}', {"content-type": "application/json"})
 
 
 def test_core_release_frees_the_key(tenant):
-    claim = idempotency.begin(tenant.account_id, "POST", "/x", "k", "f1")
-    idempotency.release(claim)
-    assert isinstance(idempotency.begin(tenant.account_id, "POST", "/x", "k", "f1"), idempotency.Claim)
+    claim = run_unit(idempotency.begin, tenant.account_id, "POST", "/x", "k", "f1")
+    run_unit(idempotency.release, claim)
+    assert isinstance(run_unit(idempotency.begin, tenant.account_id, "POST", "/x", "k", "f1"), idempotency.Claim)
 
 
 # --- concurrency ------------------------------------------------------------------------------
@@ -318,8 +320,8 @@ def test_concurrent_same_key_creates_exactly_one_customer(tenant):
 
 
 def test_purge_removes_only_records_past_retention(tenant):
-    old = idempotency.begin(tenant.account_id, "POST", "/x", "old", "f")
-    idempotency.begin(tenant.account_id, "POST", "/x", "new", "f")
+    old = run_unit(idempotency.begin, tenant.account_id, "POST", "/x", "old", "f")
+    run_unit(idempotency.begin, tenant.account_id, "POST", "/x", "new", "f")
     with db.transaction() as session:
         session.execute(IdempotencyRecord.__table__.update().where(IdempotencyRecord.id == old.record_id)
                         .values(created_at=now() - idempotency.RETENTION - timedelta(seconds=1)))

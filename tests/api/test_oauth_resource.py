@@ -11,8 +11,8 @@ from authz.models import OAuthGrant, OAuthToken
 from core.base import db
 from core.base.clock import now
 from core.base.errors import Unauthorized
-from tests.credentials import principal_of
 from tests.oauth_flow import obtain, register, user_id_of
+from tests.units import principal_of
 
 API = "http://testserver/api/v1"
 MCP = "http://testserver/mcp"

@@ -75,7 +75,6 @@ from authz.models import OAuthAuthorizationCode, OAuthClient, OAuthToken
 from config.settings import Settings, get_settings
 from core.base import crypto, db
 from core.base.clock import now
-from tests.credentials import principal_of
 from tests.mcp.jsonrpc import post as mcp_post
 from tests.oauth_flow import (
     REDIRECT_URI,
@@ -93,6 +92,7 @@ from tests.oauth_flow import (
     submit_consent,
     user_id_of,
 )
+from tests.units import principal_of
 
 ISSUER = "http://testserver"
 API = "http://testserver/api/v1"

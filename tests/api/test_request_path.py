@@ -12,7 +12,7 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.pool import NullPool
 from sqlmodel import func, select
 
-from core.base import db, raw
+from core.base import db, executor, raw
 from core.base.errors import UpstreamFailed
 from core.models import Customer
 from operations import fast_reads, fast_writes
@@ -84,13 +84,27 @@ def test_an_invoice_of_ten_lines_costs_the_statements_of_one_of_a_single_line(te
 
 
 def _sql_during(request) -> list[str]:
-    """The text of every statement the engine runs while `request()` is answered, one line each."""
+    """The text of every statement run while `request()` is answered, one line each: by the engine,
+    and by the executor's units (`core.base.executor`, on asyncpg or sqlite3)."""
     statements: list[str] = []
     listener = lambda *args: statements.append(" ".join(args[2].split()))  # noqa: E731
+    shape, sqlite_text = executor._shape, raw.sqlite_text
+
+    def shaped(statement):
+        compiled = shape(statement)
+        statements.append(" ".join(compiled.text.sql.split()))
+        return compiled
+
+    def sqlite_compiled(statement):
+        compiled = sqlite_text(statement)
+        statements.append(" ".join(compiled.sql.split()))
+        return compiled
     event.listen(db.get_engine(), "before_cursor_execute", listener)
+    executor._shape, raw.sqlite_text = shaped, sqlite_compiled
     try:
         response = request()
     finally:
+        executor._shape, raw.sqlite_text = shape, sqlite_text
         event.remove(db.get_engine(), "before_cursor_execute", listener)
     assert response.status_code in (200, 201), response.text
     return statements
@@ -240,17 +254,22 @@ def test_the_servers_last_word_before_it_closes_a_connection_is_a_disconnect(ten
 
 
 def _dropping_the_first_connection(monkeypatch) -> list:
-    """Operations whose first run loses its connection; the calls' sessions, in order."""
+    """Handlers on the ORM whose first session loses its connection; the calls' sessions, in order."""
     from operations import pipeline
-    sessions, run = [], pipeline._run
+    sessions, new = [], pipeline.new_session
 
-    def dropped_once(operation, call, *args):
-        sessions.append(call.session)
+    def dropped(*_args, **_options):
+        raise OperationalError("SELECT 1", None, Exception("server closed the connection"),
+                               connection_invalidated=True)
+
+    def recorded(**options):
+        session = new(**options)
+        sessions.append(session)
         if len(sessions) == 1:
-            raise OperationalError("SELECT 1", None, Exception("server closed the connection"),
-                                   connection_invalidated=True)
-        return run(operation, call, *args)
-    monkeypatch.setattr(pipeline, "_run", dropped_once)
+            for name in ("execute", "exec", "get", "flush", "commit"):
+                setattr(session, name, dropped)
+        return session
+    monkeypatch.setattr(pipeline, "new_session", recorded)
     return sessions
 
 

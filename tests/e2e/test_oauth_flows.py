@@ -24,8 +24,8 @@ from core.base import db
 from core.base.errors import Unauthorized
 from core.billing.business import BusinessInput, set_profile
 from tests.conftest import BUSINESS
-from tests.credentials import principal_of
 from tests.oauth_flow import REDIRECT_URI, sign_in, submit_consent
+from tests.units import principal_of
 
 pytestmark = pytest.mark.e2e
 

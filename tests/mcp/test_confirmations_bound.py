@@ -19,9 +19,9 @@ from core.billing.sending import SendInput
 from mcp_server import confirmations
 from operations import confirmations as questions
 from tests.api.invoicing import adhoc, customer, draft, finalize
-from tests.credentials import principal_of
 from tests.mcp.jsonrpc import post
 from tests.mcp.test_assistant_experience import APPS, initialize
+from tests.units import principal_of
 
 NOTE = "Our bank details changed:\npay IBAN DE89 3704 0044 0532 0130 00 from now on.\n\n<b>Thanks</b> & regards"
 

@@ -12,7 +12,7 @@ from core.base.clock import now
 from core.base.errors import NotFound, Unauthorized, ValidationFailed
 from core.models import ApiKey
 from tests.conftest import make_tenant
-from tests.credentials import principal_of
+from tests.units import principal_of
 
 KEY = re.compile(r"inv_live_([A-Za-z0-9]{8})_([A-Za-z0-9]{32})")
 

@@ -7,7 +7,7 @@ from sqlmodel import select
 
 from core.access.principal import Principal
 from core.access.scopes import ALL_SCOPES
-from core.base import db
+from core.base import db, executor
 from core.base.errors import InvalidState
 from core.billing import invoices, numbering
 from core.billing.invoice_inputs import InvoiceCreate
@@ -26,7 +26,7 @@ def make_drafts(tenant, count: int) -> list[str]:
         session.add(customer)
         session.flush()
         body = {"customer": str(customer.id), "items": [{"description": "Work", "unit_amount": 100}]}
-        return [str(invoices.create_invoice(session, who, InvoiceCreate.model_validate(body)).id)
+        return [str(executor.within(session, invoices.create_invoice, who, InvoiceCreate.model_validate(body)).id)
                 for _ in range(count)]
 
 

@@ -11,7 +11,7 @@ from sqlmodel import select
 
 from core.access.principal import Principal
 from core.access.scopes import ALL_SCOPES
-from core.base import db
+from core.base import db, executor
 from core.billing import invoices as core_invoices
 from core.billing.invoice_inputs import InvoiceCreate
 from core.models import InvoiceEvent
@@ -305,7 +305,7 @@ def _app_draft(tenant, client_name: str) -> str:
     app = Principal(account_id=tenant.account_id, granted_scopes=frozenset(ALL_SCOPES), actor="oauth_app",
                     client_id="https://claude.example/client.json", client_name=client_name, user_id=uuid.uuid4())
     with db.transaction() as session:
-        invoice = core_invoices.create_invoice(session, app, InvoiceCreate(customer=buyer["id"],
+        invoice = executor.within(session, core_invoices.create_invoice, app, InvoiceCreate(customer=buyer["id"],
                                                                            items=[adhoc()]))
         from core.base.ids import public_id
         return public_id("invoice", invoice.id)

@@ -65,6 +65,8 @@ SCENARIOS = [
     Scenario("GET /invoices?limit=100", "GET", "/api/v1/invoices?limit=100"),
     Scenario("GET /customers?query=…", "GET", "/api/v1/customers?query={customer_query}"),
     Scenario(CREATE, "POST", "/api/v1/invoices", json.dumps({"customer": "{customer}", "items": TEN_ITEMS})),
+    Scenario(CREATE + ", OAuth token", "POST", "/api/v1/invoices",
+             json.dumps({"customer": "{customer}", "items": TEN_ITEMS}), oauth=True, of_rest=CREATE),
     Scenario(FINALIZE, "POST", "/api/v1/invoices/{draft}/finalize"),
     Scenario("POST /oauth/token (refresh grant)", "POST", "/oauth/token", refresh=True),
     Scenario("MCP get_invoice", "POST", "/mcp", _tool_call("get_invoice", {"invoice": "{invoice}"}), mcp=True),

@@ -16,6 +16,7 @@ import os
 import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import date
 from typing import Any
 
 from sqlalchemy.dialects.postgresql import asyncpg as asyncpg_dialect
@@ -198,7 +199,7 @@ class _PerLoop:
 async def _connect(*, durable: bool = False):
     import asyncpg
     url = make_url(get_settings().database_url).set(drivername="postgresql")
-    return await asyncpg.connect(url.render_as_string(hide_password=False), statement_cache_size=64,
+    connection = await asyncpg.connect(url.render_as_string(hide_password=False), statement_cache_size=64,
                                  server_settings={"application_name": application_name(),
                                                   # What the reads' connections write is the request's
                                                   # count, a key's last use and an idempotency key's
@@ -212,6 +213,11 @@ async def _connect(*, durable: bool = False):
                                                   # a sort look cheapest; later, without a new ANALYZE,
                                                   # that plan read the whole account for each page.
                                                   "enable_seqscan": "off", "enable_sort": "off"})
+    # asyncpg sends date.max and date.min as PostgreSQL's infinity and -infinity, which no date
+    # compares equal to: the calendar's ends (9999-12-31, 0001-01-01) must be stored as themselves.
+    await connection.set_type_codec("date", schema="pg_catalog", encoder=date.isoformat, decoder=date.fromisoformat,
+                                    format="text")
+    return connection
 
 
 _per_loop, _durable_per_loop = _PerLoop(), _PerLoop(durable=True)

@@ -33,7 +33,10 @@ class Settings(BaseSettings):
     # Rate limits (defaults: the specification's and docs/decisions.md's). Raise them to benchmark,
     # or for a trusted integration; every process on one database must use the same values.
     rate_limit_requests: int = Field(default=120, ge=1)  # API requests per credential per minute
-    fast_read_connections: int = Field(default=2, ge=1, le=100)  # PostgreSQL connections of the fast read path
+    # PostgreSQL connections per process on asyncpg (core.base.raw): for statements that commit on their own
+    # (credentials, counts, claims, reads) and for write transactions, which hold theirs while the handler runs.
+    fast_read_connections: int = Field(default=2, ge=1, le=100)
+    write_connections: int = Field(default=4, ge=1, le=100)
     rate_limit_sends: int = Field(default=10, ge=1)  # invoice sends per credential per hour
     rate_limit_emails: int = Field(default=50, ge=1)  # invoice e-mails per account per hour
     # Failed sign-ins per account and address per 15 minutes; per address 5x that, per account 10x an hour.

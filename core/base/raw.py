@@ -180,7 +180,9 @@ class _PerLoop:
             self.terminate()
             # Few connections: requests queue here, in order, rather than as many PostgreSQL backends
             # competing with this process for the CPU (p99 at 16 clients: 15 ms with 2, 25-45 ms with 8).
-            self.connections = Connections(get_settings().fast_read_connections,
+            settings = get_settings()
+            size = settings.write_connections if self.durable else settings.fast_read_connections
+            self.connections = Connections(size,
                                            functools.partial(_connect, durable=self.durable))
             self.loop = loop
         return self.connections

@@ -14,16 +14,15 @@ import functools
 import secrets
 import uuid
 
-from sqlalchemy import and_, bindparam, select, update
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.dialects.sqlite import insert
 
-from core.base import raw
+from core.base import executor, raw
 from core.base.errors import Conflict
 from core.billing import events, invoice_reads, invoices
 from core.billing.invoice_inputs import InvoiceCreate
 from core.mechanisms import idempotency
-from core.models import InvoiceCounter, InvoiceEvent, WebhookDelivery, WebhookEndpoint
-from core.webhooks import outbox
+from core.models import InvoiceCounter
 from operations import fast_reads
 from operations.fast_reads import Answer
 from operations.write_lane import (
@@ -33,14 +32,12 @@ from operations.write_lane import (
     FINALIZE,
     INVOICES,
     LINES,
-    RECORDS,
     Handover,
     Request,
     drafted,
     finalized,
 )
 
-EVENTS, DELIVERIES, ENDPOINTS = InvoiceEvent.__table__, WebhookDelivery.__table__, WebhookEndpoint.__table__
 COUNTERS = InvoiceCounter.__table__
 
 
@@ -81,7 +78,8 @@ def _write_draft(connection, principal, usage, claim, parties, request: Request,
             return Answer(None, Conflict(idempotency.LOST_CLAIM), usage)
         _insert(connection, INVOICES, [invoice])
         _insert(connection, LINES, lines)
-        _record(connection, events.new_event(invoice, "invoice.created", principal.event_meta(), shown))
+        event = events.new_event(invoice, "invoice.created", principal.event_meta(), shown)
+        executor.on_sqlite_connection(connection, events.write, event)
     return Answer(reply.body.encode(), None, usage)
 
 
@@ -119,7 +117,8 @@ def _number_and_write(connection, principal, usage, claim, request: Request, inv
             raise _LostClaim
         raw.sqlite_text(FINALIZED).execute(connection, {name: getattr(invoice, name) for name in invoices.FINALIZED_COLUMNS}
                                            | {"invoice_id": invoice.id})
-        _record(connection, events.new_event(invoice, "invoice.finalized", principal.event_meta(), shown, latest))
+        event = events.new_event(invoice, "invoice.finalized", principal.event_meta(), shown, latest)
+        executor.on_sqlite_connection(connection, events.write, event)
     return Answer(reply.body.encode(), None, usage)
 
 
@@ -140,10 +139,10 @@ def _count_and_claim(connection, request: Request, credential: tuple[str, str], 
 
     def claiming(principal, moment):
         prepared = ready(principal.account_id)
-        if prepared is None or not raw.sqlite_text(CLAIM).run(connection, {
+        if prepared is None or not raw.sqlite_text(idempotency.CLAIM["sqlite"]).run(connection, {
                 "id": claim.record_id, "account_id": principal.account_id, "method": method, "path": path,
-                "key": request.idempotency_key, "request_hash": fingerprint, "state": "running",
-                "locked_until": moment + idempotency.LEASE, "claim_token": claim.token, "created_at": moment}):
+                "key": request.idempotency_key, "request_hash": fingerprint, "locked_until": moment + idempotency.LEASE,
+                "claim_token": claim.token, "created_at": moment}):
             return None
         return prepared
 
@@ -158,16 +157,9 @@ def _count_and_claim(connection, request: Request, credential: tuple[str, str], 
 
 def _finished(connection, claim: idempotency.Claim, reply) -> bool:
     """The answer stored under the claim, when it is still this request's (`idempotency.finish`)."""
-    return raw.sqlite_text(FINISH).execute(connection, {
+    return bool(raw.sqlite_text(idempotency.FINISH).run(connection, {
         "record_id": claim.record_id, "token": claim.token, "status": reply.status, "body": reply.body,
-        "headers": reply.headers}).rowcount == 1
-
-
-def _record(connection, event) -> None:
-    """The event and its outbox rows for the endpoints that subscribe to its kind (`outbox.enqueue`)."""
-    _insert(connection, EVENTS, [event])
-    subscribed = raw.sqlite_text(outbox.SUBSCRIBED).run(connection, {"account_id": event.account_id, "kind": event.type})
-    _insert(connection, DELIVERIES, outbox.delivery_rows(event, [endpoint.id for endpoint in subscribed]))
+        "headers": reply.headers}))
 
 
 def _insert(connection, table, rows: list) -> None:
@@ -181,7 +173,7 @@ def _insert(connection, table, rows: list) -> None:
 def _release(connection, claim: idempotency.Claim) -> None:
     """Forget the claim, as the pipeline does after a fault (a retry with the key runs again)."""
     with raw.sqlite_writing(connection):
-        raw.sqlite_text(RELEASE).execute(connection, {"record_id": claim.record_id, "token": claim.token})
+        raw.sqlite_text(idempotency.RELEASE).execute(connection, {"record_id": claim.record_id, "token": claim.token})
 
 
 @functools.cache
@@ -189,23 +181,10 @@ def _insert_statement(table):
     return table.insert()  # every column, as a parameter of its name
 
 
-def _held():
-    return and_(RECORDS.c.id == bindparam("record_id"), RECORDS.c.claim_token == bindparam("token"),
-                RECORDS.c.state == "running")
-
-
 PARTIES = (select(CUSTOMERS.c.id.label("c_id"), CUSTOMERS.c.archived_at.label("c_archived_at"),
                   *invoice_reads.party_columns())
            .select_from(CUSTOMERS.outerjoin(BUSINESSES, BUSINESSES.c.account_id == CUSTOMERS.c.account_id))
            .where(CUSTOMERS.c.id == bindparam("customer_id"), CUSTOMERS.c.account_id == bindparam("account_id")))
-CLAIM = (insert(RECORDS).values({name: bindparam(name, type_=column.type) for name, column in RECORDS.c.items()
-                                 if name not in ("response_status", "response_body", "response_headers")})
-         .on_conflict_do_nothing().returning(RECORDS.c.id))
-FINISH = update(RECORDS).where(_held()).values(
-    state="done", response_status=bindparam("status", type_=RECORDS.c.response_status.type),
-    response_body=bindparam("body", type_=RECORDS.c.response_body.type),
-    response_headers=bindparam("headers", type_=RECORDS.c.response_headers.type))
-RELEASE = RECORDS.delete().where(_held())
 FINALIZABLE = (select(*INVOICES.c, *invoice_reads.party_columns())
                .select_from(INVOICES.join(BUSINESSES, BUSINESSES.c.account_id == INVOICES.c.account_id)
                             .outerjoin(CUSTOMERS, CUSTOMERS.c.id == INVOICES.c.customer_id))

@@ -190,16 +190,25 @@ async def execute(operation: Operation, invocation: Invocation, presenter: Prese
             await _after_refusal(claim, error, presenter)
         except DomainError as unsettled:  # the claim was taken over meanwhile
             error = unsettled
+        except Exception as exc:  # the refusal could not be kept: a fault of ours
+            error = as_domain_error(exc, invocation.request_id)
         return Outcome(error=error, usage=error.usage or usage)
     except Exception as exc:  # a fault of ours: never leak it, always log it
         if claim is not None:
             await _release(claim, invocation.request_id)
         return Outcome(error=as_domain_error(exc, invocation.request_id), usage=usage)
+    except BaseException:  # cancelled (the client went away): a retry with the key runs again at once
+        if claim is not None:
+            with anyio.CancelScope(shield=True):
+                await _release(claim, invocation.request_id)
+        raise
 
 
 async def _unit(db: Db, operation: Operation, call: Call, claim: idempotency.Claim | None,
                 presenter: Presenter) -> tuple[Any, Reply]:
-    """A handler that is a unit: a read as it is, a write in one transaction with its stored answer."""
+    """A handler that is a unit: a read as it is, a write in one transaction with its stored answer.
+    Its claim's lease is not renewed (a unit takes milliseconds, the lease 30 s): one that waited
+    longer finds its claim taken over by a retry, and `finish` rolls its work back (409)."""
     if operation.reads_only and claim is None:
         result = await operation.handler(replace(call, db=db))
         return result, presenter.success(result)

@@ -7,15 +7,18 @@ token has been checked; a page that needs a signed-in user sends anyone else to 
 
 from __future__ import annotations
 
+import asyncio
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from starlette.concurrency import run_in_threadpool
+import anyio
 from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
+from config.settings import get_settings
 from core.base.errors import DomainError, FieldError
 from core.base.validation import unacceptable_parameters
 from core.models import User
@@ -120,6 +123,19 @@ def _run(handlers: dict[str, Handler], signed_in: bool, request: Request, form: 
     return handlers[request.method](Visit(request, form, user, dict(request.path_params)))
 
 
+def _page_threads() -> anyio.CapacityLimiter:
+    """The worker threads pages run in, apart from the ones the operations they call run in: a page
+    acting through the pipeline (`web.acting`) waits in its thread for the pipeline's own threads, so
+    pages holding every shared thread would wait for each other for ever."""
+    loop = asyncio.get_running_loop()  # a limiter belongs to its event loop (tests run several in turn)
+    if loop not in _PAGE_THREADS:
+        _PAGE_THREADS[loop] = anyio.CapacityLimiter(get_settings().request_threads)
+    return _PAGE_THREADS[loop]
+
+
+_PAGE_THREADS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def page(path: str, *, get: Handler | None = None, post: Handler | None = None,
          signed_in: bool = True) -> Route:
     """A route serving `get` and/or `post`; `signed_in` pages require a signed-in user."""
@@ -131,6 +147,6 @@ def page(path: str, *, get: Handler | None = None, post: Handler | None = None,
         form = None
         if request.method == "POST":
             form = await request.form(max_files=0, max_fields=MAX_FORM_FIELDS)
-        return await run_in_threadpool(_run, handlers, signed_in, request, form)
+        return await anyio.to_thread.run_sync(_run, handlers, signed_in, request, form, limiter=_page_threads())
 
     return Route(path, endpoint, methods=list(handlers))

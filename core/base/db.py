@@ -212,21 +212,6 @@ def transaction() -> Iterator[Session]:
             yield session
 
 
-@contextlib.contextmanager
-def autocommit() -> Iterator[Session]:
-    """A unit of independent statements (a credential's look-up and its request count): on
-    PostgreSQL each commits on its own, with no BEGIN and COMMIT round trips; on SQLite they run in
-    one short transaction. Use it only where no statement depends on another's rollback."""
-    engine = get_engine()
-    if engine.dialect.name != "postgresql":
-        with transaction() as session:
-            yield session
-        return
-    with Session(_derived(engine, frozenset({("isolation_level", "AUTOCOMMIT")})), expire_on_commit=False) as session:
-        with session.begin():
-            yield session
-
-
 def retrying_disconnects(unit: Callable[[], T]) -> T:
     """Run `unit` once more when the database dropped its connection (a restart, an idle timeout):
     SQLAlchemy has replaced the pool's connections by then. Only for a unit that is safe to repeat."""
@@ -247,13 +232,16 @@ def database_fault(exc: BaseException) -> DomainError | None:
     """The domain error a database exception means to the caller, or None when it means nothing
     to them. Only an unreachable database is `upstream_failed` (a retry may cure it); a value the
     database refuses is the caller's input; a unique clash is a conflict with a concurrent write."""
-    import asyncpg  # the executor's driver on PostgreSQL (core.base.executor)
-    if isinstance(exc, IntegrityError | asyncpg.IntegrityConstraintViolationError):
+    # The executor's drivers raise their own classes (core.base.executor: asyncpg, and sqlite3 itself,
+    # whose classes SQLAlchemy's wrap): each means what SQLAlchemy's does.
+    import asyncpg
+    if isinstance(exc, IntegrityError | asyncpg.IntegrityConstraintViolationError | sqlite3.IntegrityError):
         return Conflict("The write clashed with another one; retry the request.")
-    if isinstance(exc, DataError | asyncpg.DataError):
+    if isinstance(exc, DataError | asyncpg.DataError | sqlite3.DataError):
         return ValidationFailed.at("body", "holds a value the database cannot store")
-    if isinstance(exc, OperationalError | InterfaceError | PoolTimeout | asyncpg.PostgresConnectionError
-                  | asyncpg.InterfaceError | asyncpg.CannotConnectNowError | ConnectionError):
+    if isinstance(exc, OperationalError | InterfaceError | PoolTimeout | sqlite3.OperationalError | ConnectionError
+                  | asyncpg.PostgresConnectionError | asyncpg.InterfaceError | asyncpg.OperatorInterventionError
+                  | asyncpg.TransactionRollbackError | asyncpg.InsufficientResourcesError):
         return UpstreamFailed(UNAVAILABLE)
     return None
 

@@ -88,7 +88,8 @@ async def run(unit: Callable[..., Awaitable[T]], *arguments: Any, repeatable: bo
 
 def _dropped() -> tuple[type[BaseException], ...]:
     import asyncpg
-    return (asyncpg.PostgresConnectionError, asyncpg.InterfaceError, ConnectionError, asyncio.TimeoutError)
+    return (asyncpg.PostgresConnectionError, asyncpg.InterfaceError, asyncpg.AdminShutdownError, ConnectionError,
+            asyncio.TimeoutError)
 
 
 DROPPED = _dropped()
@@ -123,21 +124,9 @@ def _shape(statement: Any) -> _Shape:
     compiled = statement.compile(dialect=dialect, compile_kwargs={"render_postcompile": True})
     columns, names = compiled._result_columns, tuple(compiled.positiontup or ())
     return _Shape(raw.Text(str(compiled), names, dict(compiled.params)),
-                  tuple(_bind(compiled.binds[name].type, compiled._bind_processors.get(name)) for name in names),
+                  tuple(compiled._bind_processors.get(name) for name in names),  # the dialect's (JSON made text)
                   collections.namedtuple("Row", [column[0] for column in columns], rename=True),
                   tuple(_converter(column[3], dialect) for column in columns))
-
-
-def _bind(value_type, process) -> Callable[[Any], Any] | None:
-    """The type's own processing of a value (the dialect's makes JSON text, None as `null`)."""
-    base = value_type.impl_instance if isinstance(value_type, TypeDecorator) else value_type
-    if process is None and isinstance(base, JSON):
-        return _json_text
-    return process
-
-
-def _json_text(value) -> str:
-    return orjson.dumps(value).decode()
 
 
 def _converter(column_type, dialect) -> Callable[[Any], Any] | None:
@@ -248,6 +237,12 @@ def _drive(unit: Callable[..., Awaitable[T]], arguments: tuple) -> T:
     """Run `unit` to its end in this thread, on one sqlite3 connection: nothing it awaits suspends."""
     with raw.sqlite_connection() as connection:
         return _to_the_end(unit(_Sqlite(connection), *arguments))
+
+
+def on_sqlite_connection(connection, unit: Callable[..., Awaitable[T]], *arguments: Any) -> T:
+    """`unit(db, *arguments)` in this thread on a sqlite3 connection already in hand (and in its
+    transaction, when one is begun)."""
+    return _to_the_end(unit(_Sqlite(connection), *arguments))
 
 
 def _to_the_end(coroutine: Awaitable[T]) -> T:

@@ -214,7 +214,8 @@ async def _connect(*, durable: bool = False):
                                                   # while a table is nearly empty, when a full scan and
                                                   # a sort look cheapest; later, without a new ANALYZE,
                                                   # that plan read the whole account for each page.
-                                                  "enable_seqscan": "off", "enable_sort": "off"})
+                                                  "enable_seqscan": "off", "enable_sort": "off",
+                                                  "DateStyle": "ISO"})  # what the date codec below reads
     # asyncpg sends date.max and date.min as PostgreSQL's infinity and -infinity, which no date
     # compares equal to: the calendar's ends (9999-12-31, 0001-01-01) must be stored as themselves.
     await connection.set_type_codec("date", schema="pg_catalog", encoder=date.isoformat, decoder=date.fromisoformat,

@@ -106,6 +106,7 @@ FINISH = (update(RECORDS).where(_HELD).values(state="done", response_status=bind
                                               response_body=bindparam("body"), response_headers=bindparam("headers"))
           .returning(RECORDS.c.id))
 RELEASE = delete(RECORDS).where(_HELD)
+RENEW = update(RECORDS).where(_HELD).values(locked_until=bindparam("locked_until"))
 RESTART = update(RECORDS).where(RECORDS.c.id == bindparam("record_id")).values(
     request_hash=bindparam("request_hash"), state="running", locked_until=bindparam("locked_until"),
     claim_token=bindparam("claim_token"), created_at=bindparam("created_at"), response_status=None,
@@ -165,11 +166,6 @@ async def _restart(db: Db, record, fingerprint: str) -> Claim:
     return Claim(record.id, token)
 
 
-def _held(claim: Claim):
-    return (IdempotencyRecord.id == claim.record_id) & (IdempotencyRecord.claim_token == claim.token) & (
-        IdempotencyRecord.state == "running")
-
-
 async def finish(db: Db, claim: Claim, response: StoredResponse) -> None:
     """Store the response, inside the transaction of the work it reports. Conflict when the claim
     was taken over meanwhile: the caller rolls back, so the work is not done twice."""
@@ -189,8 +185,8 @@ async def release(db: Db, claim: Claim) -> None:
 def renew(claim: Claim) -> bool:
     """Extend the lease; False when the claim is no longer this holder's."""
     with transaction() as session:
-        return session.execute(update(IdempotencyRecord).where(_held(claim)).values(
-            locked_until=now() + LEASE)).rowcount == 1
+        return session.execute(RENEW, {"record_id": claim.record_id, "token": claim.token,
+                                       "locked_until": now() + LEASE}).rowcount == 1
 
 
 @contextmanager

@@ -3,6 +3,7 @@ on PostgreSQL, SQLite writers taking turns, and surviving a dropped database con
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 
 import asyncpg
@@ -187,12 +188,19 @@ def test_a_read_on_postgresql_runs_outside_a_transaction(tenant):
         assert session.connection().connection.dbapi_connection.autocommit
 
 
-def test_authentication_and_counting_run_outside_a_transaction_on_postgresql(tenant):
+def test_authentication_and_counting_run_outside_a_transaction_on_postgresql(tenant, monkeypatch):
+    """The credential's check, the count and the key's use commit on their own: no BEGIN and COMMIT."""
     if _dialect() != "postgresql":
         pytest.skip("on SQLite they share one short write transaction")
-    with db.autocommit() as session:
-        session.execute(text("SELECT 1"))
-        assert session.connection().connection.dbapi_connection.autocommit
+    commands, execute = [], asyncpg.Connection.execute
+
+    async def noted(connection, sql, *arguments, **options):
+        commands.append(sql.split()[0].upper())
+        return await execute(connection, sql, *arguments, **options)
+    monkeypatch.setattr(asyncpg.Connection, "execute", noted)
+    statements = _sql_during(lambda: tenant.get("/customers"))
+    assert any("rate_limit" in sql for sql in statements)  # counted on the executor's connections
+    assert "BEGIN" not in commands
 
 
 def test_a_connection_that_served_a_read_writes_in_a_transaction_again(tenant):
@@ -429,3 +437,18 @@ def test_postgresql_plans_every_statement_for_its_parameters(tenant):
         pytest.skip("a plan cache is PostgreSQL's")
     with db.new_session(read_only=True) as session:
         assert session.execute(text("SHOW plan_cache_mode")).scalar() == "force_custom_plan"
+
+
+@pytest.mark.parametrize(("fault", "code"), [
+    (sqlite3.OperationalError("database is locked"), "upstream_failed"),
+    (sqlite3.IntegrityError("UNIQUE constraint failed"), "conflict"),
+    (sqlite3.DataError("string or blob too big"), "validation"),
+    (asyncpg.AdminShutdownError("terminating connection due to administrator command"), "upstream_failed"),
+    (asyncpg.QueryCanceledError("canceling statement due to statement timeout"), "upstream_failed"),
+    (asyncpg.DeadlockDetectedError("deadlock detected"), "upstream_failed"),
+    (asyncpg.UniqueViolationError("duplicate key value"), "conflict"),
+    (asyncpg.DataError("value too long"), "validation"),
+])
+def test_the_executors_drivers_faults_mean_what_sqlalchemys_do(fault, code):
+    """Units run on sqlite3 and asyncpg themselves (core.base.executor): their faults are mapped as the ORM's."""
+    assert db.database_fault(fault).code == code

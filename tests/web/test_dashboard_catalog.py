@@ -127,3 +127,26 @@ def test_without_a_profile_the_business_page_leads_to_onboarding(client):
 def test_forms_carry_an_idempotency_key(person):
     assert KEY_FIELD.search(person.get("/customers/new").text)
     assert KEY_FIELD.search(person.get("/products/new").text)
+
+
+def test_a_page_acts_when_every_request_thread_is_taken_by_pages(test_settings, tenant):
+    """A page runs in a thread of its own set: acting, it waits for the pipeline's threads, which
+    pages must not hold (with one thread of each, a page waiting for its own set's only thread would
+    wait for ever)."""
+    import threading
+
+    from starlette.testclient import TestClient
+
+    from config.settings import set_settings
+    from service.app import create_app
+    from tests.conftest import TEST_ORIGIN
+    set_settings(test_settings.model_copy(update={"request_threads": 1}))
+    statuses = []
+    with TestClient(create_app(), base_url=TEST_ORIGIN) as client:
+        browser = Browser(client)
+        assert browser.sign_in(tenant.user_email, OWNER_PASSWORD).status_code == 303
+        acting = threading.Thread(target=lambda: statuses.append(
+            submit_form(browser, "/customers/new", "/customers/new", {"name": "Globex GmbH"}).status_code), daemon=True)
+        acting.start()
+        acting.join(30)
+        assert statuses == [303]

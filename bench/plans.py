@@ -51,7 +51,7 @@ def _numbering(account: str) -> dict:
 
 
 def _explain(account: str, name: str) -> dict:
-    from core.base import db
+    from core.base import db, executor
     from core.billing import invoices
     from core.billing.invoice_inputs import InvoiceListQuery
     from core.catalog import customers
@@ -59,7 +59,8 @@ def _explain(account: str, name: str) -> dict:
     engine = db.get_engine()
     owner = uuid.UUID(account)
     reads = {
-        "first page of invoices (limit 10)": lambda s: invoices.list_invoices(s, owner, InvoiceListQuery(limit=10)),
+        "first page of invoices (limit 10)": lambda s: executor.within(s, invoices.list_invoices, owner,
+                                                                       InvoiceListQuery(limit=10)),
         f"customer search for {name!r}": lambda s: customers.list_customers(s, owner, CustomerListQuery(query=name)),
     }
     plans = {}

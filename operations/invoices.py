@@ -40,9 +40,8 @@ def _view(call: Call, invoice, *, with_lines: bool) -> dict:
     return invoices.invoice_to_api(call.session, invoice, with_lines=with_lines)
 
 
-def _list_invoices(call: Call) -> dict:
-    result = invoices.list_invoices(call.session, call.principal.account_id, call.query)
-    return {"data": invoices.invoices_to_api(call.session, result.rows), "next_cursor": result.next_cursor}
+async def _list_invoices(call: Call) -> dict:
+    return await invoices.list_invoices(call.db, call.principal.account_id, call.query)
 
 
 def _delete_draft(call: Call) -> dict:

@@ -7,6 +7,7 @@ Every change records its event (core.events) in the same transaction.
 
 from __future__ import annotations
 
+import functools
 import secrets
 import uuid
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ from core.base.executor import Db
 from core.base.jsonout import jsonable
 from core.base.lookup import locked_rows, owned
 from core.base.validation import DATE_MAX, LINES_MAX, days_after
-from core.billing import delegated_actions, events, numbering
+from core.billing import delegated_actions, events, invoice_reads, numbering
 from core.billing.business import business_to_api, find_profile
 from core.billing.confirmations import Confirmed, require_as_confirmed
 from core.billing.invoice_inputs import (
@@ -49,8 +50,7 @@ from core.billing.invoice_render import (  # noqa: F401 (re-exported)
     preview_to_api,
     status_of,
 )
-from core.catalog.customers import get_customer
-from core.mechanisms.pagination import Page, paginate
+from core.mechanisms.pagination import Position, clamp_limit, decode_cursor, encode_cursor, last_page_row
 from core.models import BusinessProfile, Customer, Invoice, InvoiceLine, Price, inserted_values, plain
 
 __all__ = [
@@ -76,12 +76,47 @@ def get_by_public_token(session: Session, token: str) -> Invoice:
     return row
 
 
-def list_invoices(session: Session, account_id: uuid.UUID, q: InvoiceListQuery) -> Page:
-    customer_id = get_customer(session, account_id, q.customer).id if q.customer is not None else None
-    conditions = list_conditions(q.status, customer_id, q.from_, q.to, q.number, today())
-    return paginate(session, select(Invoice).where(Invoice.account_id == account_id, *conditions), Invoice,
-                    kind="invoices", account_id=account_id, filters=list_filters(q, customer_id), cursor=q.cursor,
-                    limit=q.limit)
+async def list_invoices(db: Db, account_id: uuid.UUID, q: InvoiceListQuery) -> dict:
+    """A page of the account's invoices, newest first, as the API lists them (`{data, next_cursor}`): one
+    Core statement for the page with its parties, written once per shape of the query. A unit of
+    `core.base.executor`."""
+    customer_id = (await account_customer(db, account_id, q.customer)).id if q.customer is not None else None
+    limit, filters, day = clamp_limit(q.limit), list_filters(q, customer_id), today()
+    after = decode_cursor(q.cursor, "invoices", account_id, filters) if q.cursor else None
+    statement, layout = _page_statement(_page_shape(q, customer_id, after, limit + 1))  # one more: a next page?
+    rows = await db.rows(statement, {
+        "account_id": account_id, "on_day": day, "status": q.status, "customer_id": customer_id,
+        "issued_from": q.from_, "issued_to": q.to, "number_prefix": _prefix_pattern(q.number or ""),
+        "after_created": after.created if after else None, "after_id": after.id if after else None})
+    items, last = last_page_row(list(rows), limit)
+    next_cursor = None
+    if last is not None:
+        next_cursor = encode_cursor("invoices", account_id, filters, Position(last.created, last.id))
+    return {"data": [invoice_reads.render(tuple(row), layout, today=day, with_lines=False) for row in items],
+            "next_cursor": next_cursor}
+
+
+def _page_shape(q: InvoiceListQuery, customer_id, after, rows: int) -> tuple:
+    """What a page's statement is written for: the status filter, which other filters are given, a
+    cursor, how many rows it reads."""
+    status = q.status if q.status in ("open", "overdue") else "exact" if q.status in INVOICE_STATUSES else None
+    return (status, customer_id is not None, q.from_ is not None, q.to is not None, bool(q.number),
+            after is not None, rows)
+
+
+@functools.cache
+def _page_statement(shape: tuple):
+    status, customer, issued_from, issued_to, number, after, rows = shape
+    columns = Invoice.__table__.c
+    types = {"on_day": columns.due_date.type, "status": columns.status.type, "customer_id": columns.customer_id.type,
+             "issued_from": columns.issue_date.type, "issued_to": columns.issue_date.type,
+             "number_prefix": columns.number.type}
+    conditions = list_conditions("draft" if status == "exact" else status, uuid.UUID(int=0) if customer else None,
+                                 date.min if issued_from else None, date.min if issued_to else None,
+                                 "n" if number else None, date.min,
+                                 bind=lambda name, _value: bindparam(name, type_=types[name]))
+    statement = invoice_reads.page_statement(conditions=conditions, after=after, rows=rows, with_versions=False)
+    return statement, invoice_reads.Layout.of(statement)
 
 
 def list_conditions(status: str | None, customer_id: uuid.UUID | None, issued_from: date | None,
@@ -107,8 +142,13 @@ def list_conditions(status: str | None, customer_id: uuid.UUID | None, issued_fr
     if issued_to is not None:
         conditions.append(columns.issue_date <= bind("issued_to", issued_to))
     if number:
-        conditions.append(func.lower(columns.number).startswith(number.lower(), autoescape=True))
+        conditions.append(func.lower(columns.number).like(bind("number_prefix", _prefix_pattern(number)), escape="/"))
     return conditions
+
+
+def _prefix_pattern(typed: str) -> str:
+    """A LIKE pattern (escape `/`) of the strings starting with `typed`, in lower case."""
+    return "".join("/" + c if c in "/%_" else c for c in typed.lower()) + "%"
 
 
 def list_filters(q: InvoiceListQuery, customer_id: uuid.UUID | None) -> dict:
@@ -237,12 +277,18 @@ CUSTOMER_ROW = select(Customer.__table__).where(Customer.__table__.c.id == bindp
 PROFILE_ROW = select(BusinessProfile.__table__).where(BusinessProfile.__table__.c.account_id == bindparam("account_id"))
 
 
-async def billable_customer(db: Db, account_id: uuid.UUID, id_text: str):
-    """The account's customer (a Core row) that an invoice may bill: not archived. A unit."""
+async def account_customer(db: Db, account_id: uuid.UUID, id_text: str):
+    """The account's customer (a Core row), archived or not; NotFound as `lookup.owned` says it. A unit."""
     customer = await db.first(CUSTOMER_ROW, {"customer_id": ids.parse("customer", id_text, what="customer"),
                                              "account_id": account_id})
     if customer is None:
         raise NotFound(f"No such customer: {id_text}")
+    return customer
+
+
+async def billable_customer(db: Db, account_id: uuid.UUID, id_text: str):
+    """The account's customer (a Core row) that an invoice may bill: not archived. A unit."""
+    customer = await account_customer(db, account_id, id_text)
     if customer.archived_at is not None:
         raise ValidationFailed.at("customer", "is archived: restore the customer to invoice them")
     return customer

@@ -181,19 +181,6 @@ def is_frozen(invoice: Invoice) -> bool:
     return invoice.status != "draft" and invoice.customer_snapshot is not None
 
 
-def invoices_to_api(session: Session, rows: list[Invoice]) -> list[dict]:
-    """Invoices of one account without their lines, as a list shows them: the live customers and
-    the issuer that drafts show are read once for the page, not once per row."""
-    live = [invoice for invoice in rows if not is_frozen(invoice)]
-    issuer = issuer_details(session, live[0]) if live else None
-    # Into the session's identity map, where each row's session.get finds them (it holds objects
-    # only while referenced: this list keeps them until the page is rendered).
-    customers = session.exec(select(Customer).where(Customer.id.in_({i.customer_id for i in live}))).all() if live else []
-    rendered = [invoice_to_api(session, invoice, with_lines=False, issuer=issuer) for invoice in rows]
-    del customers
-    return rendered
-
-
 def invoice_fields(invoice: Invoice, today: date | None = None) -> dict:
     """The invoice's own fields as `_InvoiceFields` renders them, in its order (a plain dict, as
     `line_to_api`). `invoice` is a row of `invoices`, ORM object or Core row."""

@@ -45,7 +45,6 @@ from core.billing.invoice_render import (  # noqa: F401 (re-exported)
     customer_details,
     invoice_fields,
     invoice_to_api,
-    invoices_to_api,
     lines_of,
     preview_to_api,
     status_of,
@@ -55,7 +54,7 @@ from core.models import BusinessProfile, Customer, Invoice, InvoiceLine, Price, 
 
 __all__ = [
     "add_item", "create_invoice", "delete_draft", "finalize", "get_by_public_token", "get_invoice", "get_item",
-    "invoice_to_api", "invoices_to_api", "lines_of", "list_invoices", "list_items", "mark_paid", "remove_item", "status_of",
+    "invoice_to_api", "lines_of", "list_invoices", "list_items", "mark_paid", "remove_item", "status_of",
     "update_invoice", "view_invoice", "void",
 ]
 

@@ -68,7 +68,6 @@ class Answer:
     usage: Usage | None
 
 
-KEY_STATEMENT, TOUCH_STATEMENT = apikeys.KEY_STATEMENT, apikeys.TOUCH_STATEMENT
 INVOICE_STATEMENT_SQLITE = invoice_reads.invoice_statement(lines_in_row=False)
 LINES_STATEMENT = invoice_reads.lines_statement()
 SQLITE_LAYOUT = invoice_reads.Layout.of(INVOICE_STATEMENT_SQLITE)
@@ -343,7 +342,7 @@ def count_sqlite(connection, lookup_id: str, secret: str, scope: str = READ_SCOP
     when it is allowed, `within(principal, moment)` in the same turn (the fast writes claim their key
     there): None when the pipeline must answer (nothing was counted), the 429 when the limit is
     reached, else (principal, usage, what `within` gave)."""
-    found = raw.sqlite_text(KEY_STATEMENT).run(connection, {"lookup_id": lookup_id})
+    found = raw.sqlite_text(apikeys.KEY_STATEMENT).run(connection, {"lookup_id": lookup_id})
     moment = now()
     principal = principal_of(found[0] if found else None, secret, moment, scope)
     if principal is None:
@@ -354,7 +353,7 @@ def count_sqlite(connection, lookup_id: str, secret: str, scope: str = READ_SCOP
         usage = count.usage(tuple(raw.sqlite_text(count.statement).run(connection, count.parameters)[0]))
         if not usage.exceeded:
             if apikeys.stale_use(found[0], moment):
-                raw.sqlite_text(TOUCH_STATEMENT).run(connection, {"key_id": principal.api_key_id, "moment": moment})
+                raw.sqlite_text(apikeys.TOUCH_STATEMENT).run(connection, {"key_id": principal.api_key_id, "moment": moment})
             done = within(principal, moment) if within is not None else None
     if usage.exceeded:
         return Answer(None, usage.error("requests"), usage)

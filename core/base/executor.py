@@ -191,7 +191,23 @@ class _Postgres:
             raise refused from None
 
 
-class _InTransaction:
+class _Joined:
+    """A `Db` already inside one transaction: every block joins it."""
+
+    @contextlib.asynccontextmanager
+    async def reading(self) -> AsyncIterator[None]:
+        yield
+
+    @contextlib.asynccontextmanager
+    async def independent_writes(self) -> AsyncIterator[None]:
+        yield
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Db]:
+        yield self
+
+
+class _InTransaction(_Joined):
     """A PostgreSQL transaction's statements, on its one connection."""
 
     dialect = "postgresql"
@@ -217,17 +233,6 @@ class _InTransaction:
         shape = _shape(statement)
         await self.connection.executemany(shape.text.sql, [shape.arguments(row) for row in rows])
 
-    @contextlib.asynccontextmanager
-    async def reading(self) -> AsyncIterator[None]:
-        yield
-
-    @contextlib.asynccontextmanager
-    async def independent_writes(self) -> AsyncIterator[None]:
-        yield  # the transaction's
-
-    @contextlib.asynccontextmanager
-    async def transaction(self) -> AsyncIterator[Db]:
-        yield self
 
 
 # --- SQLite ---------------------------------------------------------------------------------------
@@ -285,10 +290,7 @@ class _Sqlite:
 
     @contextlib.asynccontextmanager
     async def independent_writes(self) -> AsyncIterator[None]:
-        if self.connection.in_transaction:
-            yield
-            return
-        with raw.sqlite_writing(self.connection):
+        async with self.transaction():  # one short write transaction
             yield
 
     @contextlib.asynccontextmanager
@@ -309,7 +311,9 @@ def within(session, unit: Callable[..., Awaitable[T]], *arguments: Any) -> T:
     return _to_the_end(unit(_InSession(session.connection()), *arguments))
 
 
-class _InSession:
+class _InSession(_Joined):
+    """Statements on an ORM session's connection, in its transaction."""
+
     def __init__(self, connection) -> None:
         self.connection = connection
         self.dialect = connection.dialect.name
@@ -326,14 +330,3 @@ class _InSession:
     async def execute_many(self, statement: Any, rows: list[dict]) -> None:
         self.connection.execute(statement, rows)
 
-    @contextlib.asynccontextmanager
-    async def reading(self) -> AsyncIterator[None]:
-        yield  # the session's transaction
-
-    @contextlib.asynccontextmanager
-    async def independent_writes(self) -> AsyncIterator[None]:
-        yield  # the session's transaction
-
-    @contextlib.asynccontextmanager
-    async def transaction(self) -> AsyncIterator[Db]:
-        yield self  # the session's

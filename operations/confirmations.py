@@ -65,7 +65,7 @@ def question_for(tool: str, principal: Principal, invoice_ref: object, arguments
     try:
         inputs = _inputs(action, arguments)
         view = executor.within(session, invoices.view_invoice, principal.account_id, invoice_ref)
-        if delegated_actions.would_refuse(session, principal, action, invoices.get_invoice(
+        if executor.within(session, delegated_actions.would_refuse, principal, action, invoices.get_invoice(
                 session, principal.account_id, invoice_ref)):
             return None  # beyond what the person allowed this app: refused without asking
     except DomainError:

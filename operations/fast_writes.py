@@ -16,9 +16,8 @@ the event loop with asyncpg:
    and, only when the claim is still this request's, writes the invoice, its lines, its event and
    the event's outbox rows: all of it or none.
 
-Finalize: the same claim; then one transaction locks the draft and takes the account's next number
-in one statement, finalizes it in memory as `invoices.finalize` does, and writes it with its event
-and the stored answer in another; a lost claim rolls it back, and the number with it.
+Finalize: the same claim; then the pipeline's own finalization (`core.billing.finalization.finalize`)
+with the stored answer in one transaction; a lost claim rolls it back, and the number with it.
 
 On SQLite (`operations.fast_writes_sqlite`) the same steps run on the engine's sqlite3 connections in
 two write turns.
@@ -46,7 +45,7 @@ from sqlalchemy import JSON
 
 from core.access import apikeys
 from core.access.principal import Principal
-from core.base import crypto, ids, raw
+from core.base import crypto, executor, ids, raw
 from core.base.clock import now
 from core.base.db import UNAVAILABLE, DecimalText, UTCDateTime, get_engine
 from core.base.errors import Conflict, DomainError, UpstreamFailed
@@ -62,11 +61,10 @@ from core.models import (
     WebhookEndpoint,
 )
 from core.webhooks import outbox
-from operations import fast_reads, fast_writes_sqlite
+from operations import fast_reads, fast_writes_sqlite, pipeline
 from operations.fast_reads import Answer
 from operations.write_lane import (
     BUSINESSES,
-    COUNTERS,
     CREATE,
     CUSTOMERS,
     FINALIZE,
@@ -76,8 +74,8 @@ from operations.write_lane import (
     RECORDS,
     Handover,
     Request,
+    call_of,
     drafted,
-    finalized,
 )
 
 KEYS = fast_reads.KEYS
@@ -206,74 +204,22 @@ async def finalize_invoice(request: Request) -> Answer | Handover | None:
 WRITES = {CREATE.name: create_invoice, FINALIZE.name: finalize_invoice}
 
 
-class _NotFinalizable(Exception):
-    """Not a draft with lines of this account, or no business profile: the pipeline says which."""
-
-
 async def _finalize(request: Request, credential, invoice_id: uuid.UUID) -> Answer | Handover | None:
     claimed = await _count_and_claim(request, credential, FINALIZE, request.fingerprint(None), {})
     if not isinstance(claimed, _Claimed):
         return claimed
     try:
-        return await _number_and_write(claimed, request, invoice_id)
-    except _NotFinalizable:
+        _, reply = await executor.run(pipeline.handled, FINALIZE, call_of(claimed.principal, request),
+                                      claimed.claim, request.presenter)
+    except (Conflict, UpstreamFailed) as failed:  # the claim was lost meanwhile, or the database
+        return Answer(None, failed, claimed.usage)
+    except DomainError:  # refused by the same function: the pipeline answers (and keeps the answer)
         await _release(claimed.claim)
         return Handover(claimed.usage)
     except BaseException:
         await _release(claimed.claim)
         raise
-
-
-async def _number_and_write(claimed: _Claimed, request: Request, invoice_id: uuid.UUID) -> Answer:
-    """In one transaction: the draft locked and numbered (`NUMBERING`), then finalized as
-    `invoices.finalize` does, with its event, and the answer stored under the claim; rolled back
-    (the number given back) when the claim was lost meanwhile."""
-    principal = claimed.principal
-    numbering_text, layout = NUMBERING
-    try:
-        async with raw.postgres_connections(durable=True).transaction() as connection:
-            row = await connection.fetchrow(numbering_text.sql, *numbering_text.arguments({
-                "invoice_id": invoice_id, "account_id": principal.account_id}))
-            if row is None:
-                raise _NotFinalizable
-            values = tuple(row)
-            invoice, shown, reply = finalized(layout, values, values[0], request)
-            written = await connection.fetchval(
-                FINALIZE_STATEMENT, *_finishing(claimed.claim, reply),
-                *_history(invoice, "invoice.finalized", shown, principal, row["latest_event"]), invoice.id,
-                *(json.dumps(getattr(invoice, name)) if _is_json(INVOICES.c[name]) else getattr(invoice, name)
-                  for name in invoices.FINALIZED_COLUMNS))
-            if not written:
-                raise raw.Rollback
-    except raw.Rollback:
-        return Answer(None, Conflict(idempotency.LOST_CLAIM), claimed.usage)
     return Answer(reply.body.encode(), None, claimed.usage)
-
-
-def _numbering_statement() -> tuple[raw.Text, invoice_reads.Layout]:
-    """The draft `:invoice_id` of `:account_id` locked, when it has a line and the account a business
-    profile, and the account's next number taken (`invoices.finalize`, `numbering.next_number`): the
-    number, the time of the draft's latest event, the invoice's columns, its customer's (`c_…`) and
-    the profile's (`b_…`); no row (and no number taken) otherwise. A concurrent finalization of the
-    same draft waits on the lock and then finds it no longer a draft."""
-    from sqlalchemy import and_, bindparam, literal, select, true
-    from sqlalchemy.dialects.postgresql import insert
-
-    account = bindparam("account_id", type_=INVOICES.c.account_id.type)
-    locked = (select(INVOICES).where(INVOICES.c.id == bindparam("invoice_id", type_=INVOICES.c.id.type),
-                                     INVOICES.c.account_id == account, invoices.finalizable(INVOICES))
-              .with_for_update(of=INVOICES).cte("locked"))
-    with_profile = locked.join(BUSINESSES, BUSINESSES.c.account_id == locked.c.account_id)
-    taken = (insert(COUNTERS).from_select(["account_id", "last_number"],
-                                          select(locked.c.account_id, literal(1)).select_from(with_profile))
-             .on_conflict_do_update(index_elements=["account_id"], set_={"last_number": COUNTERS.c.last_number + 1})
-             .returning(COUNTERS.c.last_number).cte("taken"))
-    statement = (select(taken.c.last_number.label("number_taken"),
-                        events.latest_time(locked.c.id).label("latest_event"), *locked.c, *invoice_reads.party_columns())
-                 .select_from(with_profile.join(taken, true())
-                              .outerjoin(CUSTOMERS, and_(CUSTOMERS.c.id == locked.c.customer_id)))
-                 .where(locked.c.account_id == account))
-    return raw.postgres_text(statement), invoice_reads.Layout.of(statement, skip=2, parse_json=True)
 
 
 def _finishing(claim: idempotency.Claim, reply: Reply) -> list:
@@ -281,10 +227,10 @@ def _finishing(claim: idempotency.Claim, reply: Reply) -> list:
     return [claim.record_id, claim.token, reply.status, reply.body, json.dumps(reply.headers)]
 
 
-def _history(invoice, kind: str, shown: dict, principal: Principal, latest=None) -> list:
+def _history(invoice, kind: str, shown: dict, principal: Principal) -> list:
     """The parameters $6–$8 of a write: the event, its outbox row's columns (for every endpoint that
     subscribes), its kind."""
-    event = events.new_event(invoice, kind, principal.event_meta(), shown, latest)
+    event = events.new_event(invoice, kind, principal.event_meta(), shown)
     return [_row_json(event), _row_json(outbox.new_delivery(event, NO_ACCOUNT)), kind]
 
 
@@ -398,13 +344,6 @@ CREATE_STATEMENT = _write_statement(f"""invoice AS (
 lines AS (
   INSERT INTO {LINES.name} ({_names(LINES)})
   SELECT {_from_record(LINES, "r")} FROM finished, json_populate_recordset(NULL::{LINES.name}, $10::json) AS r)""")
-# The columns `invoices.finalize` changes (`invoices.FINALIZED_COLUMNS`, from $10), as the ORM's UPDATE writes them.
-FINALIZE_STATEMENT = _write_statement(f"""invoice AS (
-  UPDATE {INVOICES.name} SET {", ".join(
-      f"{name} = ${number}{'::json' if _is_json(INVOICES.c[name]) else ''}"
-      for number, name in enumerate(invoices.FINALIZED_COLUMNS, start=10))}
-  FROM finished WHERE {INVOICES.name}.id = $9)""")
-NUMBERING = _numbering_statement()
 RELEASE_STATEMENT = f"DELETE FROM {RECORDS.name} WHERE id = $1 AND claim_token = $2 AND state = 'running'"
 
 

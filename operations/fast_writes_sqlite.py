@@ -14,16 +14,15 @@ import functools
 import secrets
 import uuid
 
-from sqlalchemy import bindparam, select, update
-from sqlalchemy.dialects.sqlite import insert
+from sqlalchemy import bindparam, select
 
 from core.base import executor, raw
-from core.base.errors import Conflict
-from core.billing import events, invoice_reads, invoices
+from core.base.errors import Conflict, DomainError
+from core.billing import events, invoice_reads
 from core.billing.invoice_inputs import InvoiceCreate
 from core.mechanisms import idempotency
 from core.models import InvoiceCounter
-from operations import fast_reads
+from operations import fast_reads, pipeline
 from operations.fast_reads import Answer
 from operations.write_lane import (
     BUSINESSES,
@@ -34,8 +33,8 @@ from operations.write_lane import (
     LINES,
     Handover,
     Request,
+    call_of,
     drafted,
-    finalized,
 )
 
 COUNTERS = InvoiceCounter.__table__
@@ -91,39 +90,17 @@ def finalize(request: Request, credential, invoice_id: uuid.UUID) -> Answer | Ha
             return claimed
         principal, usage, claim, _ = claimed
         try:
-            answer = _number_and_write(connection, principal, usage, claim, request, invoice_id)
-        except _LostClaim:
-            return Answer(None, Conflict(idempotency.LOST_CLAIM), usage)
+            _, reply = executor.on_sqlite_connection(connection, pipeline.handled, FINALIZE,
+                                                     call_of(principal, request), claim, request.presenter)
+        except Conflict as lost:  # the claim was taken over meanwhile
+            return Answer(None, lost, usage)
+        except DomainError:  # refused by the same function: the pipeline answers (and keeps the answer)
+            _release(connection, claim)
+            return Handover(usage)
         except BaseException:
             _release(connection, claim)
             raise
-        if answer is None:  # not a draft with lines of the account, or no business profile: the pipeline says which
-            _release(connection, claim)
-            return Handover(usage)
-        return answer
-
-
-def _number_and_write(connection, principal, usage, claim, request: Request, invoice_id: uuid.UUID) -> Answer | None:
-    """In one write turn, as `invoices.finalize`: the draft read, numbered and finalized with its event,
-    and the answer stored under the claim; rolled back (the number given back) when the claim was lost."""
-    with raw.sqlite_writing(connection):
-        found = raw.sqlite_text(FINALIZABLE).run(connection, {"invoice_id": invoice_id, "account_id": principal.account_id})
-        if not found:
-            return None
-        taken = raw.sqlite_text(NEXT_NUMBER).run(connection, {"account_id": principal.account_id})[0].last_number
-        latest = raw.sqlite_text(LATEST_EVENT).run(connection, {"invoice_id": invoice_id})[0].latest
-        invoice, shown, reply = finalized(_finalizable_layout(), tuple(found[0]), taken, request)
-        if not _finished(connection, claim, reply):
-            raise _LostClaim
-        raw.sqlite_text(FINALIZED).execute(connection, {name: getattr(invoice, name) for name in invoices.FINALIZED_COLUMNS}
-                                           | {"invoice_id": invoice.id})
-        event = events.new_event(invoice, "invoice.finalized", principal.event_meta(), shown, latest)
-        executor.on_sqlite_connection(connection, events.write, event)
-    return Answer(reply.body.encode(), None, usage)
-
-
-class _LostClaim(Exception):
-    """The claim was taken over meanwhile: the turn rolls back, the number goes back."""
+        return Answer(reply.body.encode(), None, usage)
 
 
 # --- shared ---------------------------------------------------------------------------------------
@@ -185,24 +162,6 @@ PARTIES = (select(CUSTOMERS.c.id.label("c_id"), CUSTOMERS.c.archived_at.label("c
                   *invoice_reads.party_columns())
            .select_from(CUSTOMERS.outerjoin(BUSINESSES, BUSINESSES.c.account_id == CUSTOMERS.c.account_id))
            .where(CUSTOMERS.c.id == bindparam("customer_id"), CUSTOMERS.c.account_id == bindparam("account_id")))
-FINALIZABLE = (select(*INVOICES.c, *invoice_reads.party_columns())
-               .select_from(INVOICES.join(BUSINESSES, BUSINESSES.c.account_id == INVOICES.c.account_id)
-                            .outerjoin(CUSTOMERS, CUSTOMERS.c.id == INVOICES.c.customer_id))
-               .where(INVOICES.c.id == bindparam("invoice_id"), INVOICES.c.account_id == bindparam("account_id"),
-                      invoices.finalizable(INVOICES)))
-LATEST_EVENT = select(events.latest_time(bindparam("invoice_id", type_=INVOICES.c.id.type)).label("latest"))
-NEXT_NUMBER = (insert(COUNTERS).values(account_id=bindparam("account_id"), last_number=1)
-               .on_conflict_do_update(index_elements=["account_id"], set_={"last_number": COUNTERS.c.last_number + 1})
-               .returning(COUNTERS.c.last_number))
-FINALIZED = update(INVOICES).where(INVOICES.c.id == bindparam("invoice_id")).values(
-    {name: bindparam(name, type_=INVOICES.c[name].type) for name in invoices.FINALIZED_COLUMNS})
-
-
 @functools.cache
 def _parties_layout() -> invoice_reads.Layout:
     return invoice_reads.Layout.of(PARTIES)
-
-
-@functools.cache
-def _finalizable_layout() -> invoice_reads.Layout:
-    return invoice_reads.Layout.of(FINALIZABLE)

@@ -4,7 +4,7 @@ and the history."""
 from core.base import executor
 from core.base.ids import public_id
 from core.base.validation import PageQuery
-from core.billing import events, invoices, sending
+from core.billing import events, finalization, invoices, sending
 from core.billing.events import EventOut
 from core.billing.invoice_inputs import (
     InvoiceCreate,
@@ -92,11 +92,12 @@ update_invoice = Operation(
     scope=WRITE, body=InvoiceUpdate, response=InvoiceWithLinesOut)
 delete_invoice = Operation("delete_invoice", _delete_draft, scope=WRITE, idempotency="optional",
                            response=DeletedInvoiceOut)
-finalize_invoice = Operation(
-    "finalize_invoice",
-    lambda call: _view(call, invoices.finalize(call.session, call.principal, _invoice(call, lock=True),
-                                               confirmed=call.confirmed), with_lines=False),
-    scope="invoices:finalize", idempotency="required", response=InvoiceOut)
+async def _finalize_invoice(call: Call) -> dict:
+    return await finalization.finalize(call.db, call.principal, call.params["id"], confirmed=call.confirmed)
+
+
+finalize_invoice = Operation("finalize_invoice", _finalize_invoice, scope="invoices:finalize",
+                             idempotency="required", response=InvoiceOut)
 pay_invoice = Operation(
     "pay_invoice",
     lambda call: _view(call, invoices.mark_paid(call.session, call.principal, _invoice(call, lock=True), call.body,

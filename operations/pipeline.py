@@ -180,7 +180,7 @@ async def execute(operation: Operation, invocation: Invocation, presenter: Prese
     try:
         if operation.on_loop:
             # A read is repeated once on a connection the database dropped (a restart): nothing was done.
-            result, reply = await executor.run(_unit, operation, call, claim, presenter,
+            result, reply = await executor.run(handled, operation, call, claim, presenter,
                                                repeatable=operation.reads_only)
         else:
             result, reply, usage = await anyio.to_thread.run_sync(_in_thread, operation, call, claim, presenter, usage)
@@ -204,9 +204,9 @@ async def execute(operation: Operation, invocation: Invocation, presenter: Prese
         raise
 
 
-async def _unit(db: Db, operation: Operation, call: Call, claim: idempotency.Claim | None,
-                presenter: Presenter) -> tuple[Any, Reply]:
-    """A handler that is a unit: a read as it is, a write in one transaction with its stored answer.
+async def handled(db: Db, operation: Operation, call: Call, claim: idempotency.Claim | None,
+                  presenter: Presenter) -> tuple[Any, Reply]:
+    """A handler that is a unit, run: a read as it is, a write in one transaction with its stored answer.
     Its claim's lease is not renewed (a unit takes milliseconds, the lease 30 s): one that waited
     longer finds its claim taken over by a retry, and `finish` rolls its work back (409)."""
     if operation.reads_only and claim is None:

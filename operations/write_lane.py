@@ -12,13 +12,11 @@ from core.base import money
 from core.base.errors import DomainError
 from core.billing import invoice_reads, invoices
 from core.billing.invoice_inputs import InvoiceCreate
-from core.billing.invoice_render import assembled, invoice_fields
-from core.billing.numbering import format_number
 from core.mechanisms import idempotency, ratelimit
 from core.models import IdempotencyRecord, InvoiceCounter, InvoiceLine, as_inserted
 from operations import fast_reads
 from operations import invoices as invoice_operations
-from operations.pipeline import Presenter
+from operations.pipeline import Call, Presenter
 
 CREATE, FINALIZE = invoice_operations.create_invoice, invoice_operations.finalize_invoice
 RECORDS = IdempotencyRecord.__table__
@@ -77,11 +75,6 @@ def drafted(principal: Principal, customer, business, request: Request, data: In
     return invoice, lines, shown, request.presenter.success(whole)
 
 
-def finalized(layout: invoice_reads.Layout, values: tuple, number_taken: int, request: Request) -> tuple:
-    """The draft read (its columns, customer `c_…` and profile `b_…` in `values`) finalized in memory as
-    `invoices.finalize` does, with the number taken: (invoice, shown, reply)."""
-    invoice = invoices.PLAIN_ROWS[0](**{name: getattr(layout.parts[""].view(values), name) for name in INVOICES.c.keys()})
-    customer, business = layout.parts["c_"].view(values), layout.parts["b_"].view(values)
-    invoices.opened(invoice, format_number(business.invoice_prefix, number_taken), customer, business)
-    shown = assembled(invoice_fields(invoice), invoice.customer_snapshot, invoice.issuer_snapshot, None)
-    return invoice, shown, request.presenter.success(shown)
+def call_of(principal: Principal, request: Request) -> Call:
+    """What the pipeline's handler of an operation without input gets (`pipeline.handled`)."""
+    return Call(session=None, principal=principal, params=request.params, query=None, body=None)

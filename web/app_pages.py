@@ -27,7 +27,7 @@ from core.access.authorization_details import (
 )
 from core.access.connected_apps import ConnectedApps, Grant
 from core.access.scopes import SCOPE_DESCRIPTIONS
-from core.base import ids
+from core.base import executor, ids
 from core.base.db import transaction
 from core.base.errors import NotFound
 from core.base.money import format_money
@@ -99,7 +99,7 @@ def _rows(session, grant: Grant, account_id: uuid.UUID, user_id: uuid.UUID) -> l
     rows = []
     for index, detail in enumerate(grant.authorization_details or ()):
         amount, per_day = as_typed(detail)
-        done = delegated_actions.done_today(session, account_id, grant.client_id, user_id, detail.actions)
+        done = executor.within(session, delegated_actions.done_today, account_id, grant.client_id, user_id, detail.actions)
         rows.append({"index": index, "words": detail.words(), "currency": detail.currency or "",
                      "amount": amount, "per_day": per_day,
                      "today": f"{done} of {detail.max_per_day}" if detail.max_per_day is not None else str(done)})

@@ -51,14 +51,20 @@ def digest(view: dict, action: str, inputs: BaseModel | None) -> str:
 
 def require_as_confirmed(session: Session, invoice: Invoice, action: str, inputs: BaseModel | None,
                          confirmed: Confirmed | None) -> dict | None:
-    """Raise ConfirmationStale unless acting now does what the person confirmed; give the invoice as
-    confirmed (None when nothing is checked). Call it after the row lock and the action's own checks
-    (an action that fails anyway fails with its own error), and act on what it gives: the customer
-    and issuer it read stay the session's for the rest of the transaction (its identity map), so what
-    is frozen into the invoice is what was hashed."""
+    """`check` for an action on the ORM: the invoice as confirmed (None when nothing is checked). Call
+    it after the row lock and the action's own checks (an action that fails anyway fails with its own
+    error), and act on what it gives: the customer and issuer it read stay the session's for the rest
+    of the transaction (its identity map), so what is frozen into the invoice is what was hashed."""
     if confirmed is None:
         return None
     shown = invoice_to_api(session, invoice, with_lines=True)
+    check(confirmed, shown, action, inputs)
+    return shown
+
+
+def check(confirmed: Confirmed, shown: dict, action: str, inputs: BaseModel | None) -> None:
+    """Raise ConfirmationStale unless acting now on the invoice as it is `shown` (with its lines, as
+    the API shows it) does what the person confirmed."""
     now_shown = digest(shown, action, inputs)
     if confirmed.digest is None:
         raise ConfirmationStale("Nothing was asked when the call began, but the action would now go ahead: "
@@ -66,4 +72,3 @@ def require_as_confirmed(session: Session, invoice: Invoice, action: str, inputs
     if not hmac.compare_digest(confirmed.digest, now_shown):
         raise ConfirmationStale("The invoice or what goes with it changed after the person was asked: nothing "
                                 "happened. The person must be asked again about it as it is now.")
-    return shown

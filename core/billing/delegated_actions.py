@@ -15,11 +15,12 @@ Every action of an app is recorded, limited or not: the connected-apps page show
 
 from __future__ import annotations
 
+import functools
 import uuid
 from datetime import timedelta
 from urllib.parse import urlencode
 
-from sqlalchemy import func
+from sqlalchemy import bindparam, func, insert
 from sqlmodel import Session, select
 
 from config.settings import get_settings
@@ -29,8 +30,9 @@ from core.access.principal import Principal
 from core.base import ids
 from core.base.clock import now
 from core.base.errors import GrantLimitExceeded
+from core.base.executor import Db
 from core.base.money import format_money
-from core.models import Account, Customer, DelegatedAction, Invoice
+from core.models import Account, Customer, DelegatedAction, Invoice, inserted_values
 
 DAY = timedelta(hours=24)
 RECENT = 50
@@ -43,36 +45,37 @@ def remediation_url(principal: Principal, action: str | None = None, invoice: In
     return page + (f"?{urlencode(query)}" if query else "")
 
 
-def act_for(session: Session, principal: Principal, action: str, invoice: Invoice) -> None:
-    """Check and record an app's `action` on `invoice`; raise GrantLimitExceeded when beyond its limits."""
+async def act_for(db: Db, principal: Principal, action: str, invoice) -> None:
+    """Check and record an app's `action` on `invoice` (a row of `invoices`, ORM or Core); raise
+    GrantLimitExceeded when beyond its limits. A unit of `core.base.executor`, in the action's
+    transaction (on the ORM: `executor.within(session, act_for, …)`)."""
     if principal.actor != "oauth_app" or principal.grant_id is None:
         return
     details = principal.authorization_details
     if details is not None:
-        session.exec(select(Account.id).where(Account.id == principal.account_id).with_for_update()).first()
-        refusal = _refusal(session, principal, action, invoice, details)
+        await db.execute(ACCOUNT_LOCK, {"account_id": principal.account_id})
+        refusal = await _refusal(db, principal, action, invoice, details)
         if refusal is not None:  # recorded once the action's own transaction has rolled back
             raise GrantLimitExceeded(refusal + " The person can raise the limit in the dashboard, or do it there "
                                      "themselves.", remediation_url=remediation_url(principal, action, invoice),
-                                     record=_record(session, principal, action, invoice, "refused", refusal))
-    session.add(_record(session, principal, action, invoice, "done", None))
+                                     record=await _record(db, principal, action, invoice, "refused", refusal))
+    await db.execute(INSERT_ACTION, inserted_values(await _record(db, principal, action, invoice, "done", None)))
 
 
-def _refusal(session: Session, principal: Principal, action: str, invoice: Invoice,
-             details: tuple[InvoiceActions, ...]) -> str | None:
+async def _refusal(db: Db, principal: Principal, action: str, invoice, details: tuple[InvoiceActions, ...]) -> str | None:
     listing = [detail for detail in details if action in detail.actions]
     if not listing:
         return f"The person did not allow this app to {VERBS[action]} invoices."
     reasons = []
     for detail in listing:
-        reason = _beyond(session, principal, action, invoice, detail)
+        reason = await _beyond(db, principal, action, invoice, detail)
         if reason is None:
             return None
         reasons.append(reason)
     return reasons[0]
 
 
-def _beyond(session: Session, principal: Principal, action: str, invoice: Invoice, detail: InvoiceActions) -> str | None:
+async def _beyond(db: Db, principal: Principal, action: str, invoice, detail: InvoiceActions) -> str | None:
     total = format_money(invoice.total, invoice.currency)
     if detail.max_amount is not None:
         currency, amount = detail.max_amount
@@ -82,52 +85,72 @@ def _beyond(session: Session, principal: Principal, action: str, invoice: Invoic
                     f"({total}), outside that limit.")
         if invoice.total > amount:
             return f"This app may {VERBS[action]} invoices of up to {limit}; this one totals {total}."
-    if detail.max_per_day is not None and done_today(session, principal.account_id, principal.client_id,
-                                                     principal.user_id, detail.actions) >= detail.max_per_day:
+    if detail.max_per_day is not None and await done_today(db, principal.account_id, principal.client_id,
+                                                           principal.user_id, detail.actions) >= detail.max_per_day:
         return (f"This app may {VERBS[action]} at most {detail.max_per_day} invoice"
                 f"{'' if detail.max_per_day == 1 else 's'} in 24 hours, and it has.")
     return None
 
 
-def _of_app(account_id: uuid.UUID, client_id: str | None, user_id: uuid.UUID | None) -> tuple:
-    return (DelegatedAction.account_id == account_id, DelegatedAction.user_id == user_id,
-            DelegatedAction.client_id == client_id)
+def _of_app(account_id, client_id, user_id) -> tuple:
+    return (ACTIONS.c.account_id == account_id, ACTIONS.c.user_id == user_id, ACTIONS.c.client_id == client_id)
 
 
-def done_today(session: Session, account_id: uuid.UUID, client_id: str | None, user_id: uuid.UUID | None,
-               actions: tuple[str, ...]) -> int:
+async def done_today(db: Db, account_id: uuid.UUID, client_id: str | None, user_id: uuid.UUID | None,
+                     actions: tuple[str, ...]) -> int:
     """How many of `actions` the app did for this person and business in the last 24 hours, through
     any of its sign-ins: what `max_per_day` counts."""
-    return session.exec(select(func.count()).select_from(DelegatedAction).where(
-        *_of_app(account_id, client_id, user_id), DelegatedAction.outcome == "done",
-        DelegatedAction.action.in_(actions), DelegatedAction.created_at > now() - DAY)).one()
+    found = await db.first(_done_today(len(actions)), {
+        "account_id": account_id, "client_id": client_id, "user_id": user_id, "since": now() - DAY,
+        **{f"action_{at}": action for at, action in enumerate(actions)}})
+    return found[0]
 
 
-def _label(session: Session, invoice: Invoice) -> str:
+async def _label(db: Db, invoice) -> str:
     if invoice.number:
         return invoice.number
-    customer = session.get(Customer, invoice.customer_id)
+    customer = await db.first(CUSTOMER_NAME, {"customer_id": invoice.customer_id})
     return f"draft for {customer.name if customer else 'a customer'}"[:300]
 
 
-def _record(session: Session, principal: Principal, action: str, invoice: Invoice, outcome: str,
-            detail: str | None) -> DelegatedAction:
+async def _record(db: Db, principal: Principal, action: str, invoice, outcome: str,
+                  detail: str | None) -> DelegatedAction:
     via = resources.label(principal.resource or "")
     return DelegatedAction(account_id=principal.account_id, grant_id=principal.grant_id, client_id=principal.client_id,
                            user_id=principal.user_id, client_name=principal.client_name,
-                           action=action, via=via, invoice_id=invoice.id, invoice_label=_label(session, invoice),
+                           action=action, via=via, invoice_id=invoice.id, invoice_label=await _label(db, invoice),
                            amount=invoice.total, currency=invoice.currency, outcome=outcome,
                            detail=(detail or None) and detail[:1000])
+
+
+ACTIONS = DelegatedAction.__table__
+ACCOUNT_LOCK = (select(Account.__table__.c.id).where(Account.__table__.c.id == bindparam("account_id"))
+                .with_for_update())
+INSERT_ACTION = insert(ACTIONS)
+
+
+@functools.cache
+def _done_today(actions: int):
+    """The count of `done_today` for so many actions (`:action_0`, …: a statement per number of them)."""
+    return (select(func.count()).select_from(ACTIONS)
+            .where(*_of_app(bindparam("account_id", type_=ACTIONS.c.account_id.type), bindparam("client_id"),
+                            bindparam("user_id", type_=ACTIONS.c.user_id.type)),
+                   ACTIONS.c.outcome == "done", ACTIONS.c.action.in_([bindparam(f"action_{at}") for at in range(actions)]),
+                   ACTIONS.c.created_at > bindparam("since", type_=ACTIONS.c.created_at.type)))
+
+
+CUSTOMER_NAME = select(Customer.__table__.c.name).where(
+    Customer.__table__.c.id == bindparam("customer_id", type_=Customer.__table__.c.id.type))
 
 
 def recent(session: Session, account_id: uuid.UUID, client_id: str, user_id: uuid.UUID) -> list[DelegatedAction]:
     """The app's latest actions for this person and business, through any of its sign-ins, newest first."""
     return list(session.exec(select(DelegatedAction).where(*_of_app(account_id, client_id, user_id))
-                             .order_by(DelegatedAction.created_at.desc()).limit(RECENT)))
+                             .order_by(ACTIONS.c.created_at.desc()).limit(RECENT)))
 
 
-def would_refuse(session: Session, principal: Principal, action: str, invoice: Invoice) -> bool:
+async def would_refuse(db: Db, principal: Principal, action: str, invoice) -> bool:
     """Whether `act_for` would refuse (without recording): the confirmation question is not even asked."""
     if principal.actor != "oauth_app" or principal.authorization_details is None:
         return False
-    return _refusal(session, principal, action, invoice, principal.authorization_details) is not None
+    return await _refusal(db, principal, action, invoice, principal.authorization_details) is not None

@@ -8,13 +8,12 @@ Every change records its event (core.events) in the same transaction.
 from __future__ import annotations
 
 import functools
-import secrets
 import uuid
 from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
 
-from sqlalchemy import and_, bindparam, exists, func, insert, or_
+from sqlalchemy import bindparam, func, insert, or_
 from sqlmodel import Session, select
 
 from core.access.principal import Principal
@@ -22,12 +21,12 @@ from core.base import executor, ids
 from core.base.clock import now, today
 from core.base.errors import InvalidState, NotFound, ValidationFailed
 from core.base.executor import Db
-from core.base.jsonout import jsonable
 from core.base.lookup import locked_rows, owned
 from core.base.validation import DATE_MAX, LINES_MAX, days_after
-from core.billing import delegated_actions, events, invoice_reads, numbering
-from core.billing.business import business_to_api, find_profile
+from core.billing import delegated_actions, events, invoice_reads
+from core.billing.business import business_to_api
 from core.billing.confirmations import Confirmed, require_as_confirmed
+from core.billing.finalization import has_a_line, require_draft
 from core.billing.invoice_inputs import (
     DEFAULT_DAYS_UNTIL_DUE,
     InvoiceCreate,
@@ -53,7 +52,7 @@ from core.mechanisms.pagination import Position, clamp_limit, decode_cursor, enc
 from core.models import BusinessProfile, Customer, Invoice, InvoiceLine, Price, inserted_values, plain
 
 __all__ = [
-    "add_item", "create_invoice", "delete_draft", "finalize", "get_by_public_token", "get_invoice", "get_item",
+    "add_item", "create_invoice", "delete_draft", "get_by_public_token", "get_invoice", "get_item",
     "invoice_to_api", "lines_of", "list_invoices", "list_items", "mark_paid", "remove_item", "status_of",
     "update_invoice", "view_invoice", "void",
 ]
@@ -171,24 +170,7 @@ def list_items(session: Session, account_id: uuid.UUID, invoice_id_text: str) ->
 
 
 def has_lines(session: Session, invoice_id: uuid.UUID) -> bool:
-    return session.exec(select(_has_a_line(invoice_id))).one()
-
-
-def _has_a_line(invoice_id):
-    return exists().where(InvoiceLine.__table__.c.invoice_id == invoice_id)
-
-
-def finalizable(invoices=Invoice.__table__):
-    """What `finalize` asks of the invoice, as SQL about a row of `invoices` (the table or an alias):
-    a draft with at least one line. (It also needs the account's business profile, which a statement
-    joins, as it reads it.) `finalize` checks each part itself, to say which is missing."""
-    return and_(invoices.c.status == "draft", _has_a_line(invoices.c.id))
-
-
-def _require_draft(invoice: Invoice, action: str) -> None:
-    if invoice.status != "draft":
-        raise InvalidState(f"Invoice {ids.public_id('invoice', invoice.id)} is {status_of(invoice)}: "
-                           f"only a draft can be {action}.")
+    return session.exec(select(has_a_line(invoice_id))).one()
 
 
 def _due_after(issue_date: date, days_until_due: int | None) -> date:
@@ -246,7 +228,7 @@ def preview_lines(session: Session, account_id: uuid.UUID, id_text: str,
     priced and computed exactly as `update_invoice` does (the dashboard's live totals). Use a
     read-only session and discard it: the invoice returned holds the previewed totals."""
     invoice = get_invoice(session, account_id, id_text)
-    _require_draft(invoice, "edited")
+    require_draft(invoice, "edited")
     book = _prices(session, account_id, items=items)
     lines = _build_lines(book, invoice, items)
     _price_and_compute(book, invoice, lines, path="items")
@@ -391,7 +373,7 @@ def _clear_lines_priced_in(session: Session, lines: list[InvoiceLine], currency:
 
 def update_invoice(session: Session, principal: Principal, id_text: str, data: InvoiceUpdate) -> Invoice:
     invoice = get_invoice(session, principal.account_id, id_text, lock=True)
-    _require_draft(invoice, "edited")
+    require_draft(invoice, "edited")
     sent = data.sent()
     lines = lines_of(session, invoice)
     if "customer" in sent:
@@ -417,7 +399,7 @@ def update_invoice(session: Session, principal: Principal, id_text: str, data: I
 def delete_draft(session: Session, principal: Principal, id_text: str) -> uuid.UUID:
     """Remove a draft and its lines; its history stays (webhooks may still deliver it)."""
     invoice = get_invoice(session, principal.account_id, id_text, lock=True)
-    _require_draft(invoice, "deleted")
+    require_draft(invoice, "deleted")
     for line in lines_of(session, invoice):
         session.delete(line)
     session.flush()
@@ -428,7 +410,7 @@ def delete_draft(session: Session, principal: Principal, id_text: str) -> uuid.U
 
 def add_item(session: Session, principal: Principal, data: ItemAdd) -> Invoice:
     invoice = get_invoice(session, principal.account_id, data.invoice, lock=True)
-    _require_draft(invoice, "given new lines")
+    require_draft(invoice, "given new lines")
     lines = lines_of(session, invoice)
     if len(lines) >= LINES_MAX:
         raise ValidationFailed.at("invoice", f"already has {LINES_MAX} lines, the most an invoice holds")
@@ -444,7 +426,7 @@ def remove_item(session: Session, principal: Principal, item_id_text: str,
     if invoice_id_text is not None and ids.parse("invoice", invoice_id_text) != line.invoice_id:
         raise NotFound(f"No such invoice item on invoice {invoice_id_text}: {item_id_text}")
     invoice = get_invoice(session, principal.account_id, str(line.invoice_id), lock=True)
-    _require_draft(invoice, "stripped of lines")
+    require_draft(invoice, "stripped of lines")
     line = get_item(session, principal.account_id, item_id_text)  # again, under the lock: a racing removal wins
     session.delete(line)
     session.flush()
@@ -465,49 +447,6 @@ def _locked(session: Session, invoice: Invoice) -> Invoice:
     return invoice
 
 
-def finalize(session: Session, principal: Principal, invoice: Invoice, *, as_action: str | None = "finalize",
-             confirmed: Confirmed | None = None) -> Invoice:
-    """Draft to open: number, public token, frozen customer and issuer. Bills the amounts the
-    draft shows (prices are re-read when a draft is saved, not here). `as_action`: what an app's
-    limits check it as (None when a send, checked as a send already, finalizes first). `confirmed`:
-    what the person was asked, when a surface asked (core.billing.confirmations)."""
-    _locked(session, invoice)
-    _require_draft(invoice, "finalized")
-    if not has_lines(session, invoice.id):
-        raise ValidationFailed.at("lines", "a draft needs at least one line to be finalized")
-    profile = find_profile(session, invoice.account_id)
-    if profile is None:
-        raise InvalidState("The business profile is missing: finish onboarding before finalizing.")
-    if as_action:
-        delegated_actions.act_for(session, principal, as_action, invoice)
-    require_as_confirmed(session, invoice, "finalize", None, confirmed)
-    # Read and numbered before the invoice changes: nothing is flushed early, one UPDATE writes it.
-    customer = session.get(Customer, invoice.customer_id)
-    number = numbering.next_number(session, invoice.account_id, profile.invoice_prefix)
-    opened(invoice, number, customer, profile)
-    session.add(invoice)
-    session.flush()
-    events.record(session, invoice, "invoice.finalized", principal.event_meta())
-    return invoice
-
-
-# What finalizing changes on a draft (`opened`), and so what a writer of a finalization writes.
-FINALIZED_COLUMNS = ("number", "customer_snapshot", "issuer_snapshot", "public_url_token", "status", "finalized_at",
-                     "updated")
-
-
-def opened(invoice, number: str, customer, profile) -> None:
-    """The draft `invoice` made open, in memory (its FINALIZED_COLUMNS): its number, the customer and
-    the issuer (the business profile) frozen into it as they are now, its public link's token, the
-    moment. `invoice`, `customer` and `profile` are rows of their tables, ORM objects or Core rows."""
-    invoice.number = number
-    invoice.customer_snapshot = customer_details(customer)
-    invoice.issuer_snapshot = jsonable(business_to_api(profile))
-    invoice.public_url_token = secrets.token_urlsafe(32)
-    invoice.status = "open"
-    invoice.finalized_at = invoice.updated = now()
-
-
 def _require_open(invoice: Invoice, action: str) -> None:
     if invoice.status != "open":
         raise InvalidState(f"Invoice {ids.public_id('invoice', invoice.id)} is {status_of(invoice)}: "
@@ -520,7 +459,7 @@ def mark_paid(session: Session, principal: Principal, invoice: Invoice, data: Pa
     data = data or PayInput()
     _locked(session, invoice)
     _require_open(invoice, "marked paid")
-    delegated_actions.act_for(session, principal, "pay", invoice)
+    executor.within(session, delegated_actions.act_for, principal, "pay", invoice)
     require_as_confirmed(session, invoice, "pay", data, confirmed)
     invoice.status = "paid"
     invoice.paid_at = data.paid_on or now()
@@ -538,7 +477,7 @@ def void(session: Session, principal: Principal, invoice: Invoice, data: VoidInp
     data = data or VoidInput()
     _locked(session, invoice)
     _require_open(invoice, "voided")
-    delegated_actions.act_for(session, principal, "void", invoice)
+    executor.within(session, delegated_actions.act_for, principal, "void", invoice)
     require_as_confirmed(session, invoice, "void", data, confirmed)
     invoice.status = "void"
     invoice.voided_at = invoice.updated = now()

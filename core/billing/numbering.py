@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import uuid
 
+from sqlalchemy import bindparam
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session
 
+from core.base.executor import Db
 from core.models import InvoiceCounter
 
 
@@ -20,19 +22,23 @@ def format_number(prefix: str, n: int) -> str:
     return f"{prefix}-{n:04d}"
 
 
-def next_number(session: Session, account_id: uuid.UUID, prefix: str) -> str:
-    """Take the account's next number; call it in the transaction that finalizes the invoice. One
-    upsert: the account's first finalization creates the counter at 1, a concurrent one waits on
-    the row the other inserted and then counts on from it."""
-    dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
-    statement = dialect.insert(InvoiceCounter).values(account_id=account_id, last_number=1)
-    taken = session.execute(
-        statement.on_conflict_do_update(index_elements=["account_id"],
-                                        set_={"last_number": InvoiceCounter.last_number + 1})
-        .returning(InvoiceCounter.last_number)
-        .execution_options(synchronize_session=False)
-    ).scalar_one()
-    return format_number(prefix, taken)
+async def take_next(db: Db, account_id: uuid.UUID, prefix: str) -> str:
+    """Take the account's next number; a unit of `core.base.executor`, in the transaction that
+    finalizes the invoice. One upsert: the account's first finalization creates the counter at 1, a
+    concurrent one waits on the row the other inserted and then counts on from it."""
+    taken = await db.first(NEXT[db.dialect], {"account_id": account_id})
+    return format_number(prefix, taken.last_number)
+
+
+def _next(dialect):
+    counters = InvoiceCounter.__table__
+    return (dialect.insert(counters).values(account_id=bindparam("account_id", type_=counters.c.account_id.type),
+                                            last_number=1)
+            .on_conflict_do_update(index_elements=["account_id"], set_={"last_number": counters.c.last_number + 1})
+            .returning(counters.c.last_number))
+
+
+NEXT = {"postgresql": _next(postgresql), "sqlite": _next(sqlite)}
 
 
 def upcoming_number(session: Session, account_id: uuid.UUID, prefix: str) -> str:

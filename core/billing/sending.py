@@ -19,11 +19,12 @@ from sqlmodel import Session
 from config.settings import get_settings
 from core.access import accounts
 from core.access.principal import Principal
+from core.base import executor
 from core.base.api_types import EmailText
 from core.base.errors import InvalidState, UpstreamFailed, ValidationFailed
 from core.base.money import format_money
 from core.base.validation import EMAIL_MAX, MULTI_LINE, Input, email_or_error
-from core.billing import delegated_actions, documents, events, invoices
+from core.billing import delegated_actions, documents, events, finalization, invoices
 from core.billing.confirmations import Confirmed, require_as_confirmed
 from core.billing.invoice_render import InvoiceOut
 from core.billing.pdf import filename_for
@@ -73,12 +74,14 @@ def send_invoice(session: Session, principal: Principal, id_text: str,
     to, cc = recipients(invoices.invoice_to_api(session, invoice, with_lines=False), data)
     if not to:
         raise ValidationFailed.at("to", "is required: the customer has no e-mail address")
-    delegated_actions.act_for(session, principal, "send", invoice)
+    executor.within(session, delegated_actions.act_for, principal, "send", invoice)
     if (shown := require_as_confirmed(session, invoice, "send", data, confirmed)) is not None:
         to, cc = recipients(shown, data)  # exactly the addresses the person confirmed
     usage = _count_send(session, principal)
     if invoice.status == "draft":
-        invoices.finalize(session, principal, invoice, as_action=None)
+        # What the person confirmed is checked again as the draft is read to be frozen into the invoice.
+        finalization.finalize_in(session, principal, invoice, as_action=None, confirmed=confirmed,
+                                 asked_about=("send", data))
     view = invoices.invoice_to_api(session, invoice, with_lines=True)
     session.commit()  # the number and the counted send survive whatever the mail server says
     message = invoice_message(view, to=to, cc=cc, note=data.message)  # renders the PDF: after the commit

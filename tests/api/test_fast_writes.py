@@ -20,7 +20,7 @@ from core.base import db, ids
 from core.base.clock import now, today
 from core.mechanisms import idempotency
 from core.models import IdempotencyRecord, Invoice, InvoiceEvent, InvoiceLine, WebhookDelivery, WebhookEndpoint
-from operations import fast_writes, fast_writes_sqlite, write_lane
+from operations import fast_writes, fast_writes_sqlite, pipeline, write_lane
 from tests import hostile
 from tests.api.invoicing import add_webhook_endpoint, adhoc, customer, outbox_rows, price, stored_events
 from tests.conftest import make_tenant
@@ -501,11 +501,16 @@ def test_a_key_without_the_finalize_scope_is_the_pipelines_403(tenant, served_fi
 
 def test_a_lost_claim_gives_the_number_back(tenant, served_finalize, monkeypatch):
     first, second = _drafts(tenant, 2)
-    original = _path()._number_and_write
-    monkeypatch.setattr(_path(), "_number_and_write", _taken_over(original))
+    original = pipeline.handled
+
+    async def taken_over(*arguments):  # the finalization, after a retry took the claim over (the lease lapsed)
+        with db.transaction() as session:
+            session.get(IdempotencyRecord, _claim_in(arguments).record_id).claim_token = "someone-else"
+        return await original(*arguments)
+    monkeypatch.setattr(pipeline, "handled", taken_over)
     refused = _finalize(tenant, first)
     assert refused.status_code == 409 and refused.json()["code"] == "conflict"
-    monkeypatch.setattr(_path(), "_number_and_write", original)
+    monkeypatch.setattr(pipeline, "handled", original)
     assert tenant.get(f"/invoices/{first}").json()["data"]["status"] == "draft"
     assert _finalize(tenant, second).json()["data"]["number"] == "INV-0001"
 

@@ -291,7 +291,7 @@ def test_an_action_not_listed_is_refused(tenant):
 
     from core.access.authorization_details import parse
     from core.access.principal import Principal
-    from core.base import db
+    from core.base import db, executor
     from core.base.errors import GrantLimitExceeded
     from core.billing import delegated_actions
     from core.models import Invoice
@@ -300,7 +300,7 @@ def test_an_action_not_listed_is_refused(tenant):
                           grant_id=uuid.uuid4(), authorization_details=parse(FINALIZE_1000))
     with db.transaction() as session, pytest.raises(GrantLimitExceeded) as refused:
         row = session.get(Invoice, uuid.UUID(invoice["id"].removeprefix("in_")))
-        delegated_actions.act_for(session, principal, "pay", row)
+        executor.within(session, delegated_actions.act_for, principal, "pay", row)
     assert "did not allow this app to mark paid" in refused.value.detail
 
 

@@ -12,7 +12,7 @@ from core.base import executor
 from core.base.db import new_session, transaction
 from core.base.errors import ConfirmationStale
 from core.billing import confirmations as core_confirmations
-from core.billing import invoices, sending
+from core.billing import finalization, invoices, sending
 from core.billing.confirmations import NOTHING_ASKED, Confirmed
 from core.billing.invoice_inputs import PayInput, VoidInput
 from core.billing.sending import SendInput
@@ -224,7 +224,7 @@ def test_core_finalize_refuses_what_the_person_did_not_see(tenant, confirmed):
     principal = tenant_principal(tenant)
     with pytest.raises(ConfirmationStale), transaction() as session:
         row = invoices.get_invoice(session, tenant.account_id, invoice["id"], lock=True)
-        invoices.finalize(session, principal, row, confirmed=confirmed)
+        finalization.finalize_in(session, principal, row, confirmed=confirmed)
     assert tenant.get(f"/invoices/{invoice['id']}").json()["data"]["status"] == "draft"
 
 
@@ -272,7 +272,7 @@ def test_core_finalize_acts_on_what_the_person_saw(tenant):
         view = executor.within(session, invoices.view_invoice, tenant.account_id, invoice["id"])
         seen = Confirmed(core_confirmations.digest(view, "finalize", None))
         row = invoices.get_invoice(session, tenant.account_id, invoice["id"], lock=True)
-        assert invoices.finalize(session, principal, row, confirmed=seen).status == "open"
+        assert finalization.finalize_in(session, principal, row, confirmed=seen).status == "open"
 
 
 def tenant_principal(tenant):

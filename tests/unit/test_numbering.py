@@ -9,7 +9,7 @@ from core.access.principal import Principal
 from core.access.scopes import ALL_SCOPES
 from core.base import db, executor
 from core.base.errors import InvalidState
-from core.billing import invoices, numbering
+from core.billing import finalization, invoices, numbering
 from core.billing.invoice_inputs import InvoiceCreate
 from core.models import Customer, Invoice
 
@@ -33,7 +33,7 @@ def make_drafts(tenant, count: int) -> list[str]:
 def finalize_in_own_transaction(tenant, invoice_id: str) -> str:
     with db.transaction() as session:
         invoice = invoices.get_invoice(session, tenant.account_id, invoice_id, lock=True)
-        return invoices.finalize(session, principal_of(tenant), invoice).number
+        return finalization.finalize_in(session, principal_of(tenant), invoice).number
 
 
 def run_concurrently(count: int, work) -> tuple[list, list]:
@@ -62,8 +62,8 @@ def test_format_pads_to_four_digits_and_grows_beyond():
 
 def test_numbers_start_at_one_and_are_consecutive_per_account(tenant, other_tenant):
     with db.transaction() as session:
-        taken = [numbering.next_number(session, tenant.account_id, "INV") for _ in range(3)]
-        other = numbering.next_number(session, other_tenant.account_id, "X")
+        taken = [executor.within(session, numbering.take_next, tenant.account_id, "INV") for _ in range(3)]
+        other = executor.within(session, numbering.take_next, other_tenant.account_id, "X")
     assert taken == ["INV-0001", "INV-0002", "INV-0003"]
     assert other == "X-0001"
 
@@ -71,10 +71,10 @@ def test_numbers_start_at_one_and_are_consecutive_per_account(tenant, other_tena
 def test_a_rolled_back_transaction_returns_its_number(tenant):
     with pytest.raises(RuntimeError):
         with db.transaction() as session:
-            assert numbering.next_number(session, tenant.account_id, "INV") == "INV-0001"
+            assert executor.within(session, numbering.take_next, tenant.account_id, "INV") == "INV-0001"
             raise RuntimeError("finalize failed later")
     with db.transaction() as session:
-        assert numbering.next_number(session, tenant.account_id, "INV") == "INV-0001"
+        assert executor.within(session, numbering.take_next, tenant.account_id, "INV") == "INV-0001"
 
 
 def test_a_failed_finalize_leaves_no_gap(tenant):
@@ -82,7 +82,7 @@ def test_a_failed_finalize_leaves_no_gap(tenant):
     with pytest.raises(RuntimeError):
         with db.transaction() as session:
             invoice = invoices.get_invoice(session, tenant.account_id, first, lock=True)
-            invoices.finalize(session, principal_of(tenant), invoice)
+            finalization.finalize_in(session, principal_of(tenant), invoice)
             raise RuntimeError("something after the number failed")
     assert finalize_in_own_transaction(tenant, second) == "INV-0001"
     assert finalize_in_own_transaction(tenant, first) == "INV-0002"
@@ -109,5 +109,5 @@ def test_concurrent_finalizations_of_one_invoice_number_it_once(tenant):
     assert numbers == ["INV-0001"]
     assert len(errors) == 4 and all(isinstance(e, InvalidState) for e in errors)
     with db.transaction() as session:
-        assert numbering.next_number(session, tenant.account_id, "INV") == "INV-0002"
+        assert executor.within(session, numbering.take_next, tenant.account_id, "INV") == "INV-0002"
 

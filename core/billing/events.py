@@ -75,10 +75,11 @@ def _write(session: Session, invoice, type: str, meta: dict | None, shown: dict,
     return event
 
 
-async def write(db: Db, event) -> None:
-    """An event's row (`new_event`) and its outbox rows, with Core statements: no ORM object is needed."""
+async def write(db: Db, event, subscribers: list | None = None) -> None:
+    """An event's row (`new_event`) and its outbox rows, with Core statements: no ORM object is needed.
+    `subscribers`: the endpoints it goes to, when read earlier in the transaction (`outbox.subscribers`)."""
     await db.execute(INSERT_EVENT, inserted_values(event))
-    await outbox.enqueue(db, event)
+    await outbox.enqueue(db, event, subscribers)
 
 
 def new_event(invoice, type: str, meta: dict | None, shown: dict, latest: datetime | None = None):

@@ -38,6 +38,7 @@ from core.billing.business import business_to_api
 from core.billing.confirmations import Confirmed
 from core.billing.invoice_render import assembled, customer_details, invoice_fields, status_of
 from core.models import Invoice, plain
+from core.webhooks import outbox
 
 INVOICES = invoice_reads.INVOICES
 # What finalizing changes on a draft (`opened`), and so what a writer of a finalization writes.
@@ -90,12 +91,15 @@ async def finalize(db: Db, principal: Principal, id_text: str, *, as_action: str
         if confirmed is not None:
             lines = await tx.rows(invoice_reads.VIEW_LINES_STATEMENT, {"invoice_id": invoice_id})
             confirmations.check(confirmed, invoice_reads.render(values, LOCKED_LAYOUT, lines), *asked_about)
+        # The account's numbering is locked from the number's taking to the commit: as few round trips
+        # as can be come after it (so the endpoints the event goes to are read before).
+        subscribers = await outbox.subscribers(tx, invoice.account_id, "invoice.finalized")
         opened(invoice, await numbering.take_next(tx, invoice.account_id, profile.invoice_prefix), customer, profile)
         await tx.execute(FINALIZED, {"invoice_id": invoice.id,
                                      **{name: getattr(invoice, name) for name in FINALIZED_COLUMNS}})
         shown = assembled(invoice_fields(invoice), invoice.customer_snapshot, invoice.issuer_snapshot, None)
         await events.write(tx, events.new_event(invoice, "invoice.finalized", principal.event_meta(), shown,
-                                                read.latest_event))
+                                                read.latest_event), subscribers)
     return shown
 
 

@@ -63,10 +63,17 @@ def delivery_rows(event, endpoint_ids) -> list[dict]:
     return [inserted_values(new_delivery(event, endpoint_id)) for endpoint_id in endpoint_ids]
 
 
-async def enqueue(db: Db, event) -> None:
-    """Write the outbox rows for `event` (an `invoice_events` row); the worker delivers them after the
-    commit. A unit of `core.base.executor`, in the transaction of the event."""
-    endpoint_ids = [row[0] for row in await db.rows(SUBSCRIBED, {"account_id": event.account_id, "kind": event.type})]
+async def subscribers(db: Db, account_id, kind: str) -> list:
+    """The ids of the endpoints an event of `kind` in the account goes to (`subscribed_endpoints`)."""
+    return [row[0] for row in await db.rows(SUBSCRIBED, {"account_id": account_id, "kind": kind})]
+
+
+async def enqueue(db: Db, event, endpoint_ids: list | None = None) -> None:
+    """Write the outbox rows for `event` (an `invoice_events` row) to its `subscribers`, read now
+    unless given (read earlier in the transaction); the worker delivers them after the commit. A unit
+    of `core.base.executor`, in the transaction of the event."""
+    if endpoint_ids is None:
+        endpoint_ids = await subscribers(db, event.account_id, event.type)
     rows = delivery_rows(event, endpoint_ids)
     if rows:
         await db.execute_many(INSERT_DELIVERY, rows)

@@ -17,7 +17,7 @@ from core.base import db, executor, raw
 from core.base.errors import UpstreamFailed
 from core.models import Customer
 from operations import fast_reads, fast_writes
-from tests.api.invoicing import adhoc, create, customer, draft, finalize
+from tests.api.invoicing import add_webhook_endpoint, adhoc, create, customer, draft, finalize
 
 
 def _dialect() -> str:
@@ -162,10 +162,10 @@ def test_finalizing_claims_in_one_statement_then_runs_cores_finalization(tenant,
     if _dialect() != "postgresql":
         pytest.skip("the fast write path is PostgreSQL's")
     invoice = draft(tenant)
-    # The claim; then in one transaction `finalization.finalize`: the draft locked and read, the number
-    # taken, the invoice written, its event and the endpoints that subscribe; and the stored answer.
+    # The claim; then in one transaction `finalization.finalize`: the draft locked and read, the
+    # endpoints that subscribe, the number taken, the invoice written, its event; and the stored answer.
     assert _fast_statements_of(lambda: finalize(tenant, invoice["id"]), monkeypatch) == [
-        "WITH", "SELECT", "INSERT", "UPDATE", "INSERT", "SELECT", "UPDATE"]
+        "WITH", "SELECT", "SELECT", "INSERT", "UPDATE", "INSERT", "UPDATE"]
 
 
 @pytest.mark.usefixtures("pipeline_writes")
@@ -185,6 +185,25 @@ def test_finalizing_takes_the_number_in_one_statement_and_writes_the_invoice_onc
     statements = _sql_during(lambda: finalize(tenant, invoice["id"]))
     assert sum(1 for sql in statements if "invoice_counters" in sql) == 1
     assert _count(statements, "UPDATE", "invoices") == 1
+
+
+@pytest.mark.usefixtures("pipeline_writes")
+def test_once_the_number_is_taken_only_the_finalizations_writes_follow(tenant):
+    """The account's numbering stays locked from the number's taking to the commit, so the endpoints
+    the event goes to are read before it; after it come the invoice, its event and its delivery, and
+    the stored answer."""
+    add_webhook_endpoint(tenant.account_id)
+    invoice = draft(tenant)
+    statements = _sql_during(lambda: finalize(tenant, invoice["id"]))
+    numbered = next(at for at, sql in enumerate(statements) if "invoice_counters" in sql)
+    assert any("FROM webhook_endpoints" in sql for sql in statements[:numbered])
+    assert [_written_table(sql) for sql in statements[numbered + 1:]] == [
+        "invoices", "invoice_events", "webhook_deliveries", "idempotency_records"]
+
+
+def _written_table(sql: str) -> str:
+    words = sql.split()
+    return words[1] if words[0] == "UPDATE" else words[2] if words[0] == "INSERT" else sql
 
 
 def test_a_read_on_postgresql_runs_outside_a_transaction(tenant):

@@ -41,13 +41,14 @@ class McpEndpoint:
     def __init__(self) -> None:
         self.server = build_server()
         self.manager: StreamableHTTPSessionManager | None = None
+        self.gateway = Gate(self)
 
     def lane(self) -> fast_calls.Lane:
         """The calls answered before the SDK (`fast_calls`), under the same transport security."""
         return fast_calls.Lane(TransportSecurityMiddleware(transport_security()))
 
     def route(self) -> Route:
-        return Route("/mcp", endpoint=Gate(self), methods=["GET", "POST", "DELETE"])
+        return Route("/mcp", endpoint=self.gateway, methods=["GET", "POST", "DELETE"])
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.manager is None:

@@ -211,8 +211,11 @@ async def _finalize(request: Request, credential, invoice_id: uuid.UUID) -> Answ
     try:
         _, reply = await executor.run(pipeline.handled, FINALIZE, call_of(claimed.principal, request),
                                       claimed.claim, request.presenter)
-    except (Conflict, UpstreamFailed) as failed:  # the claim was lost meanwhile, or the database
-        return Answer(None, failed, claimed.usage)
+    except Conflict as lost:  # the claim was taken over meanwhile
+        return Answer(None, lost, claimed.usage)
+    except UpstreamFailed as unreachable:  # a retry with the key runs again
+        await _release(claimed.claim)
+        return Answer(None, unreachable, claimed.usage)
     except DomainError:  # refused by the same function: the pipeline answers (and keeps the answer)
         await _release(claimed.claim)
         return Handover(claimed.usage)

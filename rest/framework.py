@@ -30,7 +30,7 @@ from rest.problems import problem_body, problem_response
 # Far above the largest valid request (250 invoice lines with 5000-character descriptions).
 MAX_BODY_BYTES = 8 * 1048576
 
-__all__ = ["Api", "Call", "Endpoint", "unrouted", "too_large"]
+__all__ = ["Api", "Call", "Endpoint", "serve", "unrouted", "too_large"]
 
 
 @dataclass
@@ -102,7 +102,13 @@ def request_id_of(request: Request) -> tuple[str, DomainError | None]:
 
 async def _dispatch(endpoints: dict[str, Endpoint], request: Request) -> Response:
     endpoint = endpoints[request.method] if request.method in endpoints else endpoints.get("GET")
-    raw = await request.body()  # at most MAX_BODY_BYTES: service.body_limits refuses more before it is read
+    return await serve(endpoint, request)
+
+
+async def serve(endpoint: Endpoint, request: Request) -> Response:
+    """The answer of `endpoint` to a request routed to it (by its route, or from the declarations by
+    `service.direct`)."""
+    raw = await request.body()  # at most MAX_BODY_BYTES: a larger body is refused before it is read
     return await _process(endpoint, request, raw)
 
 

@@ -39,11 +39,13 @@ from pages.routing import error_page
 from pages.routing import too_large as page_too_large
 from pages.sessions import current_user
 from rest.app import create_rest_app
+from rest.app import operations as rest_operations
 from rest.framework import MAX_BODY_BYTES as API_MAX_BODY_BYTES
 from rest.framework import too_large as api_too_large
 from rest.framework import unrouted
 from service import health, metrics_endpoint, observability, tracing
 from service.body_limits import KB, BodyLimit, BodyLimits
+from service.direct import Direct
 from service.fast_lane import FastLane
 from web.app import routes as web_routes
 from well_known.app import routes as well_known_routes
@@ -87,7 +89,8 @@ def create_app() -> ASGIApp:
                                 Middleware(BodyLimits, limits=body_limits(), signed_in=_signed_in)])
     tracing.configure(app)
     # The hot read in front of it all (not while traces are on: their spans are the stack's).
-    return FastLane(app, mcp.lane(), enabled=not tracing.requested())
+    direct = Direct("/api/v1", rest_operations(), "/mcp", mcp.gateway, MCP_MAX_BODY_BYTES)
+    return FastLane(app, mcp.lane(), direct, enabled=not tracing.requested())
 
 
 def body_limits() -> list[BodyLimit]:

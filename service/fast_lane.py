@@ -15,11 +15,12 @@ from authz import fast_refresh
 from mcp_server import fast_calls
 from rest import fast_reads, fast_writes
 from service import observability
+from service.direct import Direct
 
 
 class FastLane:
-    def __init__(self, app: ASGIApp, mcp: fast_calls.Lane, *, enabled: bool = True) -> None:
-        self.app, self.mcp, self.enabled = app, mcp, enabled
+    def __init__(self, app: ASGIApp, mcp: fast_calls.Lane, direct: Direct, *, enabled: bool = True) -> None:
+        self.app, self.mcp, self.direct, self.enabled = app, mcp, direct, enabled
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if not self.enabled:
@@ -50,6 +51,8 @@ class FastLane:
                                                lambda body: fast_refresh.serve(scope, body, send))
             if served:
                 return
+        if (routed := self.direct.target(scope)) is not None and await self.direct.serve(scope, receive, send, *routed):
+            return
         await self.app(scope, receive, send)
 
 

@@ -93,6 +93,8 @@ async def _beyond(db: Db, principal: Principal, action: str, invoice, detail: In
 
 
 def _of_app(account_id, client_id, user_id) -> tuple:
+    """An app's actions for a person and business: its grants always name both (a bound parameter
+    compared to NULL would match nothing)."""
     return (ACTIONS.c.account_id == account_id, ACTIONS.c.user_id == user_id, ACTIONS.c.client_id == client_id)
 
 

@@ -23,7 +23,7 @@ import functools
 import secrets
 
 from pydantic import BaseModel
-from sqlalchemy import and_, bindparam, update
+from sqlalchemy import bindparam, update
 from sqlmodel import Session
 
 from core.access.principal import Principal
@@ -51,12 +51,6 @@ def has_a_line(invoice_id):
     """Whether the invoice `invoice_id` (a value or a column) has a line, as SQL."""
     from sqlalchemy import exists
     return exists().where(invoice_reads.LINES.c.invoice_id == invoice_id)
-
-
-def finalizable(invoices=INVOICES):
-    """What `finalize` asks of the invoice, as SQL about a row of `invoices` (the table or an alias):
-    a draft with at least one line. (It also needs the account's business profile.)"""
-    return and_(invoices.c.status == "draft", has_a_line(invoices.c.id))
 
 
 def require_draft(invoice, action: str) -> None:

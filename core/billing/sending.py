@@ -71,18 +71,18 @@ def send_invoice(session: Session, principal: Principal, id_text: str,
         raise InvalidState(f"Invoice {id_text} is {invoice.status}: only a draft or an open invoice can be sent.")
     if not accounts.account_email_verified(session, principal.account_id):
         raise InvalidState("The account e-mail address is not verified: verify it before sending invoices.")
-    to, cc = recipients(invoices.invoice_to_api(session, invoice, with_lines=False), data)
-    if not to:
-        raise ValidationFailed.at("to", "is required: the customer has no e-mail address")
+    _addressed(invoices.invoice_to_api(session, invoice, with_lines=False), data)
     executor.within(session, delegated_actions.act_for, principal, "send", invoice)
-    if (shown := require_as_confirmed(session, invoice, "send", data, confirmed)) is not None:
-        to, cc = recipients(shown, data)  # exactly the addresses the person confirmed
+    require_as_confirmed(session, invoice, "send", data, confirmed)
     usage = _count_send(session, principal)
     if invoice.status == "draft":
         # What the person confirmed is checked again as the draft is read to be frozen into the invoice.
         finalization.finalize_in(session, principal, invoice, as_action=None, confirmed=confirmed,
                                  asked_about=("send", data))
     view = invoices.invoice_to_api(session, invoice, with_lines=True)
+    # To the customer as the invoice shows it (a draft's customer is read again as it is frozen): what
+    # the person confirmed, when asked.
+    to, cc = _addressed(view, data)
     session.commit()  # the number and the counted send survive whatever the mail server says
     message = invoice_message(view, to=to, cc=cc, note=data.message)  # renders the PDF: after the commit
 
@@ -96,6 +96,13 @@ def send_invoice(session: Session, principal: Principal, id_text: str,
                              f"The invoice is finalized as {view['number']}; retry the send.", usage=usage) from None
     events.record(session, invoice, "invoice.emailed", meta)
     return invoices.invoice_to_api(session, invoice, with_lines=False), to
+
+
+def _addressed(view: dict, data: SendInput) -> tuple[str, list[str]]:
+    to, cc = recipients(view, data)
+    if not to:
+        raise ValidationFailed.at("to", "is required: the customer has no e-mail address")
+    return to, cc
 
 
 def recipients(view: dict, data: SendInput) -> tuple[str | None, list[str]]:

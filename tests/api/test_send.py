@@ -358,3 +358,24 @@ def test_send_is_exempt_from_the_request_limit(tenant, mailbox):
     invoice_id = draft(helper)["id"]
     spend(ratelimit.api_requests(), f"key:{tenant.key_id}", 120)
     assert send(tenant, invoice_id).status_code == 200
+
+
+def test_a_draft_goes_to_the_address_frozen_into_it(tenant, mailbox, monkeypatch):
+    """The customer's address changed after the send first read it, before the draft was frozen: the
+    e-mail goes where the invoice says it went."""
+    from sqlalchemy import update
+
+    from core.billing import finalization
+    from core.models import Customer
+    invoice = draft(tenant)
+    freeze = finalization.finalize_in
+
+    def changed_just_before(session, principal, row, **options):
+        session.execute(update(Customer).where(Customer.id == row.customer_id).values(email="new@example.com"))
+        return freeze(session, principal, row, **options)
+    monkeypatch.setattr(finalization, "finalize_in", changed_just_before)
+    response = send(tenant, invoice["id"])
+    assert response.status_code == 200, response.text
+    assert response.json()["emailed_to"] == "new@example.com"
+    assert response.json()["data"]["customer_details"]["email"] == "new@example.com"
+    assert mailbox.received[0].rcpt_tos == ["new@example.com"]

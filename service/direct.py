@@ -84,10 +84,7 @@ class Direct:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
-                headers = list(message.get("headers", []))
-                if not any(name.lower() == b"x-request-id" for name, _ in headers):
-                    headers.append((b"x-request-id", request.request_id.encode()))
-                message = {**message, "headers": headers}
+                message = observability.with_request_id(message, request.request_id)
             await send(message)
 
         try:

@@ -67,16 +67,21 @@ class RequestObservation:
                 status, route = message["status"], route_template(scope)  # routed by now
                 if self.name_spans:  # before the body: the tracing middleware ends the span with it
                     _name_span(f"{scope['method']} {route}", route)
-                headers = list(message.get("headers", []))
-                if not any(name.lower() == b"x-request-id" for name, _ in headers):
-                    headers.append((b"x-request-id", request.request_id.encode()))
-                message = {**message, "headers": headers}
+                message = with_request_id(message, request.request_id)
             await send(message)
 
         try:
             await self.app(scope, receive, send_with_id)
         finally:
             finish(scope, route or route_template(scope), status, started)
+
+
+def with_request_id(start: Message, request_id: str) -> Message:
+    """A response's start with the request's id among its headers, unless the answer gave one."""
+    headers = list(start.get("headers", []))
+    if not any(name.lower() == b"x-request-id" for name, _ in headers):
+        headers.append((b"x-request-id", request_id.encode()))
+    return {**start, "headers": headers}
 
 
 def begin(scope: Scope) -> context.RequestContext:

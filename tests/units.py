@@ -3,6 +3,7 @@ the surfaces verify it."""
 
 import anyio
 
+from authz import verifier
 from core.access import credentials
 from core.base import executor, raw
 
@@ -22,7 +23,10 @@ def run_unit(unit, *arguments):
 
 
 def principal_of(authorization: str, resource: str):
-    """The caller behind `authorization` for `resource` (its use noted), or the Unauthorized raised."""
+    """The caller behind `authorization` for `resource` (its use noted), or the Unauthorized raised.
+    Access tokens are verified by the authorization server's verifier, as the application plugs it in."""
+    credentials.register_oauth_verifier(verifier.verify_access_token)
+
     async def unit(db):
         principal, _ = await credentials.authenticate(db, authorization, resource=resource, then=_nothing)
         return principal

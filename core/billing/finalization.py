@@ -13,7 +13,9 @@ whatever the path:
    needs a business profile (`invalid_state`);
 3. an app's limits (`delegated_actions.act_for`), then what the person confirmed, when a surface
    asked (`confirmations.check`, against the invoice as read in 1: what is frozen is what was shown);
-4. the number is taken (`numbering.take_next`: a rollback gives it back, so numbers have no gaps),
+4. the endpoints its event goes to are read (`outbox.subscribers`), before the number: the account's
+   numbering stays locked from the number's taking to the commit, so only writes follow it;
+5. the number is taken (`numbering.take_next`: a rollback gives it back, so numbers have no gaps),
    the invoice written, and its `invoice.finalized` event with its outbox rows.
 """
 
@@ -85,8 +87,6 @@ async def finalize(db: Db, principal: Principal, id_text: str, *, as_action: str
         if confirmed is not None:
             lines = await tx.rows(invoice_reads.VIEW_LINES_STATEMENT, {"invoice_id": invoice_id})
             confirmations.check(confirmed, invoice_reads.render(values, LOCKED_LAYOUT, lines), *asked_about)
-        # The account's numbering is locked from the number's taking to the commit: as few round trips
-        # as can be come after it (so the endpoints the event goes to are read before).
         subscribers = await outbox.subscribers(tx, invoice.account_id, "invoice.finalized")
         opened(invoice, await numbering.take_next(tx, invoice.account_id, profile.invoice_prefix), customer, profile)
         await tx.execute(FINALIZED, {"invoice_id": invoice.id,

@@ -194,17 +194,16 @@ async def _write_draft(claimed: _Claimed, request: Request, data: InvoiceCreate,
 async def finalize_invoice(request: Request) -> Answer | Handover | None:
     """POST /invoices/{id}/finalize; None or a `Handover`: let the pipeline answer."""
     credential = request.claimable()
-    invoice_id = ids.try_parse("invoice", request.params.get("id"))
-    if credential is None or invoice_id is None:
+    if credential is None or ids.try_parse("invoice", request.params.get("id")) is None:
         return None
-    return await _served(_finalize, fast_writes_sqlite.finalize, request, credential, invoice_id)
+    return await _served(_finalize, fast_writes_sqlite.finalize, request, credential)
 
 
 # The fast write of each operation served, by the operation's name.
 WRITES = {CREATE.name: create_invoice, FINALIZE.name: finalize_invoice}
 
 
-async def _finalize(request: Request, credential, invoice_id: uuid.UUID) -> Answer | Handover | None:
+async def _finalize(request: Request, credential) -> Answer | Handover | None:
     claimed = await _count_and_claim(request, credential, FINALIZE, request.fingerprint(None), {})
     if not isinstance(claimed, _Claimed):
         return claimed

@@ -21,7 +21,6 @@ from core.base.errors import Conflict, DomainError
 from core.billing import events, invoice_reads
 from core.billing.invoice_inputs import InvoiceCreate
 from core.mechanisms import idempotency
-from core.models import InvoiceCounter
 from operations import fast_reads, pipeline
 from operations.fast_reads import Answer
 from operations.write_lane import (
@@ -36,8 +35,6 @@ from operations.write_lane import (
     call_of,
     drafted,
 )
-
-COUNTERS = InvoiceCounter.__table__
 
 
 def create(request: Request, credential, body_json, data: InvoiceCreate, customer_id: uuid.UUID,
@@ -82,7 +79,7 @@ def _write_draft(connection, principal, usage, claim, parties, request: Request,
     return Answer(reply.body.encode(), None, usage)
 
 
-def finalize(request: Request, credential, invoice_id: uuid.UUID) -> Answer | Handover | None:
+def finalize(request: Request, credential) -> Answer | Handover | None:
     with raw.sqlite_connection() as connection:
         claimed = _count_and_claim(connection, request, credential, FINALIZE, request.fingerprint(None),
                                    lambda _account_id: ())

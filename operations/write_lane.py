@@ -13,7 +13,7 @@ from core.base.errors import DomainError
 from core.billing import invoice_reads, invoices
 from core.billing.invoice_inputs import InvoiceCreate
 from core.mechanisms import idempotency, ratelimit
-from core.models import IdempotencyRecord, InvoiceCounter, InvoiceLine, as_inserted
+from core.models import IdempotencyRecord, InvoiceLine, as_inserted
 from operations import fast_reads
 from operations import invoices as invoice_operations
 from operations.pipeline import Call, Presenter
@@ -21,7 +21,7 @@ from operations.pipeline import Call, Presenter
 CREATE, FINALIZE = invoice_operations.create_invoice, invoice_operations.finalize_invoice
 RECORDS = IdempotencyRecord.__table__
 INVOICES, CUSTOMERS, BUSINESSES = invoice_reads.INVOICES, invoice_reads.CUSTOMERS, invoice_reads.BUSINESSES
-COUNTERS, LINES = InvoiceCounter.__table__, InvoiceLine.__table__
+LINES = InvoiceLine.__table__
 NO_ACCOUNT = uuid.UUID(int=0)
 
 

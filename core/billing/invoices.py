@@ -26,7 +26,7 @@ from core.base.validation import DATE_MAX, LINES_MAX, days_after
 from core.billing import delegated_actions, events, invoice_reads
 from core.billing.business import business_to_api
 from core.billing.confirmations import Confirmed, require_as_confirmed
-from core.billing.finalization import has_a_line, require_draft
+from core.billing.finalization import require_draft
 from core.billing.invoice_inputs import (
     DEFAULT_DAYS_UNTIL_DUE,
     InvoiceCreate,
@@ -167,10 +167,6 @@ def list_items(session: Session, account_id: uuid.UUID, invoice_id_text: str) ->
 
 
 # --- drafts --------------------------------------------------------------------------------
-
-
-def has_lines(session: Session, invoice_id: uuid.UUID) -> bool:
-    return session.exec(select(has_a_line(invoice_id))).one()
 
 
 def _due_after(issue_date: date, days_until_due: int | None) -> date:

@@ -332,20 +332,23 @@ def test_a_fault_after_the_claim_releases_it(tenant, served, monkeypatch):
     assert _post(tenant, body, "after-a-fault").status_code == 201  # a retry runs again
 
 
-def _taken_over(step):
-    """`step` of either path, after a retry took the claim over (the lease lapsed)."""
-    def take_over(arguments) -> None:
-        with db.transaction() as session:
-            session.get(IdempotencyRecord, _claim_in(arguments).record_id).claim_token = "someone-else"
+def _take_over(arguments) -> None:
+    """A retry takes over the claim among a step's `arguments` (its lease lapsed)."""
+    with db.transaction() as session:
+        session.get(IdempotencyRecord, _claim_in(arguments).record_id).claim_token = "someone-else"
 
-    if _path() is fast_writes_sqlite:
+
+def _taken_over(step, *, coroutine: bool | None = None):
+    """`step` of either path (a coroutine function on PostgreSQL's, unless told), after a retry took
+    the claim over."""
+    if not (coroutine if coroutine is not None else _path() is fast_writes):
         def taken_over(*arguments):
-            take_over(arguments)
+            _take_over(arguments)
             return step(*arguments)
         return taken_over
 
     async def taken_over_async(*arguments):
-        take_over(arguments)
+        _take_over(arguments)
         return await step(*arguments)
     return taken_over_async
 
@@ -502,12 +505,7 @@ def test_a_key_without_the_finalize_scope_is_the_pipelines_403(tenant, served_fi
 def test_a_lost_claim_gives_the_number_back(tenant, served_finalize, monkeypatch):
     first, second = _drafts(tenant, 2)
     original = pipeline.handled
-
-    async def taken_over(*arguments):  # the finalization, after a retry took the claim over (the lease lapsed)
-        with db.transaction() as session:
-            session.get(IdempotencyRecord, _claim_in(arguments).record_id).claim_token = "someone-else"
-        return await original(*arguments)
-    monkeypatch.setattr(pipeline, "handled", taken_over)
+    monkeypatch.setattr(pipeline, "handled", _taken_over(original, coroutine=True))
     refused = _finalize(tenant, first)
     assert refused.status_code == 409 and refused.json()["code"] == "conflict"
     monkeypatch.setattr(pipeline, "handled", original)

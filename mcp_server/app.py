@@ -7,12 +7,11 @@ from collections.abc import AsyncIterator
 from urllib.parse import urlsplit
 
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from mcp.server.transport_security import TransportSecuritySettings
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from config.settings import get_settings
-from mcp_server import fast_calls
 from mcp_server.gate import MAX_BODY_BYTES, Gate
 from mcp_server.server import build_server
 
@@ -42,10 +41,6 @@ class McpEndpoint:
         self.server = build_server()
         self.manager: StreamableHTTPSessionManager | None = None
         self.gateway = Gate(self)
-
-    def lane(self) -> fast_calls.Lane:
-        """The calls answered before the SDK (`fast_calls`), under the same transport security."""
-        return fast_calls.Lane(TransportSecurityMiddleware(transport_security()))
 
     def route(self) -> Route:
         return Route("/mcp", endpoint=self.gateway, methods=["GET", "POST", "DELETE"])

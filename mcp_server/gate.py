@@ -16,7 +16,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from asgi.lanes import replaying
+from asgi.bodies import replaying
 from core.access import resources
 from core.access.principal import Principal
 from core.access.scopes import MCP_SCOPES

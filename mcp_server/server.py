@@ -20,7 +20,7 @@ from core.access import resources as protected_resources
 from core.access.principal import Principal
 from core.base import context, metrics
 from core.base.errors import ConfirmationStale, DomainError, ValidationFailed
-from core.base.jsonout import dumps, jsonable
+from core.base.jsonout import Encoded, dumps
 from core.base.money import format_money
 from core.billing.confirmations import Confirmed
 from core.mechanisms.idempotency import check_key
@@ -173,7 +173,7 @@ def _result(tool: Tool, outcome: Outcome) -> types.CallToolResult:
 
 def result_content(tool_name: str, text: str, body: dict) -> list:
     """A successful call's content: its result as text and, for a tool about one invoice, links to
-    the invoice's PDF and public page (`fast_calls` makes the same)."""
+    the invoice's PDF and public page."""
     content: list = [types.TextContent(type="text", text=text)]
     if tool_name in LINKED:
         invoice = body.get("data", body)
@@ -198,7 +198,7 @@ class _Presenter:
     """What is kept under an idempotency key: the tool's structured result, or its error."""
 
     def success(self, result: Any) -> Reply:
-        return Reply(200, dumps(with_formatted_money(jsonable(result))), {})
+        return Reply(200, dumps(with_formatted_money(result)), {})
 
     def failure(self, error: DomainError) -> Reply:
         return Reply(error.status, json.dumps(error_payload(error)), {})
@@ -249,7 +249,9 @@ def _field_names(model) -> set[str]:
 
 def with_formatted_money(value: Any, currency: str | None = None) -> Any:
     """Each object with money gets `formatted`: its amounts as people write them (`"2,500.00 USD"`)."""
-    if isinstance(value, list):
+    if isinstance(value, Encoded):
+        value = value.value()
+    if isinstance(value, (list, tuple)):
         return [with_formatted_money(item, currency) for item in value]
     if not isinstance(value, dict):
         return value

@@ -3,8 +3,9 @@ and the history."""
 
 from core.base import executor
 from core.base.ids import public_id
+from core.base.jsonout import Encoded
 from core.base.validation import PageQuery
-from core.billing import events, finalization, invoices, sending
+from core.billing import events, finalization, invoice_reads, invoices, sending
 from core.billing.events import EventOut
 from core.billing.invoice_inputs import (
     InvoiceCreate,
@@ -80,8 +81,8 @@ create_invoice = Operation("create_invoice", _create_invoice, scope=WRITE, body=
 preview_invoice = Operation(
     "preview_invoice", lambda call: invoices.preview_invoice(call.session, call.principal, call.body),
     scope=READ, body=InvoiceCreate, body_required=True, response=InvoicePreviewOut)
-async def _get_invoice(call: Call) -> dict:
-    return await invoices.view_invoice(call.db, call.principal.account_id, call.params["id"])
+async def _get_invoice(call: Call) -> Encoded:
+    return await invoice_reads.shown_invoice(call.db, call.principal.account_id, call.params["id"])
 
 
 get_invoice = Operation("get_invoice", _get_invoice, scope=READ, response=InvoiceWithLinesOut)

@@ -287,9 +287,10 @@ async def identify(authorization: str | None, resource: str, *, count: bool,
     """The caller behind `authorization` for `resource`, and its standing against the request limit:
     this request counted (`count`), or only looked at (`peek`), or neither (None). Independent
     statements on the event loop, repeated once on a connection the database dropped."""
+    if count:
+        return await executor.run(credentials.authenticate_counting, authorization, resource, repeatable=True)
+
     async def standing(db: Db, principal: Principal) -> ratelimit.Usage | None:
-        if count:
-            return await ratelimit.count_on(db, ratelimit.api_requests(), principal.rate_limit_subject)
         return await ratelimit.peek_on(db, ratelimit.api_requests(), principal.rate_limit_subject) if peek else None
     return await executor.run(lambda db: credentials.authenticate(db, authorization, resource=resource, then=standing),
                               repeatable=True)

@@ -11,8 +11,6 @@ from starlette.routing import Route
 from rest import (
     business,
     customers,
-    fast_reads,
-    fast_writes,
     invoice_documents,
     invoice_items,
     invoices,
@@ -43,17 +41,5 @@ def create_rest_app() -> Starlette:
     routes = [Route("/openapi.json", openapi_json, methods=["GET"]), *reference.routes()]
     for module in MODULES:
         routes += module.api.routes()
-    fast = {op.path: op for op in operations() if op.name in fast_writes.WRITES}
-    return Starlette(routes=[_fast(route, fast.get(route.path)) for route in routes],
-                     exception_handlers={404: unrouted, 405: unrouted})
+    return Starlette(routes=routes, exception_handlers={404: unrouted, 405: unrouted})
 
-
-def _fast(route: Route, write: Endpoint | None) -> Route:
-    """The route, with the fast read path and (`write`: the operation at its path that has one) the
-    fast write path in front."""
-    if route.path not in ("/invoices/{id}", "/invoices") and write is None:
-        return route
-    endpoint = fast_writes.fast_write(write, route.endpoint) if write is not None else route.endpoint
-    if route.path in ("/invoices/{id}", "/invoices"):
-        endpoint = fast_reads.invoice_reads(endpoint)
-    return Route(route.path, endpoint, methods=sorted(route.methods - {"HEAD"}))

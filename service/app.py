@@ -46,7 +46,6 @@ from rest.framework import unrouted
 from service import health, metrics_endpoint, observability, tracing
 from service.body_limits import KB, BodyLimit, BodyLimits
 from service.direct import Direct
-from service.fast_lane import FastLane
 from web.app import routes as web_routes
 from well_known.app import routes as well_known_routes
 
@@ -80,7 +79,7 @@ def create_app() -> ASGIApp:
         gc.freeze()
         async with mcp.lifespan():  # Starlette runs no lifespan of a mounted app: the SDK's runs here
             yield
-        await raw.close_postgres_connections()  # the fast read path's connections
+        await raw.close_postgres_connections()  # the event loop's connections (core.base.executor)
         observability.forget_this_process()
 
     database_faults = dict.fromkeys(DATABASE_FAULTS, _database_fault)
@@ -88,9 +87,11 @@ def create_app() -> ASGIApp:
                     middleware=[Middleware(observability.RequestObservation, name_spans=tracing.requested()),
                                 Middleware(BodyLimits, limits=body_limits(), signed_in=_signed_in)])
     tracing.configure(app)
-    # The hot read in front of it all (not while traces are on: their spans are the stack's).
-    direct = Direct("/api/v1", rest_operations(), "/mcp", mcp.gateway, MCP_MAX_BODY_BYTES)
-    return FastLane(app, mcp.lane(), direct, enabled=not tracing.requested())
+    # The operations on the event loop routed from their declarations (not while traces are on: their
+    # spans are the stack's).
+    if tracing.requested():
+        return app
+    return Direct(app, "/api/v1", rest_operations(), "/mcp", mcp.gateway, MCP_MAX_BODY_BYTES)
 
 
 def body_limits() -> list[BodyLimit]:

@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.routing import compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from asgi.lanes import declared_length
+from asgi.bodies import declared_length
 from rest import framework
 from service import observability
 
@@ -43,8 +43,11 @@ class _Pattern:
 
 
 class Direct:
-    def __init__(self, root: str, endpoints: list[framework.Endpoint], mcp_path: str, mcp: ASGIApp,
+    """The application, with the declared targets answered in front of its stacks."""
+
+    def __init__(self, app: ASGIApp, root: str, endpoints: list[framework.Endpoint], mcp_path: str, mcp: ASGIApp,
                  mcp_max_body: int) -> None:
+        self.app = app
         self.exact: dict[tuple[str, str], Target] = {("POST", mcp_path): Target(mcp_path, mcp_max_body, mcp)}
         self.patterns: list[_Pattern] = []
         for endpoint in endpoints:
@@ -56,6 +59,11 @@ class Direct:
                 self.patterns.append(_Pattern(endpoint.method, regex, convertors, target))
             else:
                 self.exact[(endpoint.method, root + endpoint.path)] = target
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (routed := self.target(scope)) is not None and await self.serve(scope, receive, send, *routed):
+            return
+        await self.app(scope, receive, send)
 
     def target(self, scope: Scope) -> tuple[Target, dict] | None:
         """The target of an HTTP request and its path's parameters, or None: the application's."""

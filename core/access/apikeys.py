@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import uuid
+from collections import namedtuple
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -17,6 +19,7 @@ from core.base.clock import now
 from core.base.errors import NotFound, Unauthorized, ValidationFailed
 from core.base.executor import Db
 from core.base.validation import NAME_MAX, acceptable_text
+from core.mechanisms import ratelimit
 from core.models import ApiKey
 
 KEY_PATTERN = re.compile(r"^inv_live_([A-Za-z0-9]{8})_([A-Za-z0-9]{32})$")
@@ -142,18 +145,58 @@ KEY_STATEMENT = sa.select(*(KEYS.c[name] for name in KEY_COLUMNS)).where(KEYS.c.
 TOUCH_STATEMENT = sa.update(KEYS).where(KEYS.c.id == sa.bindparam("key_id")).values(last_used_at=sa.bindparam("moment"))
 
 
-def valid_key(scope: str, bucket_prefix: str):
-    """`verified` and `Principal.require(scope)` as a CTE: the key of `:lookup_id` whose secret hashes
-    to `:secret_hash`, not revoked, not expired at `:moment`, granted `scope` or a scope implying it,
-    with its columns and `bucket` (`bucket_prefix` + its credential id); no row otherwise."""
+def valid_key(scope: str | None, bucket_prefix: str):
+    """`verified` (and `Principal.require(scope)`, given a scope) as a CTE: the key of `:lookup_id`
+    whose secret hashes to `:secret_hash`, not revoked, not expired at `:moment`, granted `scope` or
+    a scope implying it, with its columns and `bucket` (`bucket_prefix` + its credential id); no row
+    otherwise."""
     from sqlalchemy import Text, and_, bindparam, cast, literal, or_
     from sqlalchemy import select as core_select
     from sqlalchemy.dialects.postgresql import JSONB, array
     bucket = literal(bucket_prefix + CREDENTIAL_PREFIX) + cast(KEYS.c.id, Text)
-    return core_select(*(KEYS.c[name] for name in KEY_COLUMNS), bucket.label("bucket")).where(and_(
-        KEYS.c.lookup_id == bindparam("lookup_id"), KEYS.c.secret_hash == bindparam("secret_hash"),
-        KEYS.c.revoked_at.is_(None), or_(KEYS.c.expires_at.is_(None), KEYS.c.expires_at > bindparam("moment")),
-        cast(KEYS.c.scopes, JSONB).has_any(array(granting(scope))))).cte("valid_key")
+    conditions = [KEYS.c.lookup_id == bindparam("lookup_id"), KEYS.c.secret_hash == bindparam("secret_hash"),
+                  KEYS.c.revoked_at.is_(None), or_(KEYS.c.expires_at.is_(None), KEYS.c.expires_at > bindparam("moment"))]
+    if scope is not None:
+        conditions.append(cast(KEYS.c.scopes, JSONB).has_any(array(granting(scope))))
+    return core_select(*(KEYS.c[name] for name in KEY_COLUMNS), bucket.label("bucket")).where(and_(*conditions)) \
+        .cte("valid_key")
+
+
+# The key checked and the request counted in one statement (PostgreSQL): the caller's first round trip.
+COUNTED_GATE = valid_key(None, ratelimit.bucket_prefix(ratelimit.API_REQUESTS))
+
+
+async def verify_counted(db: Db, token: str) -> tuple[Principal, ratelimit.Usage] | None:
+    """PostgreSQL: `verify`, the request counted against the request limit and the key's use noted, in
+    one statement; None when the key is refused, with nothing counted (`verify` then says why)."""
+    lookup_id, secret = split(token)
+    moment = now()
+    count = ratelimit.counting("postgresql", ratelimit.api_requests(), "", source=COUNTED_GATE)
+    statement, width = _counted_statement(count.statement)
+    row = await db.first(statement, {**count.parameters, "lookup_id": lookup_id, "secret_hash": crypto.sha256_hex(secret),
+                                     "moment": moment, "stale_before": stale_before(moment)})
+    if row is None:
+        return None
+    values = tuple(row)
+    return verified(_CountedKey._make(values[width:]), secret, moment), count.usage(values[:width])
+
+
+_CountedKey = namedtuple("_CountedKey", KEY_COLUMNS)
+
+
+@functools.cache
+def _counted_statement(counting_statement) -> tuple:
+    """The gate, the request counted only when it passed, the key's last use written when it is a
+    minute old: the count's columns (how many: the second value), then the key's (`KEY_COLUMNS`)."""
+    from sqlalchemy import bindparam, true, update
+    from sqlalchemy import select as core_select
+    counted = counting_statement.cte("counted")
+    touched = (update(KEYS).where(KEYS.c.id == COUNTED_GATE.c.id, counted.c.allowed,
+                                  stale_use_clause(COUNTED_GATE.c.last_used_at))
+               .values(last_used_at=bindparam("moment")).returning(KEYS.c.id).cte("touched"))
+    statement = (core_select(*counted.c, *(COUNTED_GATE.c[name] for name in KEY_COLUMNS))
+                 .select_from(COUNTED_GATE.join(counted, true())).add_cte(touched))
+    return statement, len(counted.c)
 
 
 def stale_use_clause(last_used_at):

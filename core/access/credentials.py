@@ -13,6 +13,7 @@ from core.access import apikeys
 from core.access.principal import Principal, Verified
 from core.base.errors import Unauthorized
 from core.base.executor import Db
+from core.mechanisms import ratelimit
 
 T = TypeVar("T")
 
@@ -59,3 +60,18 @@ async def authenticate(db: Db, authorization: str | None, *, resource: str,
         done = await then(db, verified.principal)
         await verified.note_use(db)
     return verified.principal, done
+
+
+async def authenticate_counting(db: Db, authorization: str | None, resource: str) -> tuple[Principal, ratelimit.Usage]:
+    """`authenticate` with this request counted against the caller's request limit: for an API key on
+    PostgreSQL in one statement (`apikeys.verify_counted`). A unit of `core.base.executor`."""
+    token = bearer_token(authorization)
+    if db.dialect == "postgresql" and apikeys.looks_like_api_key(token):
+        counted = await apikeys.verify_counted(db, token)
+        if counted is not None:
+            return counted
+    return await authenticate(db, authorization, resource=resource, then=_count)
+
+
+async def _count(db: Db, principal: Principal) -> ratelimit.Usage:
+    return await ratelimit.count_on(db, ratelimit.api_requests(), principal.rate_limit_subject)

@@ -133,7 +133,10 @@ def _converter(column_type, dialect) -> Callable[[Any], Any] | None:
     """The column type's own result processor, after parsing JSON text (asyncpg leaves `json` as text)."""
     base = column_type.impl_instance if isinstance(column_type, TypeDecorator) else column_type
     parse = _parse_json if isinstance(base, JSON) else None
-    process = column_type._cached_result_processor(dialect, None)
+    try:
+        process = column_type._cached_result_processor(dialect, None)
+    except NotImplementedError:  # an array of records, which SQLAlchemy does not read: as asyncpg gives it
+        return parse
     if parse is None or process is None:
         return parse or process
     return lambda value: process(parse(value))

@@ -40,8 +40,24 @@ def json_number(value: Decimal) -> int | orjson.Fragment:
     return int(value) if value == value.to_integral_value() else orjson.Fragment(repr(float(value)))
 
 
+class Encoded:
+    """A JSON value written already (`json`, as `dumps` writes it): `dumps` embeds it as it is; its
+    value is read back only for whoever asks (`value`)."""
+
+    __slots__ = ("json",)
+
+    def __init__(self, json_bytes: bytes) -> None:
+        self.json = json_bytes
+
+    def value(self) -> Any:
+        """The value, with numbers that are not whole as floats (whose repr `dumps` writes as it came)."""
+        return orjson.loads(self.json)
+
+
 def _ready(value: Any) -> Any:
     """`value` as orjson writes it like the json module: decimals and floats as Python's repr."""
+    if isinstance(value, Encoded):
+        return orjson.Fragment(value.json)
     if isinstance(value, dict):
         return {k: _ready(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

@@ -182,9 +182,17 @@ def from_major(text: str, currency: str) -> int | None:
 
 def format_money(amount_minor: int, currency: str) -> str:
     """'2,500.00 USD', '5,000 JPY', '1.234 KWD', '-0.05 EUR'."""
+    code, exponent = _currency_facts(currency)
+    major, minor = divmod(abs(int(amount_minor)), 10**exponent)
+    sign = "-" if amount_minor < 0 else ""
+    return f"{sign}{major:,}.{minor:0{exponent}d} {code}" if exponent else f"{sign}{major:,} {code}"
+
+
+@lru_cache(maxsize=1024)
+def _currency_facts(currency: str) -> tuple[str, int]:
+    """The ISO code and its exponent (ValueError for an unknown currency, which is not kept)."""
     code = normalize_currency(currency)
-    exponent = currency_exponent(code)
-    return f"{to_major(amount_minor, code):,.{exponent}f} {code}"
+    return code, currency_exponent(code)
 
 
 def _words(n: int) -> str:

@@ -18,10 +18,12 @@ import orjson
 from sqlalchemy import Text, bindparam, cast, func, literal, literal_column, select, tuple_
 from sqlalchemy.dialects.postgresql import aggregate_order_by
 
+from config.settings import get_settings
 from core.base import ids
+from core.base.clock import today
 from core.base.errors import NotFound
 from core.base.executor import Db
-from core.base.jsonout import json_number
+from core.base.jsonout import Encoded, dumps_read, json_number
 from core.billing.business import business_to_api
 from core.billing.invoice_render import assembled, customer_details, invoice_fields, is_frozen
 from core.mechanisms import pagination
@@ -161,6 +163,7 @@ class Layout:
     parsed (asyncpg leaves `json` columns as text)."""
 
     def __init__(self, names, *, skip: int = 0, parse_json: bool = False) -> None:
+        self.versioned = skip > 0 and names[0] == "version"  # the row's first value is its version
         groups: dict[str, list[tuple[int, str]]] = {"": [], "c_": [], "b_": [], "k_": []}
         for index, name in enumerate(names):
             if index >= skip:
@@ -236,7 +239,7 @@ def render(values: tuple, layout: Layout, lines: list | None = None, *, today: d
     return assembled(invoice_fields(invoice, today), customer_shown, issuer, lines)
 
 
-async def view_invoice(db: Db, account_id, id_text: str) -> dict:
+async def view_invoice(db: Db, account_id, id_text: str, *, on_day: date | None = None) -> dict:
     """One invoice of the account with its lines, as the API shows it, in two Core statements: the
     invoice with the live customer and issuer a draft shows, then the lines (one statement joining
     the lines would repeat the invoice's long texts and snapshots on each of up to 250 rows). A unit
@@ -247,7 +250,33 @@ async def view_invoice(db: Db, account_id, id_text: str) -> dict:
         if found is None:
             raise NotFound(f"No such invoice: {id_text}")
         lines = await db.rows(VIEW_LINES_STATEMENT, {"invoice_id": invoice_id})
-    return render(tuple(found), VIEW_LAYOUT, lines)
+    return render(tuple(found), VIEW_LAYOUT, lines, today=on_day)
+
+
+async def shown_invoice(db: Db, account_id, id_text: str) -> Encoded:
+    """`view_invoice` written as JSON. On PostgreSQL the invoice's version is read first; when this
+    process rendered it under that version (`SHOWN`) that JSON is the answer, else the invoice is read
+    whole (its lines in the row) and rendered. A unit of `core.base.executor`."""
+    if db.dialect != "postgresql":
+        return Encoded(dumps_read(await view_invoice(db, account_id, id_text, on_day=today())))
+    invoice_id = ids.parse("invoice", id_text, what="invoice")
+    parameters, stamp = {"invoice_id": invoice_id, "account_id": account_id}, rendering_stamp()
+    current = await db.first(SHOWN_VERSION, parameters)
+    kept = SHOWN.kept([invoice_id], [current.version], stamp)[0] if current is not None else None
+    if kept is not None:
+        return Encoded(kept)
+    whole = await db.first(SHOWN_WHOLE, parameters) if current is not None else None
+    if whole is None:  # none, or deleted since
+        raise NotFound(f"No such invoice: {id_text}")
+    values = tuple(whole)
+    encoded = dumps_read(render(values, SHOWN_WHOLE_LAYOUT, today=stamp[0]))
+    SHOWN.keep(invoice_id, values[0], stamp, encoded)
+    return Encoded(encoded)
+
+
+def rendering_stamp() -> tuple:
+    """What an invoice's JSON depends on besides its rows: the day (overdue) and the public links' origin."""
+    return today(), get_settings().origin
 
 
 def key_view(values: tuple, layout: Layout) -> tuple:
@@ -257,6 +286,9 @@ def key_view(values: tuple, layout: Layout) -> tuple:
 
 VIEW_STATEMENT, VIEW_LINES_STATEMENT = invoice_statement(lines_in_row=False), lines_statement()
 VIEW_LAYOUT = Layout.of(VIEW_STATEMENT)
+SHOWN_VERSION = version_statement(account=bindparam("account_id"))
+SHOWN_WHOLE = invoice_statement(lines_in_row=True, with_version=True)
+SHOWN_WHOLE_LAYOUT = Layout.of(SHOWN_WHOLE, skip=1)
 
 
 class Rendered:
@@ -294,3 +326,7 @@ class Rendered:
         while self.size > self.limit:
             _, (_, _, dropped) = self.entries.popitem(last=False)
             self.size -= len(dropped)
+
+
+SHOWN = Rendered(limit=4 * 1024 * 1024)  # of JSON; a ten-line invoice is ~4.5 KB
+LISTED = Rendered(limit=2 * 1024 * 1024)  # invoices as a list shows them, ~1.3 KB each

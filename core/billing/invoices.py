@@ -21,6 +21,7 @@ from core.base import executor, ids
 from core.base.clock import now, today
 from core.base.errors import InvalidState, NotFound, ValidationFailed
 from core.base.executor import Db
+from core.base.jsonout import Encoded, dumps_read
 from core.base.lookup import locked_rows, owned
 from core.base.validation import DATE_MAX, LINES_MAX, days_after
 from core.billing import delegated_actions, events, invoice_reads
@@ -75,23 +76,48 @@ def get_by_public_token(session: Session, token: str) -> Invoice:
 
 
 async def list_invoices(db: Db, account_id: uuid.UUID, q: InvoiceListQuery) -> dict:
-    """A page of the account's invoices, newest first, as the API lists them (`{data, next_cursor}`): one
-    Core statement for the page with its parties, written once per shape of the query. A unit of
-    `core.base.executor`."""
+    """A page of the account's invoices, newest first, as the API lists them (`{data, next_cursor}`,
+    each item written as JSON): one Core statement for the page with its parties, written once per
+    shape of the query. On PostgreSQL the page's ids and item versions are read first, and only when
+    this process has not rendered every item under its version (`invoice_reads.LISTED`) is the page
+    read whole. A unit of `core.base.executor`."""
     customer_id = (await account_customer(db, account_id, q.customer)).id if q.customer is not None else None
-    limit, filters, day = clamp_limit(q.limit), list_filters(q, customer_id), today()
+    limit, filters, stamp = clamp_limit(q.limit), list_filters(q, customer_id), invoice_reads.rendering_stamp()
     after = decode_cursor(q.cursor, "invoices", account_id, filters) if q.cursor else None
-    statement, layout = _page_statement(_page_shape(q, customer_id, after, limit + 1))  # one more: a next page?
-    rows = await db.rows(statement, {
-        "account_id": account_id, "on_day": day, "status": q.status, "customer_id": customer_id,
+    shape = _page_shape(q, customer_id, after, limit + 1)  # one more: is there a next page?
+    parameters = {
+        "account_id": account_id, "on_day": stamp[0], "status": q.status, "customer_id": customer_id,
         "issued_from": q.from_, "issued_to": q.to, "number_prefix": _prefix_pattern(q.number or ""),
-        "after_created": after.created if after else None, "after_id": after.id if after else None})
-    items, last = last_page_row(list(rows), limit)
+        "after_created": after.created if after else None, "after_id": after.id if after else None}
+    items = None
+    if db.dialect == "postgresql":
+        page_ids, created, versions = (list(column or ()) for column in
+                                       await db.first(_page_statement(shape, "versions")[0], parameters))
+        items = invoice_reads.LISTED.kept(page_ids, versions, stamp)
+    if items is None or None in items:  # read the page whole, as it is now, and render what is not kept
+        statement, layout = _page_statement(shape, "whole" if db.dialect == "postgresql" else "plain")
+        rows = await db.rows(statement, parameters)
+        page_ids, created = [row.id for row in rows], [row.created for row in rows]
+        items = [_listed_item(row, layout, stamp) for row in rows]
+    items, last = last_page_row(items, limit)
     next_cursor = None
     if last is not None:
-        next_cursor = encode_cursor("invoices", account_id, filters, Position(last.created, last.id))
-    return {"data": [invoice_reads.render(tuple(row), layout, today=day, with_lines=False) for row in items],
-            "next_cursor": next_cursor}
+        next_cursor = encode_cursor("invoices", account_id, filters, Position(created[limit - 1], page_ids[limit - 1]))
+    return {"data": [Encoded(item) for item in items], "next_cursor": next_cursor}
+
+
+def _listed_item(row, layout: invoice_reads.Layout, stamp: tuple) -> bytes:
+    """An item of a page as JSON: kept under its version (PostgreSQL's, the row's first value) when
+    this process rendered it so, else rendered (and kept)."""
+    values = tuple(row)
+    if layout.versioned:
+        kept = invoice_reads.LISTED.kept([row.id], [values[0]], stamp)[0]
+        if kept is not None:
+            return kept
+    encoded = dumps_read(invoice_reads.render(values, layout, today=stamp[0], with_lines=False))
+    if layout.versioned:
+        invoice_reads.LISTED.keep(row.id, values[0], stamp, encoded)
+    return encoded
 
 
 def _page_shape(q: InvoiceListQuery, customer_id, after, rows: int) -> tuple:
@@ -103,7 +129,10 @@ def _page_shape(q: InvoiceListQuery, customer_id, after, rows: int) -> tuple:
 
 
 @functools.cache
-def _page_statement(shape: tuple):
+def _page_statement(shape: tuple, read: str):
+    """The statement of a page of `shape` and the layout of its rows: its items' ids, creation times
+    and versions (`versions`, PostgreSQL), the page whole with each item's version first (`whole`,
+    PostgreSQL), or the page whole (`plain`)."""
     status, customer, issued_from, issued_to, number, after, rows = shape
     columns = Invoice.__table__.c
     types = {"on_day": columns.due_date.type, "status": columns.status.type, "customer_id": columns.customer_id.type,
@@ -113,8 +142,12 @@ def _page_statement(shape: tuple):
                                  date.min if issued_from else None, date.min if issued_to else None,
                                  "n" if number else None, date.min,
                                  bind=lambda name, _value: bindparam(name, type_=types[name]))
-    statement = invoice_reads.page_statement(conditions=conditions, after=after, rows=rows, with_versions=False)
-    return statement, invoice_reads.Layout.of(statement)
+    if read == "versions":
+        return invoice_reads.page_versions_statement(account=bindparam("account_id"), conditions=conditions,
+                                                     after=after, rows=rows), None
+    statement = invoice_reads.page_statement(conditions=conditions, after=after, rows=rows,
+                                             with_versions=read == "whole")
+    return statement, invoice_reads.Layout.of(statement, skip=1 if read == "whole" else 0)
 
 
 def list_conditions(status: str | None, customer_id: uuid.UUID | None, issued_from: date | None,

@@ -1,13 +1,12 @@
 """Every way a draft is finalized runs one function, `core.billing.finalization.finalize`: REST's
-finalize with an API key (claimed by its fast path, then the pipeline's own step) and on the pipeline,
-and a send of a draft (inside its session). Its refusals come in one order."""
+finalize (the pipeline, on the event loop) and a send of a draft (inside its session). Its refusals
+come in one order."""
 
 from __future__ import annotations
 
 import pytest
 
 from core.billing import finalization
-from operations import fast_writes
 from tests.api.invoicing import draft, finalize, open_invoice
 from tests.smtp import mail_settings, smtp_server
 
@@ -25,16 +24,7 @@ def finalizations(monkeypatch) -> list[str]:
     return noted
 
 
-def test_rest_finalize_with_an_api_key_runs_it(tenant, finalizations):
-    invoice = draft(tenant)
-    assert finalize(tenant, invoice["id"]).status_code == 200
-    assert finalizations == [invoice["id"]]
-
-
-def test_rest_finalize_on_the_pipeline_runs_it(tenant, finalizations, monkeypatch):
-    async def left(*_arguments):
-        return None
-    monkeypatch.setitem(fast_writes.WRITES, "finalize_invoice", left)
+def test_rest_finalize_runs_it(tenant, finalizations):
     invoice = draft(tenant)
     assert finalize(tenant, invoice["id"]).status_code == 200
     assert finalizations == [invoice["id"]]

@@ -16,7 +16,6 @@ from sqlmodel import func, select
 from core.base import db, executor, raw
 from core.base.errors import UpstreamFailed
 from core.models import Customer
-from operations import fast_reads, fast_writes
 from tests.api.invoicing import add_webhook_endpoint, adhoc, create, customer, draft, finalize
 
 
@@ -24,64 +23,47 @@ def _dialect() -> str:
     return db.get_engine().dialect.name
 
 
-def _statements_of(tenant, path: str, monkeypatch=None) -> list[str]:
-    """The statements a request runs: through SQLAlchemy's engine, and (PostgreSQL's fast read
-    path) on the asyncpg pool."""
+def _statements_of(request, monkeypatch) -> list[str]:
+    """The first word of each statement a request runs on the executor's drivers (asyncpg, sqlite3)."""
     statements: list[str] = []
-    listener = lambda *args: statements.append(args[2].split()[0])  # noqa: E731
-    event.listen(db.get_engine(), "before_cursor_execute", listener)
-    if monkeypatch is not None:
-        query, run = fast_reads._query, raw.SqliteText.run
 
-        async def counted(connection, sql, arguments):
-            statements.append(sql.split()[0])
-            return await query(connection, sql, arguments)
+    def noted(name):
+        original = getattr(asyncpg.Connection, name)
 
-        def run_counted(text, connection, parameters):  # SQLite's, on the engine's sqlite3 connections
-            statements.append(text.sql.split()[0])
-            return run(text, connection, parameters)
-        monkeypatch.setattr(fast_reads, "_query", counted)
-        monkeypatch.setattr(raw.SqliteText, "run", run_counted)
-    try:
-        assert tenant.get(path).status_code == 200
-    finally:
-        event.remove(db.get_engine(), "before_cursor_execute", listener)
-        monkeypatch.undo() if monkeypatch is not None else None
+        async def noting(connection, sql, *arguments, **options):
+            statements.append(sql.split()[0].rstrip(";"))
+            return await original(connection, sql, *arguments, **options)
+        return noting
+    run = raw.SqliteText.run
+
+    def run_noted(text, connection, parameters):
+        statements.append(text.sql.split()[0])
+        return run(text, connection, parameters)
+    with monkeypatch.context() as scoped:
+        for name in ("fetchrow", "fetchval", "fetch", "execute", "executemany"):
+            scoped.setattr(asyncpg.Connection, name, noted(name))
+        scoped.setattr(raw.SqliteText, "run", run_noted)
+        assert request().status_code in (200, 201)
     return statements
 
 
-def test_reading_an_invoice_costs_one_statement_on_postgresql(tenant, monkeypatch):
+def test_reading_an_invoice_again_costs_two_statements_on_postgresql(tenant, monkeypatch):
     invoice = draft(tenant, items=[adhoc(f"Item {n}") for n in range(10)])
     tenant.get("/business")  # the key's first use notes its use: not part of every request
-    # The key's check, the request's count and the invoice's version; the first read of a version
-    # reads the invoice with its parties and lines in a second statement.
-    expected = [["WITH", "SELECT"], ["WITH"]]
+    # The key's check with the request's count; the invoice's version; the first read of a version
+    # reads the invoice with its parties and lines in a third statement, whose JSON is kept.
+    expected = [["WITH", "SELECT", "SELECT"], ["WITH", "SELECT"]]
     if _dialect() == "sqlite":  # the key; the count in the write turn; the invoice and its lines in one snapshot
         expected = [["SELECT", "INSERT", "SELECT", "SELECT"]] * 2
-    assert [_statements_of(tenant, f"/invoices/{invoice['id']}", monkeypatch) for _ in range(2)] == expected
-
-
-def test_a_key_whose_scope_implies_reading_invoices_reads_in_one_statement_too(tenant, monkeypatch):
-    if _dialect() != "postgresql":
-        pytest.skip("the one statement is PostgreSQL's")
-    import dataclasses
-
-    from core.access import apikeys
-    invoice = draft(tenant)
-    with db.transaction() as session:
-        created = apikeys.create_key(session, tenant.account_id, name="writer", scopes=["invoices:write"])
-    writer = dataclasses.replace(tenant, key=created.key, key_id=created.row.id)
-    writer.get("/business")  # the key's first use
-    tenant.get(f"/invoices/{invoice['id']}")  # its JSON kept
-    assert _statements_of(writer, f"/invoices/{invoice['id']}", monkeypatch) == ["WITH"]
+    assert [_statements_of(lambda: tenant.get(f"/invoices/{invoice['id']}"), monkeypatch) for _ in range(2)] == expected
 
 
 def test_an_invoice_of_ten_lines_costs_the_statements_of_one_of_a_single_line(tenant, monkeypatch):
     one = draft(tenant, items=[adhoc()])
     ten = draft(tenant, items=[adhoc(f"Item {n}") for n in range(10)])
     tenant.get("/business")
-    assert len(_statements_of(tenant, f"/invoices/{ten['id']}", monkeypatch)) == \
-        len(_statements_of(tenant, f"/invoices/{one['id']}", monkeypatch))
+    assert len(_statements_of(lambda: tenant.get(f"/invoices/{ten['id']}"), monkeypatch)) == \
+        len(_statements_of(lambda: tenant.get(f"/invoices/{one['id']}"), monkeypatch))
 
 
 def _sql_during(request) -> list[str]:
@@ -115,60 +97,29 @@ def _count(statements: list[str], start: str, table: str) -> int:
     return sum(1 for sql in statements if sql.startswith(start) and f" {table}" in sql.split(" WHERE ")[0])
 
 
-@pytest.fixture
-def pipeline_writes(monkeypatch):
-    """The writes by the pipeline (what OAuth tokens and MCP take on PostgreSQL, everyone on SQLite)."""
-    async def left(*_arguments):
-        return None
-    monkeypatch.setitem(fast_writes.WRITES, "create_invoice", left)
-    monkeypatch.setitem(fast_writes.WRITES, "finalize_invoice", left)
-
-
-def _fast_statements_of(request, monkeypatch) -> list[str]:
-    """The first word of each statement the fast write path runs on its asyncpg connections."""
-    statements: list[str] = []
-    fetchrow, fetchval, fetch = asyncpg.Connection.fetchrow, asyncpg.Connection.fetchval, asyncpg.Connection.fetch
-
-    async def noted_row(connection, sql, *arguments, **options):
-        statements.append(sql.split()[0])
-        return await fetchrow(connection, sql, *arguments, **options)
-
-    async def noted_value(connection, sql, *arguments, **options):
-        statements.append(sql.split()[0])
-        return await fetchval(connection, sql, *arguments, **options)
-
-    async def noted_rows(connection, sql, *arguments, **options):
-        statements.append(sql.split()[0])
-        return await fetch(connection, sql, *arguments, **options)
-    with monkeypatch.context() as scoped:
-        scoped.setattr(asyncpg.Connection, "fetchrow", noted_row)
-        scoped.setattr(asyncpg.Connection, "fetchval", noted_value)
-        scoped.setattr(asyncpg.Connection, "fetch", noted_rows)
-        assert request().status_code in (200, 201)
-    return statements
-
-
-def test_creating_an_invoice_costs_two_statements_on_postgresql(tenant, monkeypatch):
+def test_creating_an_invoice_costs_one_transaction_after_the_key_and_the_claim(tenant, monkeypatch):
     if _dialect() != "postgresql":
-        pytest.skip("the fast write path is PostgreSQL's")
+        pytest.skip("asyncpg's statements")
     buyer = customer(tenant)["id"]
-    # The key's check, the count and the claim with the parties read; the draft, its lines, event,
-    # outbox rows and the stored answer.
-    assert _fast_statements_of(lambda: create(tenant, customer_id=buyer, items=[adhoc(f"Item {n}") for n in range(10)]),
-                               monkeypatch) == ["WITH", "WITH"]
+    tenant.get("/business")
+    # The key's check and the count; the claim; then in one transaction the customer and the profile,
+    # the draft, its ten lines in one executemany, its event, the endpoints it goes to, the stored answer.
+    assert _statements_of(lambda: create(tenant, customer_id=buyer, items=[adhoc(f"Item {n}") for n in range(10)]),
+                          monkeypatch) == ["WITH", "INSERT", "BEGIN", "SELECT", "SELECT", "INSERT", "INSERT", "INSERT",
+                                           "SELECT", "UPDATE", "COMMIT"]
 
 
-def test_finalizing_claims_in_one_statement_then_runs_cores_finalization(tenant, monkeypatch):
+def test_finalizing_runs_cores_finalization_in_one_transaction_after_the_key_and_the_claim(tenant, monkeypatch):
     if _dialect() != "postgresql":
-        pytest.skip("the fast write path is PostgreSQL's")
+        pytest.skip("asyncpg's statements")
     invoice = draft(tenant)
-    # The claim; then in one transaction `finalization.finalize`: the draft locked and read, the
-    # endpoints that subscribe, the number taken, the invoice written, its event; and the stored answer.
-    assert _fast_statements_of(lambda: finalize(tenant, invoice["id"]), monkeypatch) == [
-        "WITH", "SELECT", "SELECT", "INSERT", "UPDATE", "INSERT", "UPDATE"]
+    # The key's check and the count; the claim; then in one transaction `finalization.finalize`: the
+    # draft locked and read, the endpoints that subscribe, the number taken, the invoice written, its
+    # event; and the stored answer.
+    assert _statements_of(lambda: finalize(tenant, invoice["id"]), monkeypatch) == [
+        "WITH", "INSERT", "BEGIN", "SELECT", "SELECT", "INSERT", "UPDATE", "INSERT", "UPDATE", "COMMIT"]
 
 
-@pytest.mark.usefixtures("pipeline_writes")
 def test_creating_an_invoice_reads_its_customer_and_profile_once_and_writes_it_once(tenant):
     buyer = customer(tenant)["id"]
     statements = _sql_during(lambda: create(tenant, customer_id=buyer, items=[adhoc(f"Item {n}") for n in range(10)]))
@@ -179,7 +130,6 @@ def test_creating_an_invoice_reads_its_customer_and_profile_once_and_writes_it_o
     assert not any("max(invoice_events.created_at)" in sql for sql in statements)  # its first event
 
 
-@pytest.mark.usefixtures("pipeline_writes")
 def test_finalizing_takes_the_number_in_one_statement_and_writes_the_invoice_once(tenant):
     invoice = draft(tenant)
     statements = _sql_during(lambda: finalize(tenant, invoice["id"]))
@@ -187,7 +137,6 @@ def test_finalizing_takes_the_number_in_one_statement_and_writes_the_invoice_onc
     assert _count(statements, "UPDATE", "invoices") == 1
 
 
-@pytest.mark.usefixtures("pipeline_writes")
 def test_once_the_number_is_taken_only_the_finalizations_writes_follow(tenant):
     """The account's numbering stays locked from the number's taking to the commit, so the endpoints
     the event goes to are read before it; after it come the invoice, its event and its delivery, and
@@ -257,7 +206,7 @@ def test_a_read_survives_the_database_dropping_every_connection(tenant):
             "SELECT count(pg_terminate_backend(pid, 5000)) FROM pg_stat_activity WHERE pid = ANY(CAST(:pids AS int[])) "
             "OR application_name = :fast"), {"pids": ours, "fast": raw.application_name()}).scalar()
     outsider.dispose()
-    assert dropped >= 2  # the ORM's pool and the fast read path's
+    assert dropped >= 2  # the ORM's pool and the executor's
     for _ in range(3):  # however the pools hand the dead connections out
         assert tenant.get("/business").status_code == 200
         assert tenant.get(f"/invoices/{invoice['id']}").status_code == 200

@@ -13,7 +13,7 @@ MCP = object()
 
 @pytest.fixture(scope="module")
 def direct() -> Direct:
-    return Direct("/api/v1", operations(), "/mcp", MCP, 4096)
+    return Direct(object(), "/api/v1", operations(), "/mcp", MCP, 4096)
 
 
 def _scope(method: str, path: str, **extra) -> dict:

@@ -1,6 +1,6 @@
-"""`tools/call` of get_invoice with an API key in the lane (`mcp_server.fast_calls`) answers byte for
-byte as the SDK does (any invoice, each protocol version it takes, found or not), counts once, and
-leaves to the gate and the SDK, uncounted and with the body intact, whatever it does not answer."""
+"""`tools/call` of get_invoice, through the gate and the SDK, runs REST's operation: any invoice
+(hypothesis) is REST's object with its amounts formatted, as text and as structured content, also
+when its JSON was kept (PostgreSQL); it follows a change at once, counts once, and refuses as REST."""
 
 from __future__ import annotations
 
@@ -8,14 +8,13 @@ import json
 from datetime import timedelta
 from decimal import Decimal
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.base.clock import today
-from mcp_server import fast_calls
+from mcp_server.server import with_formatted_money
 from tests import hostile
-from tests.api.invoicing import adhoc, customer, draft, open_invoice, pay, void
+from tests.api.invoicing import customer, draft, open_invoice, pay, void
 from tests.conftest import make_tenant
 from tests.mcp.jsonrpc import HEADERS
 
@@ -38,13 +37,6 @@ def called(tenant, body: str, **headers):
                                                              **headers})
 
 
-def by_the_sdk(tenant, body: str, monkeypatch, **headers):
-    """The same call answered by the gate and the SDK (the lane standing aside)."""
-    with monkeypatch.context() as patched:
-        patched.setattr(fast_calls, "lane_target", lambda _scope: False)
-        return called(tenant, body, **headers)
-
-
 def remaining(tenant) -> int:
     return int(tenant.get("/business").headers["ratelimit-remaining"])
 
@@ -53,7 +45,7 @@ def remaining(tenant) -> int:
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(items=st.lists(lines, min_size=1, max_size=4), status=st.sampled_from(["draft", "open", "paid", "void", "overdue"]),
        name=texts, request_id=st.one_of(st.integers(min_value=-10**6, max_value=10**6), texts))
-def test_any_invoice_is_answered_byte_for_byte_as_the_sdk_answers(client, monkeypatch, items, status, name, request_id):
+def test_any_invoice_is_rests_object_with_its_amounts_formatted(client, monkeypatch, items, status, name, request_id):
     from config.settings import get_settings
     monkeypatch.setattr(get_settings(), "rate_limit_requests", 10**6)
     tenant = make_tenant(client)
@@ -68,25 +60,18 @@ def test_any_invoice_is_answered_byte_for_byte_as_the_sdk_answers(client, monkey
         assert void(tenant, invoice["id"]).status_code == 200
     body = _body(invoice["id"], request_id)
     answered = called(tenant, body)
-    assert answered.status_code == 200
-    assert answered.content == by_the_sdk(tenant, body, monkeypatch).content
-    assert called(tenant, body).content == answered.content  # again: the result kept
+    assert answered.status_code == 200 and answered.json()["id"] == request_id
+    result = answered.json()["result"]
+    expected = with_formatted_money(tenant.get(f"/invoices/{invoice['id']}").json()["data"])
+    assert result["structuredContent"] == expected
+    assert json.loads(result["content"][0]["text"]) == expected
+    assert called(tenant, body).content == answered.content  # again: the JSON kept
 
 
-@pytest.mark.parametrize("version", sorted(fast_calls.VERSIONS))
-def test_each_protocol_version_it_takes_is_answered_as_the_sdk_answers(tenant, monkeypatch, version):
-    invoice = open_invoice(tenant, items=[adhoc("Design", 150000, quantity="1.5", tax_rate="20")])
-    body = _body(invoice["id"])
-    answered = called(tenant, body, **{"MCP-Protocol-Version": version})
-    assert answered.content == by_the_sdk(tenant, body, monkeypatch, **{"MCP-Protocol-Version": version}).content
-    assert answered.headers["content-type"] == "application/json" and answered.headers["x-request-id"]
-
-
-def test_an_invoice_not_found_is_the_sdks_tool_error(tenant, monkeypatch):
-    body = _body("in_" + "0" * 32)
-    answered = called(tenant, body)
-    assert answered.content == by_the_sdk(tenant, body, monkeypatch).content
+def test_an_invoice_not_found_is_a_tool_error(tenant):
+    answered = called(tenant, _body("in_" + "0" * 32))
     assert answered.json()["result"]["isError"] is True
+    assert json.loads(answered.json()["result"]["content"][0]["text"])["code"] == "not_found"
 
 
 def test_a_call_is_counted_once(tenant):
@@ -104,46 +89,14 @@ def test_an_answer_follows_a_change_of_the_invoice(tenant):
     assert first["footer"] != "Changed" and second["footer"] == "Changed"
 
 
-def _left_to_the_sdk(tenant, body: str, **headers):
-    before = remaining(tenant)
-    response = called(tenant, body, **headers)
-    assert remaining(tenant) == before - 2  # counted once, by the gate
-    return response
-
-
-@pytest.mark.parametrize("headers", [
-    {"MCP-Protocol-Version": "2026-07-28"}, {"Mcp-Session-Id": "not-ours"}, {"Content-Type": "application/json; charset=utf-8"},
-    {"Origin": "https://evil.example"}, {"Accept": "text/event-stream"},
-])
-def test_what_the_lane_does_not_take_is_the_sdks_answer_counted_once(tenant, monkeypatch, headers):
-    invoice = draft(tenant)
-    body = _body(invoice["id"])
-    response = _left_to_the_sdk(tenant, body, **headers)
-    expected = by_the_sdk(tenant, body, monkeypatch, **headers)
-    assert (response.status_code, response.content) == (expected.status_code, expected.content)
-
-
-@pytest.mark.parametrize("message", [
-    {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "get_invoice", "arguments": {"invoice": "x", "y": 1}}},
-    {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "list_invoices", "arguments": {}}},
-    {"jsonrpc": "2.0", "id": True, "method": "tools/call", "params": {"name": "get_invoice", "arguments": {"invoice": "x"}}},
-    {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-     "params": {"name": "get_invoice", "arguments": {"invoice": "x"}, "_meta": {"progressToken": 1}}},
-    [{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "get_invoice", "arguments": {"invoice": "x"}}}],
-])
-def test_other_messages_go_to_the_sdk_with_their_body(tenant, monkeypatch, message):
-    body = json.dumps(message)
-    assert called(tenant, body).content == by_the_sdk(tenant, body, monkeypatch).content
-
-
-def test_an_oauth_token_or_a_key_without_the_scope_goes_to_the_gate(client, monkeypatch):
+def test_a_key_without_the_scope_is_refused_by_the_gate(client):
     reader = make_tenant(client, scopes=["business:read"])
     body = _body("in_" + "0" * 32)
     response = called(reader, body)
     assert response.status_code == 403 and "insufficient_scope" in response.headers["www-authenticate"]
 
 
-def test_a_limit_reached_is_the_gates_answer(client, monkeypatch):
+def test_a_limit_reached_is_refused(client, monkeypatch):
     from config.settings import get_settings
     monkeypatch.setattr(get_settings(), "rate_limit_requests", 2)
     tenant = make_tenant(client)

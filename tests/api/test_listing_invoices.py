@@ -1,8 +1,7 @@
-"""GET /invoices on the fast read path (`operations.fast_reads.list_invoices`, PostgreSQL) answers
-exactly as the pipeline: the same bytes for any list and filter and every page of it (hypothesis),
-read again from the JSON kept, after changes underneath, the same refusals and counts; what it does
-not serve (a customer or number filter, an invalid query, a cursor not ours) goes to the pipeline,
-counted once. On SQLite the list is the pipeline's, and these hold as well."""
+"""GET /invoices: on PostgreSQL each item's JSON is kept under the version of its rows
+(`invoice_reads.LISTED`); any list and filter, every page of it (hypothesis), reads byte for byte as
+it renders afresh, read again from the JSON kept and after changes underneath; refusals and counts.
+On SQLite every page renders afresh, and these hold as well."""
 
 from __future__ import annotations
 
@@ -15,8 +14,8 @@ from sqlalchemy import update
 
 from core.base import db, ids
 from core.base.clock import today
+from core.billing import invoice_reads
 from core.models import BusinessProfile, Invoice
-from operations import fast_reads
 from tests import hostile
 from tests.api.invoicing import adhoc, customer, draft, finalize, open_invoice, pay, void
 from tests.conftest import make_tenant
@@ -26,12 +25,10 @@ def listed(tenant, query: str = "", **headers):
     return tenant.get(f"/invoices{'?' + query if query else ''}", headers=headers)
 
 
-def pipeline_listed(tenant, query: str, monkeypatch) -> bytes:
-    """The same list as the pipeline answers it (the fast path standing aside)."""
-    async def stand_aside(*_args):
-        return None
+def afresh(tenant, query: str, monkeypatch) -> bytes:
+    """The same list rendered afresh: nothing kept."""
     with monkeypatch.context() as patched:
-        patched.setattr(fast_reads, "list_invoices", stand_aside)
+        patched.setattr(invoice_reads, "LISTED", invoice_reads.Rendered(limit=0))
         response = listed(tenant, query)
     assert response.status_code == 200, response.text
     return response.content
@@ -63,7 +60,7 @@ def _some_invoices(tenant, statuses: list[str]) -> None:
        status=st.sampled_from([None, "draft", "open", "paid", "void", "overdue", "bogus", ""]),
        limit=st.sampled_from([None, 1, 2, 3, 100, 500]),
        issued=st.sampled_from([None, ("from", 0), ("to", 0), ("from", -20), ("to", -20)]))
-def test_every_page_of_any_list_reads_byte_for_byte_as_the_pipeline_renders_it(client, monkeypatch, statuses, status,
+def test_every_page_of_any_list_reads_byte_for_byte_as_it_renders_afresh(client, monkeypatch, statuses, status,
                                                                                 limit, issued):
     from config.settings import get_settings
     monkeypatch.setattr(get_settings(), "rate_limit_requests", 10**6)
@@ -76,7 +73,7 @@ def test_every_page_of_any_list_reads_byte_for_byte_as_the_pipeline_renders_it(c
     while True:
         response = listed(tenant, query)
         assert response.status_code == 200, response.text
-        assert response.content == pipeline_listed(tenant, query, monkeypatch)
+        assert response.content == afresh(tenant, query, monkeypatch)
         assert listed(tenant, query).content == response.content  # again: the items' JSON kept
         pages += 1
         cursor = response.json()["next_cursor"]
@@ -87,19 +84,19 @@ def test_every_page_of_any_list_reads_byte_for_byte_as_the_pipeline_renders_it(c
 
 
 @pytest.mark.parametrize("status", ["draft", "open", "paid", "void", "overdue", "bogus"])
-def test_each_status_filter_lists_as_the_pipeline_does(tenant, monkeypatch, status):
+def test_each_status_filter_lists_its_invoices(tenant, monkeypatch, status):
     _some_invoices(tenant, ["draft", "open", "paid", "void", "overdue"])
     response = listed(tenant, f"status={status}")
-    assert response.content == pipeline_listed(tenant, f"status={status}", monkeypatch)
+    assert response.content == afresh(tenant, f"status={status}", monkeypatch)
     shown = {item["status"] for item in response.json()["data"]}
     assert shown == ({status} if status != "bogus" else {"draft", "open", "paid", "void", "overdue"})
 
 
 def test_a_page_of_an_empty_account(tenant, monkeypatch):
-    assert listed(tenant).content == pipeline_listed(tenant, "", monkeypatch) == b'{"data":[],"next_cursor":null}'
+    assert listed(tenant).content == afresh(tenant, "", monkeypatch) == b'{"data":[],"next_cursor":null}'
 
 
-def test_the_headers_are_the_pipelines(tenant):
+def test_the_headers(tenant):
     draft(tenant)
     response = listed(tenant, **{"X-Request-Id": "list-7"})
     assert response.headers["content-type"] == "application/json"
@@ -114,10 +111,10 @@ def _changed(table, where, **values) -> None:
 
 def _listed_then_changed(tenant, change, monkeypatch) -> dict:
     assert listed(tenant).status_code == 200
-    assert listed(tenant).content == pipeline_listed(tenant, "", monkeypatch)
+    assert listed(tenant).content == afresh(tenant, "", monkeypatch)
     change()
     response = listed(tenant)
-    assert response.content == pipeline_listed(tenant, "", monkeypatch)
+    assert response.content == afresh(tenant, "", monkeypatch)
     return response.json()["data"][0]
 
 
@@ -153,7 +150,7 @@ def test_an_open_invoice_listed_yesterday_is_overdue_today(tenant, monkeypatch):
     invoice = open_invoice(tenant, due_date=today().isoformat())
     assert listed(tenant).json()["data"][0]["status"] == "open"
     assert listed(tenant, "status=overdue").json()["data"] == []
-    monkeypatch.setattr(fast_reads, "today", lambda: today() + timedelta(days=1))
+    monkeypatch.setattr(invoice_reads, "today", lambda: today() + timedelta(days=1))
     monkeypatch.setattr("core.billing.invoices.today", lambda: today() + timedelta(days=1))
     monkeypatch.setattr("core.billing.invoice_render.utc_today", lambda: today() + timedelta(days=1))
     assert listed(tenant).json()["data"][0]["status"] == "overdue"
@@ -175,7 +172,7 @@ def test_an_unknown_key_is_refused_before_anything_is_counted(tenant):
 
 @pytest.mark.parametrize("query", ["limit=0", "limit=many", "from=2026-02-30", "customer=cus_nobody",
                                    "number=INV", "cursor=not-a-cursor"])
-def test_what_the_fast_path_leaves_is_the_pipelines_answer_counted_once(tenant, query):
+def test_other_filters_and_odd_queries_are_counted_once(tenant, query):
     draft(tenant)
     before = remaining(tenant)
     response = listed(tenant, query)
@@ -208,57 +205,45 @@ def test_the_limit_refuses_with_retry_after(client, monkeypatch):
     assert 429 in statuses and refused.status_code == 429 and int(refused.headers["retry-after"]) >= 1
 
 
-def test_a_list_of_invoices_already_read_costs_one_statement_on_postgresql(tenant, monkeypatch):
+def test_a_list_of_invoices_already_read_costs_two_statements_on_postgresql(tenant, monkeypatch):
     if db.get_engine().dialect.name != "postgresql":
-        pytest.skip("the fast list is PostgreSQL's")
+        pytest.skip("the items' versions are PostgreSQL's")
+    from core.base import raw
     for _ in range(3):
         draft(tenant)
     tenant.get("/business")  # the key's first use notes its use
     statements: list[str] = []
-    query, query_all = fast_reads._query, fast_reads._query_all
+    fetchrow, fetch = raw.Connections.fetchrow, raw.Connections.fetch
 
     async def counted(connections, sql, arguments):
         statements.append(sql.split()[0])
-        return await query(connections, sql, arguments)
+        return await fetchrow(connections, sql, arguments)
 
     async def counted_all(connections, sql, arguments):
         statements.append(sql.split()[0])
-        return await query_all(connections, sql, arguments)
-    monkeypatch.setattr(fast_reads, "_query", counted)
-    monkeypatch.setattr(fast_reads, "_query_all", counted_all)
+        return await fetch(connections, sql, arguments)
+    monkeypatch.setattr(raw.Connections, "fetchrow", counted)
+    monkeypatch.setattr(raw.Connections, "fetch", counted_all)
     listed(tenant)
-    assert statements == ["WITH", "SELECT"]  # the count and versions; the page read whole
+    assert statements == ["WITH", "SELECT", "SELECT"]  # the key and the count; the versions; the page read whole
     statements.clear()
     listed(tenant)
-    assert statements == ["WITH"]
-
-
-def test_the_fast_path_answers_a_plain_list_on_either_database(tenant, monkeypatch):
-    draft(tenant)
-    answers = []
-    list_invoices = fast_reads.list_invoices
-
-    async def recorded(*args):
-        answers.append(await list_invoices(*args))
-        return answers[-1]
-    monkeypatch.setattr(fast_reads, "list_invoices", recorded)
-    assert listed(tenant, "limit=10&status=draft").status_code == 200
-    assert answers and answers[0] is not None and answers[0].body.startswith(b'{"data":[{')
+    assert statements == ["WITH", "SELECT"]
 
 
 def test_a_pages_plan_reads_the_accounts_index_whatever_the_statistics_said_when_it_was_made(tenant):
     """The plan PostgreSQL keeps for the page's statement is made at its first executions, maybe on an
     account of one invoice, and kept while no ANALYZE runs (the bench's database, autovacuum off, kept
     a plan that read every invoice of the account for each page: 229 pages a second instead of 1,214).
-    The fast path's connections rule out full scans and sorts wherever an index serves."""
+    The executor's connections rule out full scans and sorts wherever an index serves."""
     if db.get_engine().dialect.name != "postgresql":
         pytest.skip("PostgreSQL's plans")
     import asyncio
 
     from core.base import raw
-    from core.mechanisms import ratelimit
-    count = ratelimit.counting("postgresql", ratelimit.api_requests(), "", source=fast_reads.GATE)
-    text, *_ = fast_reads._counted_statement(count.statement, ("page", None, False, False, False, 101))
+    from core.billing import invoices
+    statement, _ = invoices._page_statement((None, False, False, False, False, False, 101), "versions")
+    text = raw.postgres_text(statement)
 
     async def plan() -> tuple[str, str]:
         connections = raw.Connections(1, raw._connect)

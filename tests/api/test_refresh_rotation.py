@@ -1,0 +1,80 @@
+"""Refresh tokens rotate once: of several uses of one token at once exactly one gets a pair and the
+others are reuse, which ends the sign-in; a sign-in ended between the token's read and the write
+gets no pair (both databases, through the token endpoint)."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from sqlalchemy import func, select, update
+
+from authz.models import OAuthGrant, OAuthToken
+from core.base import db
+from core.base.clock import now
+from tests.oauth_flow import exchange, get_code, refresh, register
+
+API = "http://testserver/api/v1"
+
+
+@pytest.fixture
+def public_app(client):
+    return register(client, token_endpoint_auth_method="none")
+
+
+def sign_in_tokens(client, browser, app: dict, **extra) -> dict:
+    code, verifier = get_code(browser, app["client_id"], resource=API, **extra)
+    response = exchange(client, app["client_id"], code, verifier, resource=API)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def stored() -> list[OAuthToken]:
+    with db.transaction() as session:
+        return list(session.exec(select(OAuthToken).order_by(OAuthToken.created_at, OAuthToken.kind)).scalars())
+
+
+def token_count() -> int:
+    with db.transaction() as session:
+        return session.execute(select(func.count()).select_from(OAuthToken)).scalar_one()
+
+
+def grant_revoked() -> bool:
+    with db.transaction() as session:
+        return session.execute(select(OAuthGrant.revoked_at)).scalar_one() is not None
+
+
+def _change(statement) -> None:
+    with db.transaction() as session:
+        session.execute(statement)
+
+
+def test_of_uses_of_one_token_at_once_one_wins_and_the_sign_in_ends(client, browser, public_app):
+    tokens = sign_in_tokens(client, browser, public_app)
+    with ThreadPoolExecutor(6) as pool:
+        answers = list(pool.map(lambda _: refresh(client, public_app["client_id"], tokens["refresh_token"]), range(6)))
+    assert sorted(answer.status_code for answer in answers) == [200, 400, 400, 400, 400, 400]
+    assert {answer.json().get("error") for answer in answers if answer.status_code == 400} == {"invalid_grant"}
+    assert grant_revoked()  # the other uses were reuse
+    assert sum(row.kind == "refresh" for row in stored()) == 2  # one new refresh token, not six
+
+
+def test_the_endpoint_writes_no_pair_for_a_sign_in_ended_after_its_read(client, browser, public_app, monkeypatch):
+    """The token endpoint's own write is the same conditional statement: a grant revoked between its
+    read (the token locked, not the grant) and its insert gets no pair."""
+    if db.get_engine().dialect.name != "postgresql":
+        pytest.skip("the rotating insert is PostgreSQL's (SQLite's writes take turns)")
+    from authz import tokens as stored_tokens
+    tokens = sign_in_tokens(client, browser, public_app)
+    read = stored_tokens.refresh_token_for_use
+
+    def ending(session, value):
+        found = read(session, value)
+        _change(update(OAuthGrant).values(revoked_at=now()))
+        return found
+
+    monkeypatch.setattr(stored_tokens, "refresh_token_for_use", ending)
+    count = token_count()
+    response = refresh(client, public_app["client_id"], tokens["refresh_token"])
+    assert (response.status_code, response.json()["error"]) == (400, "invalid_grant")
+    assert token_count() == count

@@ -20,15 +20,25 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 
-from authz import client_metadata, connected_apps, consent, host_names, limits, metadata_documents, redirect_uris, scoping
+from authz import (
+    client_metadata,
+    connected_apps,
+    consent,
+    host_names,
+    limits,
+    metadata_documents,
+    redirect_uris,
+    refreshing,
+    scoping,
+)
 from authz.adapter import MAX_FORM_FIELDS, HttpInput, HttpOAuth2Request, bound, urlencoded_fields
-from authz.errors import safe_description
+from authz.errors import database_fault_response, safe_description
 from authz.server import server
 from config.settings import get_settings
 from core.access import accounts, resources
 from core.base import metrics
 from core.base.addresses import client_network
-from core.base.db import transaction
+from core.base.db import database_fault, transaction
 from core.base.validation import text_problem, unacceptable_parameters
 from core.billing.business import find_profile
 from core.mechanisms import ratelimit
@@ -59,8 +69,9 @@ def routes() -> list[BaseRoute]:
 
 
 async def token(request: Request) -> Response:
-    response = await _machine_endpoint(request, lambda http: server.create_token_response(http))
     asked = dict(await _form_params(request)).get("grant_type")  # the form is read once, then cached
+    response = await _machine_endpoint(request, lambda http: server.create_token_response(http),
+                                       on_loop=refreshing.token_response if asked == "refresh_token" else None)
     grant_type = asked if asked in GRANT_TYPES else "other"
     metrics.oauth_token(grant_type, "issued" if response.status_code == 200 else _oauth_error_code(response))
     return response
@@ -118,7 +129,9 @@ def _count_registration(address: str) -> ratelimit.Usage:
         return ratelimit.hit(session, registrations_per_address(), address)
 
 
-async def _machine_endpoint(request: Request, handle) -> Response:
+async def _machine_endpoint(request: Request, handle, *, on_loop=None) -> Response:
+    """The request checked, then `handle(http)` in a worker thread within one transaction, or
+    `on_loop(http, client_id)` on the event loop (the refresh grant, `authz.refreshing`)."""
     http = HttpInput(request.method, str(request.url), request.headers, await _form_params(request))
     if unacceptable_parameters(http.params + request.query_params.multi_items()):
         return _oauth_error("invalid_request", UNACCEPTABLE_TEXT)
@@ -130,7 +143,19 @@ async def _machine_endpoint(request: Request, handle) -> Response:
         response.headers["WWW-Authenticate"] = 'Basic realm="oauth"'
         return response
     errors = await _prefetch_documents(request, [dict(http.params).get("client_id"), basic_client_id])
-    return await run_in_threadpool(_in_transaction, lambda: handle(http), errors)
+    if on_loop is None:
+        return await run_in_threadpool(_in_transaction, lambda: handle(http), errors)
+    try:
+        with bound(None, errors):
+            return await on_loop(http, basic_client_id or dict(http.params).get("client_id"))
+    except ValueError as exc:
+        if not _is_unprintable_description(exc):
+            raise
+        return _oauth_error("invalid_request", "The request contains characters not allowed in its parameters.")
+    except Exception as exc:
+        if (fault := database_fault(exc)) is None:
+            raise
+        return database_fault_response(fault)
 
 
 async def _form_params(request: Request) -> list[tuple[str, str]]:

@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from types import SimpleNamespace
 
-from authlib.oauth2.rfc6749 import InvalidRequestError, OAuth2Error, grants
+from authlib.oauth2.rfc6749 import ClientAuthentication, InvalidClientError, InvalidRequestError, OAuth2Error, grants
 from authlib.oauth2.rfc7636 import CodeChallenge
 
 from authz import clients, scoping, tokens
-from authz.adapter import HttpOAuth2Request, db
+from authz.adapter import HttpOAuth2Request, db, document_error
 from authz.errors import InvalidAuthorizationDetailsError, safe_description
 from core.access import accounts, authorization_details
 from core.models import User
@@ -31,6 +32,15 @@ class PkceS256(CodeChallenge):
 
 
 TOKEN_AUTH_METHODS = list(clients.SUPPORTED_AUTH_METHODS)
+
+
+@dataclass(frozen=True)
+class Prefetched:
+    """What a refresh reads up front: the client named (None when unknown) and the refresh token
+    presented, with its grant (None when unknown)."""
+
+    client: clients.Client | None
+    token: tokens.StoredToken | None
 
 
 class CodeGrant(grants.AuthorizationCodeGrant):
@@ -90,18 +100,40 @@ class CodeGrant(grants.AuthorizationCodeGrant):
 
 
 class RefreshGrant(grants.RefreshTokenGrant):
+    """Authlib's refresh grant on the client and token `authz.refreshing` read up front (`prefetched`),
+    with no database inside: the new pair is kept (`issued`) for its write, which marks the spent
+    token too."""
+
     TOKEN_ENDPOINT_AUTH_METHODS = TOKEN_AUTH_METHODS
     INCLUDE_NEW_REFRESH_TOKEN = True
+    prefetched: Prefetched | None = None
+    issued: dict | None = None
+
+    def authenticate_token_endpoint_client(self):
+        return ClientAuthentication(self._query_client)(self.request, self.TOKEN_ENDPOINT_AUTH_METHODS, "token")
+
+    def _query_client(self, client_id: str):
+        if error := document_error(client_id):
+            raise InvalidClientError(description=safe_description(error))
+        client = self.prefetched.client if self.prefetched is not None else None
+        return client if client is not None and client.get_client_id() == client_id else None
 
     def authenticate_refresh_token(self, refresh_token):
-        return tokens.refresh_token_for_use(db(), refresh_token)
+        token = self.prefetched.token if self.prefetched is not None else None
+        if token is None or token.row.used_at is not None or token.is_revoked() or token.is_expired():
+            return None
+        return token
 
     def authenticate_user(self, refresh_token):
         # Authlib only asks that there be one (the tokens issued name no person): read with the token.
         return SimpleNamespace(id=refresh_token.grant.user_id) if refresh_token.user_exists else None
 
+    def save_token(self, token):
+        self.issued = token
+        tokens.with_granted_details(token, self.request.refresh_token.grant)
+
     def revoke_old_credential(self, refresh_token):
-        tokens.mark_rotated(db(), refresh_token)
+        pass  # marked spent by the write of the new pair (`tokens.rotate`)
 
     def validate_token_request(self):
         super().validate_token_request()

@@ -107,13 +107,10 @@ class OAuthServer(AuthorizationServer):
         return clients.find(db(), client_id)
 
     def save_token(self, token, request):
-        rotating = request.refresh_token if isinstance(request.refresh_token, tokens.StoredToken) else None
-        if rotating is not None:
-            grant = rotating.grant
-        else:
-            grant = tokens.start_grant(db(), request.authorization_code)
-            connected_apps.adopt_limits(db(), grant)  # its limits become the app's
-        tokens.store_pair(db(), grant, token, rotating=rotating)
+        # The code grant's (a refresh keeps its pair for `authz.refreshing` to write: RefreshGrant).
+        grant = tokens.start_grant(db(), request.authorization_code)
+        connected_apps.adopt_limits(db(), grant)  # its limits become the app's
+        tokens.store_pair(db(), grant, token)
         tokens.with_granted_details(token, grant)
 
     def validate_requested_scope(self, scope):

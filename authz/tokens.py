@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from datetime import timedelta
 from types import SimpleNamespace
 
-from authlib.oauth2.rfc6749 import InvalidGrantError
 from sqlalchemy import bindparam, exists, insert, union_all, update
 from sqlmodel import Session, select
 
 from authz.models import OAuthAuthorizationCode, OAuthGrant, OAuthToken
-from core.base import crypto
+from core.base import crypto, executor
 from core.base.clock import now
+from core.base.executor import Db
 
 ACCESS_TOKEN_PREFIX = "inv_oat_"
 REFRESH_TOKEN_PREFIX = "inv_ort_"
@@ -105,7 +105,6 @@ class StoredToken:
     row: OAuthToken
     grant: OAuthGrant
     user_exists: bool = True  # the person the grant was made for (a refresh needs one)
-    rotated: bool = False  # (a refresh token) marked spent with the new pair's insert already
 
     def check_client(self, client) -> bool:
         return self.grant.client_id == client.get_client_id()
@@ -150,19 +149,35 @@ def pair_rows(grant_id: uuid.UUID, token: dict, issued) -> list[dict]:
                   "expires_at": issued + REFRESH_TOKEN_LIFETIME}]
 
 
-def store_pair(session: Session, grant: OAuthGrant, token: dict, *, rotating: StoredToken | None = None) -> None:
+def store_pair(session: Session, grant: OAuthGrant, token: dict) -> None:
     """Store the access token (and refresh token) of a token response, hashed: one INSERT (Core:
     the ORM's unit of work cost ~20 % of a refresh; the statement is compiled once)."""
-    issued = now()
-    rows = pair_rows(grant.id, token, issued)
-    connection = session.connection()  # Core: nothing here goes through the ORM
-    if rotating is not None and len(rows) == 2 and connection.dialect.name == "postgresql":
-        # The spent refresh token marked in the same statement (`mark_rotated` then has nothing to do).
-        if connection.execute(STORE_ROTATING_STATEMENT, rotating_parameters(rotating, issued, rows)).first() is None:
-            raise InvalidGrantError()  # its grant ended meanwhile: no pair
-        rotating.rotated = True
-        return
-    connection.execute(STORE_STATEMENT, rows)  # one INSERT of both rows (SQLAlchemy's "insertmanyvalues")
+    session.connection().execute(STORE_STATEMENT, pair_rows(grant.id, token, now()))  # SQLAlchemy's "insertmanyvalues"
+
+
+class _NotRotated(Exception):
+    """The spent token was not marked: nothing of the pair is written."""
+
+
+async def rotate(db: Db, spent: StoredToken, token: dict) -> bool:
+    """The new pair of a refresh written and the spent token marked, all or nothing, only while the
+    spent token is unspent and unrevoked and its grant stands (of two uses of one token, one wins):
+    whether it was. On PostgreSQL one statement, on SQLite (no UPDATE in a WITH) two in one write
+    transaction. A unit of `core.base.executor`."""
+    moment = now()
+    rows = pair_rows(spent.grant.id, token, moment)
+    if db.dialect == "postgresql":
+        async with db.transaction() as tx:  # on the connections whose commit is flushed to disk
+            return await tx.first(STORE_ROTATING_STATEMENT, rotating_parameters(spent, moment, rows)) is not None
+    try:
+        async with db.transaction() as tx:
+            if await tx.first(_ROTATED, {"rotated_id": spent.row.id, "moment": moment}) is None:
+                raise _NotRotated
+            for row in rows:
+                await tx.execute(STORE_STATEMENT, row)
+    except _NotRotated:
+        return False
+    return True
 
 
 def rotating_parameters(spent: StoredToken, moment, rows: list[dict]) -> dict:
@@ -190,24 +205,6 @@ def find(session: Session, value: str, *, kind: str | None = None, lock: bool = 
     return StoredToken(row, session.get(OAuthGrant, row.grant_id))
 
 
-def refresh_token_for_use(session: Session, value: str) -> StoredToken | None:
-    """A refresh token that may be exchanged now; a rotated one revokes its whole grant. Read with its
-    grant and whether the grant's person still exists (`user_exists`) in one statement, locking the
-    token's row, as rows rather than ORM objects (nothing here is changed through them)."""
-    if not value or len(value) > 200:
-        return None
-    found = session.connection().execute(_REFRESH_STATEMENT, {"token_hash": hashed(value)}).first()
-    if found is None:
-        return None
-    token = stored_refresh_token(found._mapping)
-    if token.row.used_at is not None:
-        revoke_grant(session, token.grant.id)
-        return None
-    if token.is_revoked() or token.is_expired():
-        return None
-    return token
-
-
 def stored_refresh_token(values) -> StoredToken:
     """A refresh token from a row of `refresh_statement`'s columns (by name)."""
     return StoredToken(SimpleNamespace(**{name: values[name] for name in TOKENS.c.keys()}),
@@ -226,11 +223,6 @@ def refresh_statement():
             .where(TOKENS.c.token_hash == bindparam("token_hash"), TOKENS.c.kind == "refresh"))
 
 
-def mark_rotated(session: Session, token: StoredToken) -> None:
-    if not token.rotated:
-        session.connection().execute(ROTATE_STATEMENT, {"rotated_id": token.row.id, "moment": now()})
-
-
 def revoke_token(session: Session, token: StoredToken) -> None:
     """RFC 7009: revoking a refresh token ends the grant; an access token ends alone."""
     if token.is_refresh_token:
@@ -241,11 +233,21 @@ def revoke_token(session: Session, token: StoredToken) -> None:
 
 
 def revoke_grant(session: Session, grant_id: uuid.UUID) -> None:
-    moment = now()
-    session.execute(update(OAuthGrant).where(OAuthGrant.id == grant_id, OAuthGrant.revoked_at.is_(None))
-                    .values(revoked_at=moment))
-    session.execute(update(OAuthToken).where(OAuthToken.grant_id == grant_id, OAuthToken.revoked_at.is_(None))
-                    .values(revoked_at=moment))
+    executor.within(session, revoke_grant_on, grant_id)
+
+
+async def revoke_grant_on(db: Db, grant_id: uuid.UUID) -> None:
+    """The sign-in ended: its grant and every token of it revoked. A unit of `core.base.executor`."""
+    parameters = {"ended_grant": grant_id, "moment": now()}
+    async with db.transaction() as tx:
+        await tx.execute(_REVOKE_GRANT, parameters)
+        await tx.execute(_REVOKE_GRANTS_TOKENS, parameters)
+
+
+_REVOKE_GRANT = (update(GRANTS).where(GRANTS.c.id == bindparam("ended_grant"), GRANTS.c.revoked_at.is_(None))
+                 .values(revoked_at=bindparam("moment")))
+_REVOKE_GRANTS_TOKENS = (update(TOKENS).where(TOKENS.c.grant_id == bindparam("ended_grant"), TOKENS.c.revoked_at.is_(None))
+                         .values(revoked_at=bindparam("moment")))
 
 
 def _rotate_statement():
@@ -265,8 +267,8 @@ def _store_rotating_statement():
     return insert(TOKENS).from_select(list(TOKENS.c.keys()), pair).add_cte(rotated).returning(TOKENS.c.id)
 
 
-_REFRESH_STATEMENT = refresh_statement().with_for_update(of=TOKENS)
 ROTATE_STATEMENT = _rotate_statement()
+_ROTATED = ROTATE_STATEMENT.returning(TOKENS.c.id)
 # Written once with a parameter per value, so it is compiled once (`values(rows)` is compiled each time).
 STORE_STATEMENT = insert(TOKENS).values({name: bindparam(name, type_=column.type) for name, column in TOKENS.c.items()})
 STORE_ROTATING_STATEMENT = _store_rotating_statement()

@@ -1,6 +1,6 @@
 """Refresh tokens rotate once: of several uses of one token at once exactly one gets a pair and the
 others are reuse, which ends the sign-in; a sign-in ended between the token's read and the write
-gets no pair (both databases, through the token endpoint)."""
+gets no pair (both databases, through the token endpoint, `authz.refreshing`)."""
 
 from __future__ import annotations
 
@@ -59,22 +59,30 @@ def test_of_uses_of_one_token_at_once_one_wins_and_the_sign_in_ends(client, brow
     assert sum(row.kind == "refresh" for row in stored()) == 2  # one new refresh token, not six
 
 
-def test_the_endpoint_writes_no_pair_for_a_sign_in_ended_after_its_read(client, browser, public_app, monkeypatch):
-    """The token endpoint's own write is the same conditional statement: a grant revoked between its
-    read (the token locked, not the grant) and its insert gets no pair."""
-    if db.get_engine().dialect.name != "postgresql":
-        pytest.skip("the rotating insert is PostgreSQL's (SQLite's writes take turns)")
-    from authz import tokens as stored_tokens
+@pytest.mark.parametrize("meanwhile", ["sign-in ended", "token spent"])
+def test_a_change_between_the_read_and_the_write_gets_no_pair(client, browser, public_app, monkeypatch, meanwhile):
+    """The write is conditional: a grant revoked, or the token spent by another use, after the read
+    and before the write gets no pair, and the sign-in ends."""
+    from authz import refreshing
     tokens = sign_in_tokens(client, browser, public_app)
-    read = stored_tokens.refresh_token_for_use
+    read = refreshing._read
 
-    def ending(session, value):
-        found = read(session, value)
-        _change(update(OAuthGrant).values(revoked_at=now()))
+    async def changing(db, value, client_id):
+        found = await read(db, value, client_id)
+        _change(update(OAuthGrant).values(revoked_at=now()) if meanwhile == "sign-in ended"
+                else update(OAuthToken).where(OAuthToken.kind == "refresh").values(used_at=now()))
         return found
 
-    monkeypatch.setattr(stored_tokens, "refresh_token_for_use", ending)
+    monkeypatch.setattr(refreshing, "_read", changing)
     count = token_count()
     response = refresh(client, public_app["client_id"], tokens["refresh_token"])
     assert (response.status_code, response.json()["error"]) == (400, "invalid_grant")
     assert token_count() == count
+    assert grant_revoked()
+
+
+def test_an_unknown_token_of_a_known_client_is_invalid_grant_and_nothing_ends(client, browser, public_app):
+    tokens = sign_in_tokens(client, browser, public_app)
+    response = refresh(client, public_app["client_id"], "inv_ort_" + "x" * 40)
+    assert (response.status_code, response.json()["error"]) == (400, "invalid_grant")
+    assert not grant_revoked() and refresh(client, public_app["client_id"], tokens["refresh_token"]).status_code == 200

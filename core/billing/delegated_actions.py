@@ -45,10 +45,11 @@ def remediation_url(principal: Principal, action: str | None = None, invoice: In
     return page + (f"?{urlencode(query)}" if query else "")
 
 
-async def act_for(db: Db, principal: Principal, action: str, invoice) -> None:
+async def act_for(db: Db, principal: Principal, action: str, invoice, *, customer_name: str | None = None) -> None:
     """Check and record an app's `action` on `invoice` (a row of `invoices`, ORM or Core); raise
-    GrantLimitExceeded when beyond its limits. A unit of `core.base.executor`, in the action's
-    transaction (on the ORM: `executor.within(session, act_for, …)`)."""
+    GrantLimitExceeded when beyond its limits. `customer_name`: the draft's customer's, when the
+    caller read it already (a draft's record names it). A unit of `core.base.executor`, in the
+    action's transaction (on the ORM: `executor.within(session, act_for, …)`)."""
     if principal.actor != "oauth_app" or principal.grant_id is None:
         return
     details = principal.authorization_details
@@ -58,8 +59,10 @@ async def act_for(db: Db, principal: Principal, action: str, invoice) -> None:
         if refusal is not None:  # recorded once the action's own transaction has rolled back
             raise GrantLimitExceeded(refusal + " The person can raise the limit in the dashboard, or do it there "
                                      "themselves.", remediation_url=remediation_url(principal, action, invoice),
-                                     record=await _record(db, principal, action, invoice, "refused", refusal))
-    await db.execute(INSERT_ACTION, inserted_values(await _record(db, principal, action, invoice, "done", None)))
+                                     record=await _record(db, principal, action, invoice, "refused", refusal,
+                                                          customer_name))
+    await db.execute(INSERT_ACTION, inserted_values(await _record(db, principal, action, invoice, "done", None,
+                                                                  customer_name)))
 
 
 async def _refusal(db: Db, principal: Principal, action: str, invoice, details: tuple[InvoiceActions, ...]) -> str | None:
@@ -108,19 +111,21 @@ async def done_today(db: Db, account_id: uuid.UUID, client_id: str | None, user_
     return found[0]
 
 
-async def _label(db: Db, invoice) -> str:
+async def _label(db: Db, invoice, customer_name: str | None) -> str:
     if invoice.number:
         return invoice.number
-    customer = await db.first(CUSTOMER_NAME, {"customer_id": invoice.customer_id})
-    return f"draft for {customer.name if customer else 'a customer'}"[:300]
+    if customer_name is None:
+        customer = await db.first(CUSTOMER_NAME, {"customer_id": invoice.customer_id})
+        customer_name = customer.name if customer else None
+    return f"draft for {customer_name or 'a customer'}"[:300]
 
 
 async def _record(db: Db, principal: Principal, action: str, invoice, outcome: str,
-                  detail: str | None) -> DelegatedAction:
+                  detail: str | None, customer_name: str | None = None) -> DelegatedAction:
     via = resources.label(principal.resource or "")
     return DelegatedAction(account_id=principal.account_id, grant_id=principal.grant_id, client_id=principal.client_id,
                            user_id=principal.user_id, client_name=principal.client_name,
-                           action=action, via=via, invoice_id=invoice.id, invoice_label=await _label(db, invoice),
+                           action=action, via=via, invoice_id=invoice.id, invoice_label=await _label(db, invoice, customer_name),
                            amount=invoice.total, currency=invoice.currency, outcome=outcome,
                            detail=(detail or None) and detail[:1000])
 

@@ -83,7 +83,7 @@ async def finalize(db: Db, principal: Principal, id_text: str, *, as_action: str
         if profile.id is None:
             raise InvalidState("The business profile is missing: finish onboarding before finalizing.")
         if as_action:
-            await delegated_actions.act_for(tx, principal, as_action, invoice)
+            await delegated_actions.act_for(tx, principal, as_action, invoice, customer_name=customer.name)
         if confirmed is not None:
             lines = await tx.rows(invoice_reads.VIEW_LINES_STATEMENT, {"invoice_id": invoice_id})
             confirmations.check(confirmed, invoice_reads.render(values, LOCKED_LAYOUT, lines), *asked_about)

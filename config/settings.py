@@ -8,7 +8,7 @@ from functools import cached_property
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from pydantic import Field
+from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 log = logging.getLogger("invoicing")
@@ -35,7 +35,9 @@ class Settings(BaseSettings):
     rate_limit_requests: int = Field(default=120, ge=1)  # API requests per credential per minute
     # PostgreSQL connections per process on asyncpg (core.base.raw): for statements that commit on their own
     # (credentials, counts, claims, reads) and for write transactions, which hold theirs while the handler runs.
-    fast_read_connections: int = Field(default=2, ge=1, le=100)
+    # (INVOICING_FAST_READ_CONNECTIONS, its name before issue 34, is still read.)
+    read_connections: int = Field(default=2, ge=1, le=100, validation_alias=AliasChoices(
+        "INVOICING_READ_CONNECTIONS", "INVOICING_FAST_READ_CONNECTIONS", "read_connections"))
     write_connections: int = Field(default=4, ge=1, le=100)
     rate_limit_sends: int = Field(default=10, ge=1)  # invoice sends per credential per hour
     rate_limit_emails: int = Field(default=50, ge=1)  # invoice e-mails per account per hour

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from sqlmodel import Session, select
 
 from core.access.principal import Principal, Verified
-from core.access.scopes import PRESETS, granting, ordered, unknown_scopes
+from core.access.scopes import PRESETS, ordered, unknown_scopes
 from core.base import crypto
 from core.base.clock import now
 from core.base.errors import NotFound, Unauthorized, ValidationFailed
@@ -137,7 +137,7 @@ def stale_use(row, moment) -> bool:
     return row.last_used_at is None or moment - row.last_used_at >= LAST_USED_PRECISION
 
 
-# The same rules as SQL, for a statement that checks a key itself (PostgreSQL's fast read path).
+# The same rules as SQL, for the statement that checks a key and counts its request (PostgreSQL).
 
 KEYS = ApiKey.__table__
 KEY_COLUMNS = ("id", "account_id", "secret_hash", "scopes", "revoked_at", "expires_at", "last_used_at")
@@ -145,25 +145,21 @@ KEY_STATEMENT = sa.select(*(KEYS.c[name] for name in KEY_COLUMNS)).where(KEYS.c.
 TOUCH_STATEMENT = sa.update(KEYS).where(KEYS.c.id == sa.bindparam("key_id")).values(last_used_at=sa.bindparam("moment"))
 
 
-def valid_key(scope: str | None, bucket_prefix: str):
-    """`verified` (and `Principal.require(scope)`, given a scope) as a CTE: the key of `:lookup_id`
-    whose secret hashes to `:secret_hash`, not revoked, not expired at `:moment`, granted `scope` or
-    a scope implying it, with its columns and `bucket` (`bucket_prefix` + its credential id); no row
-    otherwise."""
+def valid_key(bucket_prefix: str):
+    """`verified` as a CTE, a filter before it (`verify_counted`): the key of `:lookup_id` whose secret
+    hashes to `:secret_hash`, not revoked, not expired at `:moment`, with its columns and `bucket`
+    (`bucket_prefix` + its credential id); no row otherwise."""
     from sqlalchemy import Text, and_, bindparam, cast, literal, or_
     from sqlalchemy import select as core_select
-    from sqlalchemy.dialects.postgresql import JSONB, array
     bucket = literal(bucket_prefix + CREDENTIAL_PREFIX) + cast(KEYS.c.id, Text)
-    conditions = [KEYS.c.lookup_id == bindparam("lookup_id"), KEYS.c.secret_hash == bindparam("secret_hash"),
-                  KEYS.c.revoked_at.is_(None), or_(KEYS.c.expires_at.is_(None), KEYS.c.expires_at > bindparam("moment"))]
-    if scope is not None:
-        conditions.append(cast(KEYS.c.scopes, JSONB).has_any(array(granting(scope))))
-    return core_select(*(KEYS.c[name] for name in KEY_COLUMNS), bucket.label("bucket")).where(and_(*conditions)) \
-        .cte("valid_key")
+    return core_select(*(KEYS.c[name] for name in KEY_COLUMNS), bucket.label("bucket")).where(and_(
+        KEYS.c.lookup_id == bindparam("lookup_id"), KEYS.c.secret_hash == bindparam("secret_hash"),
+        KEYS.c.revoked_at.is_(None), or_(KEYS.c.expires_at.is_(None), KEYS.c.expires_at > bindparam("moment")))
+    ).cte("valid_key")
 
 
 # The key checked and the request counted in one statement (PostgreSQL): the caller's first round trip.
-COUNTED_GATE = valid_key(None, ratelimit.bucket_prefix(ratelimit.API_REQUESTS))
+COUNTED_GATE = valid_key(ratelimit.bucket_prefix(ratelimit.API_REQUESTS))
 
 
 async def verify_counted(db: Db, token: str) -> tuple[Principal, ratelimit.Usage] | None:

@@ -1,4 +1,4 @@
-"""The fast read path's access to the database, beside the ORM's.
+"""The event loop's access to the database, beside the ORM's (`core.base.executor` runs its units on it).
 
 Core statements are written once with SQLAlchemy (tables and columns stay in one place) and compiled
 once per dialect to the text a driver takes. On PostgreSQL they run on a few asyncpg connections on
@@ -166,7 +166,7 @@ class Connections:
 
 
 class _PerLoop:
-    """The fast path's connections, per process and event loop (a test's client may run several
+    """The event loop's connections, per process and loop (a test's client may run several
     loops in turn; connections of a loop that ended went with it)."""
 
     def __init__(self, *, durable: bool = False) -> None:
@@ -181,7 +181,7 @@ class _PerLoop:
             # Few connections: requests queue here, in order, rather than as many PostgreSQL backends
             # competing with this process for the CPU (p99 at 16 clients: 15 ms with 2, 25-45 ms with 8).
             settings = get_settings()
-            size = settings.write_connections if self.durable else settings.fast_read_connections
+            size = settings.write_connections if self.durable else settings.read_connections
             self.connections = Connections(size,
                                            functools.partial(_connect, durable=self.durable))
             self.loop = loop
@@ -227,7 +227,7 @@ _per_loop, _durable_per_loop = _PerLoop(), _PerLoop(durable=True)
 
 
 def postgres_connections(*, durable: bool = False) -> Connections:
-    """The fast path's connections for this event loop; `durable`: those whose commits are flushed
+    """The connections of this event loop; `durable`: those whose commits are flushed
     to disk before they return (for what a crash must not lose)."""
     return (_durable_per_loop if durable else _per_loop).get()
 

@@ -47,7 +47,7 @@ def latest_time(invoice_id) -> ScalarSelect:
 def stamp_after(latest: datetime | None) -> datetime:
     """An event's time: now, or just after the invoice's latest event, so that a history and its
     webhooks order as it happened even while the clock stands still or steps back. The one rule of
-    every writer of events (this module's `record` and the fast write path)."""
+    every writer of events."""
     stamp = now()
     return stamp if latest is None or stamp > latest else latest + timedelta(milliseconds=1)
 

@@ -182,7 +182,7 @@ def compute(invoice: Invoice, lines: list[InvoiceLine], *, path: str = "lines") 
         raise ValidationFailed.at(path, "the invoice total is too large")
     invoice.subtotal, invoice.discount, invoice.taxable = totals.subtotal, totals.discount, totals.taxable
     invoice.tax, invoice.total = totals.tax, totals.total
-    # Without a currency yet (the fast write path learns the account's default later) no words either.
+    # Without a currency yet no words either.
     invoice.amount_in_words = money.amount_in_words(totals.total, invoice.currency) if invoice.currency else None
 
 

@@ -1,10 +1,11 @@
-"""An invoice read from Core rows: the pipeline's `get_invoice` (`view_invoice`) and the fast read
-path's, one statement with its customer, business profile and (the fast path on PostgreSQL) its lines,
-rendered by the same functions as every other answer (`invoice_render`).
+"""An invoice read from Core rows: `get_invoice` (`shown_invoice`, `view_invoice`), a page of the list
+(`page_statement`, for `invoices.list_invoices`), with its customer and business profile, rendered
+by the same functions as every other answer (`invoice_render`), and kept rendered under the version
+of its rows on PostgreSQL (`Rendered`).
 
-The statement is written once with Core and compiled per dialect (`core.base.raw`). On PostgreSQL the
-lines come in the same row as a JSON array; SQLite (before 3.44 no ordered aggregate) reads them with
-a second statement in the same thread.
+The statements are written once with Core and compiled per dialect (`core.base.executor`). On
+PostgreSQL an invoice's lines can come in its row as an array of records; SQLite (before 3.44 no
+ordered aggregate) reads them with a second statement in the same snapshot.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from collections import OrderedDict, namedtuple
 from datetime import date
 from decimal import Decimal
 
-import orjson
 from sqlalchemy import Text, bindparam, cast, func, literal, literal_column, select, tuple_
 from sqlalchemy.dialects.postgresql import aggregate_order_by
 
@@ -37,7 +37,6 @@ BUSINESS_COLUMNS = ("id", "legal_name", "trade_name", "country_code", "currency"
 LINE_COLUMNS = ("id", "invoice_id", "price_id", "product_id", "description", "quantity", "unit", "unit_amount", "amount",
                 "discount_percent", "tax_rate", "tax_amount", "tax_category", "tax_exemption_reason")
 LINE_ORDER = (LINES.c.position, LINES.c.created, LINES.c.id)
-JSON_FIELDS = frozenset({"c_address", "b_address", "b_bank", "customer_snapshot", "issuer_snapshot", "k_scopes"})
 
 
 def _shown_columns() -> list:
@@ -158,32 +157,30 @@ def lines_statement():
 
 class Layout:
     """Where the parts of a statement's row are, from its columns' names (once per statement): the
-    invoice's columns, its customer's (`c_…`), its business profile's (`b_…`) and a key's (`k_…`).
-    The first `skip` columns (a request's count) belong to none; with `parse_json`, JSON text is
-    parsed (asyncpg leaves `json` columns as text)."""
+    invoice's columns, its customer's (`c_…`) and its business profile's (`b_…`). The first `skip`
+    columns (the row's version) belong to none."""
 
-    def __init__(self, names, *, skip: int = 0, parse_json: bool = False) -> None:
+    def __init__(self, names, *, skip: int = 0) -> None:
         self.versioned = skip > 0 and names[0] == "version"  # the row's first value is its version
-        groups: dict[str, list[tuple[int, str]]] = {"": [], "c_": [], "b_": [], "k_": []}
+        groups: dict[str, list[tuple[int, str]]] = {"": [], "c_": [], "b_": []}
         for index, name in enumerate(names):
             if index >= skip:
                 groups[name[:2] if name[:2] in groups else ""].append((index, name))
-        self.parts = {prefix: _Part(entries, prefix, parse_json) for prefix, entries in groups.items()}
+        self.parts = {prefix: _Part(entries, prefix) for prefix, entries in groups.items()}
 
     @classmethod
-    def of(cls, statement, *, skip: int = 0, parse_json: bool = False) -> Layout:
-        return cls(list(statement.selected_columns.keys()), skip=skip, parse_json=parse_json)
+    def of(cls, statement, *, skip: int = 0) -> Layout:
+        return cls(list(statement.selected_columns.keys()), skip=skip)
 
 
 class _Part:
     """One part's columns: picked from the row's values by position, named without their prefix."""
 
-    def __init__(self, entries: list[tuple[int, str]], prefix: str, parse_json: bool) -> None:
+    def __init__(self, entries: list[tuple[int, str]], prefix: str) -> None:
         self.names = tuple(name[len(prefix):] for _, name in entries)
         self.row = namedtuple("Row", self.names)  # attribute access by position: no dict per row
         self.pick = operator.itemgetter(*(index for index, _ in entries)) if len(entries) > 1 else None
         self.single = entries[0][0] if len(entries) == 1 else None
-        self.json = tuple(at for at, (_, name) in enumerate(entries) if name in JSON_FIELDS) if parse_json else ()
 
     def view(self, values: tuple) -> tuple:
         """The part of a row's `values` with attribute access (the render functions read ORM objects
@@ -192,11 +189,6 @@ class _Part:
             picked = self.pick(values)
         else:
             picked = (values[self.single],) if self.single is not None else ()
-        if self.json:
-            picked = list(picked)
-            for at in self.json:
-                if isinstance(picked[at], str):
-                    picked[at] = orjson.loads(picked[at])
         return self.row._make(picked)
 
 
@@ -279,11 +271,6 @@ def rendering_stamp() -> tuple:
     return today(), get_settings().origin
 
 
-def key_view(values: tuple, layout: Layout) -> tuple:
-    """The `api_keys` columns of a row (`k_…`), with attribute access."""
-    return layout.parts["k_"].view(values)
-
-
 VIEW_STATEMENT, VIEW_LINES_STATEMENT = invoice_statement(lines_in_row=False), lines_statement()
 VIEW_LAYOUT = Layout.of(VIEW_STATEMENT)
 SHOWN_VERSION = version_statement(account=bindparam("account_id"))
@@ -294,9 +281,10 @@ SHOWN_WHOLE_LAYOUT = Layout.of(SHOWN_WHOLE, skip=1)
 class Rendered:
     """Invoices' API JSON as this process last rendered them, each under the version of the rows it
     came from (`version_statement`) and what else it depends on (`stamp`: the day, as an open invoice
-    turns overdue with the date, and the origin of its public links). The statement that counts a
-    read also reads the invoice's version; only when it differs from the one kept is the invoice read
-    whole and rendered again. Nothing here decides who may read: the statement does, every time.
+    turns overdue with the date, and the origin of its public links). A read takes the invoice's version
+    first (`shown_invoice`, a page's in `invoices.list_invoices`); only when it differs from the one
+    kept is the invoice read whole and rendered again. Nothing here decides who may read: the
+    statement that reads the version does, every time.
     At most `limit` bytes of JSON are kept, the least recently read dropped first."""
 
     def __init__(self, limit: int) -> None:

@@ -155,7 +155,7 @@ def hit(session: Session, limit: Limit, subject: str, *, now: float | None = Non
 @dataclass(frozen=True)
 class Counting:
     """One request's count as a statement, its parameters and the reading of the row it returns,
-    so that any driver can run it (the ORM session, or the fast read path's own connection)."""
+    so that any driver can run it (the ORM session, or the executor's connections)."""
 
     statement: object  # a Core statement, made once per dialect
     parameters: dict

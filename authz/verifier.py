@@ -7,10 +7,11 @@ revocation, its grant (disconnect, refresh-token reuse) and the audience (RFC 87
 
 from __future__ import annotations
 
+from collections import namedtuple
 from datetime import timedelta
 from types import SimpleNamespace
 
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import Text, bindparam, cast, literal, or_, select, update
 
 from authz import clients, tokens
 from authz.models import OAuthClient
@@ -19,6 +20,7 @@ from core.access.principal import Principal, Verified
 from core.base.clock import now
 from core.base.errors import Unauthorized
 from core.base.executor import Db
+from core.mechanisms import ratelimit
 
 LAST_USED_PRECISION = timedelta(seconds=60)
 
@@ -29,6 +31,34 @@ async def verify_access_token(db: Db, token: str, *, resource: str) -> Verified:
     moment = now()
     found = await db.first(ACCESS_STATEMENT, {"token_hash": tokens.hashed(token)}) \
         if token and len(token) <= 200 else None
+    principal = _principal(found, moment, resource)
+
+    async def note_use(writer: Db) -> None:
+        """The grant's last use, written at most once a minute (the dashboard shows it)."""
+        if found.last_used_at is None or moment - found.last_used_at >= LAST_USED_PRECISION:
+            await writer.execute(NOTE_USE_STATEMENT, {"grant_id": found.grant_id, "moment": moment})
+    return Verified(principal, note_use)
+
+
+async def verify_access_token_counted(db: Db, token: str, *, resource: str) -> tuple[Principal, ratelimit.Usage] | None:
+    """PostgreSQL: `verify_access_token`, the request counted against the request limit and the
+    grant's use noted, in one statement; None when the token is refused, with nothing counted
+    (`verify_access_token` then says why)."""
+    if not token or len(token) > 200:
+        return None
+    moment = now()
+    count = ratelimit.counting("postgresql", ratelimit.api_requests(), "", source=COUNTED_GATE)
+    statement, width = ratelimit.gated(count.statement, COUNTED_GATE, ACCESS_COLUMNS, _touched)
+    row = await db.first(statement, {**count.parameters, "token_hash": tokens.hashed(token), "moment": moment,
+                                     "resource": resource.rstrip("/"), "stale_before": moment - LAST_USED_PRECISION})
+    if row is None:
+        return None
+    values = tuple(row)
+    return _principal(_Access._make(values[width:]), moment, resource), count.usage(values[:width])
+
+
+def _principal(found, moment, resource: str) -> Principal:
+    """The caller of a token read by `ACCESS_STATEMENT` (None: no such token), or Unauthorized saying why."""
     if found is None:
         raise Unauthorized("The access token is unknown.")
     if found.g_revoked_at is not None:
@@ -41,19 +71,13 @@ async def verify_access_token(db: Db, token: str, *, resource: str) -> Verified:
         raise Unauthorized(f"The access token was issued for another resource ({found.resource}), not {resource}.")
     client = clients.Client(SimpleNamespace(**{name: getattr(found, f"c_{name}") for name in CLIENTS.c.keys()})) \
         if found.c_client_id is not None else None
-    principal = Principal(
+    return Principal(
         account_id=found.account_id, granted_scopes=frozenset(found.scopes), actor="oauth_app",
         client_id=found.client_id, client_name=client.name if client else None, user_id=found.user_id,
-        credential_id=f"grant:{found.grant_id}", grant_id=found.grant_id, resource=found.resource,
+        credential_id=f"{CREDENTIAL_PREFIX}{found.grant_id}", grant_id=found.grant_id, resource=found.resource,
         # The grant's current limits: a person lowering them in the dashboard reaches the next request.
         authorization_details=authorization_details.from_stored(found.authorization_details),
     )
-
-    async def note_use(writer: Db) -> None:
-        """The grant's last use, written at most once a minute (the dashboard shows it)."""
-        if found.last_used_at is None or moment - found.last_used_at >= LAST_USED_PRECISION:
-            await writer.execute(NOTE_USE_STATEMENT, {"grant_id": found.grant_id, "moment": moment})
-    return Verified(principal, note_use)
 
 
 def _access_statement():
@@ -67,7 +91,30 @@ def _access_statement():
             .where(tokens.TOKENS.c.token_hash == bindparam("token_hash"), tokens.TOKENS.c.kind == "access"))
 
 
+def _counted_gate():
+    """`_principal`'s checks as a CTE, a filter before it (`verify_access_token_counted`): the access
+    token of `:token_hash`, unrevoked and unexpired at `:moment`, of a standing grant for
+    `:resource`, with `ACCESS_STATEMENT`'s columns and `bucket` (the request limit's, per grant)."""
+    statement = _access_statement()
+    grants, bucket_prefix = tokens.GRANTS, ratelimit.bucket_prefix(ratelimit.API_REQUESTS) + CREDENTIAL_PREFIX
+    return statement.add_columns((literal(bucket_prefix) + cast(grants.c.id, Text)).label("bucket")).where(
+        tokens.TOKENS.c.revoked_at.is_(None), tokens.TOKENS.c.expires_at > bindparam("moment"),
+        grants.c.revoked_at.is_(None), grants.c.resource == bindparam("resource")).cte("valid_token")
+
+
+def _touched(gate, counted):
+    """The grant's last use written when it is a minute old, for a request the count allowed."""
+    grants = tokens.GRANTS
+    return (update(grants).where(grants.c.id == gate.c.grant_id, counted.c.allowed,
+                                 or_(gate.c.last_used_at.is_(None), gate.c.last_used_at <= bindparam("stale_before")))
+            .values(last_used_at=bindparam("moment")).returning(grants.c.id))
+
+
 CLIENTS = OAuthClient.__table__
+CREDENTIAL_PREFIX = "grant:"  # a grant's credential id (and per-grant limit subject): the prefix, then its id
 ACCESS_STATEMENT = _access_statement()
+ACCESS_COLUMNS = tuple(ACCESS_STATEMENT.selected_columns.keys())
+_Access = namedtuple("_Access", ACCESS_COLUMNS)
+COUNTED_GATE = _counted_gate()
 NOTE_USE_STATEMENT = (update(tokens.GRANTS).where(tokens.GRANTS.c.id == bindparam("grant_id"))
                       .values(last_used_at=bindparam("moment")))

@@ -55,7 +55,7 @@ log = logging.getLogger("invoicing")
 def create_app() -> ASGIApp:
     settings = get_settings()
     settings.warn_if_unsafe()
-    credentials.register_oauth_verifier(verifier.verify_access_token)
+    credentials.register_oauth_verifier(verifier.verify_access_token, verifier.verify_access_token_counted)
     mcp = McpEndpoint()
     routes = [
         *health.routes(),

@@ -25,7 +25,7 @@ def run_unit(unit, *arguments):
 def principal_of(authorization: str, resource: str):
     """The caller behind `authorization` for `resource` (its use noted), or the Unauthorized raised.
     Access tokens are verified by the authorization server's verifier, as the application plugs it in."""
-    credentials.register_oauth_verifier(verifier.verify_access_token)
+    credentials.register_oauth_verifier(verifier.verify_access_token, verifier.verify_access_token_counted)
 
     async def unit(db):
         principal, _ = await credentials.authenticate(db, authorization, resource=resource, then=_nothing)

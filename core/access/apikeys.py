@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import re
 import uuid
 from collections import namedtuple
@@ -168,7 +167,7 @@ async def verify_counted(db: Db, token: str) -> tuple[Principal, ratelimit.Usage
     lookup_id, secret = split(token)
     moment = now()
     count = ratelimit.counting("postgresql", ratelimit.api_requests(), "", source=COUNTED_GATE)
-    statement, width = _counted_statement(count.statement)
+    statement, width = ratelimit.gated(count.statement, COUNTED_GATE, KEY_COLUMNS, _touched)
     row = await db.first(statement, {**count.parameters, "lookup_id": lookup_id, "secret_hash": crypto.sha256_hex(secret),
                                      "moment": moment, "stale_before": stale_before(moment)})
     if row is None:
@@ -180,19 +179,10 @@ async def verify_counted(db: Db, token: str) -> tuple[Principal, ratelimit.Usage
 _CountedKey = namedtuple("_CountedKey", KEY_COLUMNS)
 
 
-@functools.cache
-def _counted_statement(counting_statement) -> tuple:
-    """The gate, the request counted only when it passed, the key's last use written when it is a
-    minute old: the count's columns (how many: the second value), then the key's (`KEY_COLUMNS`)."""
-    from sqlalchemy import bindparam, true, update
-    from sqlalchemy import select as core_select
-    counted = counting_statement.cte("counted")
-    touched = (update(KEYS).where(KEYS.c.id == COUNTED_GATE.c.id, counted.c.allowed,
-                                  stale_use_clause(COUNTED_GATE.c.last_used_at))
-               .values(last_used_at=bindparam("moment")).returning(KEYS.c.id).cte("touched"))
-    statement = (core_select(*counted.c, *(COUNTED_GATE.c[name] for name in KEY_COLUMNS))
-                 .select_from(COUNTED_GATE.join(counted, true())).add_cte(touched))
-    return statement, len(counted.c)
+def _touched(gate, counted):
+    """The key's last use written when it is a minute old, for a request the count allowed."""
+    return (sa.update(KEYS).where(KEYS.c.id == gate.c.id, counted.c.allowed, stale_use_clause(gate.c.last_used_at))
+            .values(last_used_at=sa.bindparam("moment")).returning(KEYS.c.id))
 
 
 def stale_use_clause(last_used_at):

@@ -22,13 +22,21 @@ class AccessTokenVerifier(Protocol):
     def __call__(self, db: Db, token: str, *, resource: str) -> Awaitable[Verified]: ...
 
 
+class CountingVerifier(Protocol):
+    """PostgreSQL: the verifier's checks and the request's count in one statement; None when the
+    token is refused, with nothing counted."""
+
+    def __call__(self, db: Db, token: str, *, resource: str) -> Awaitable[tuple[Principal, ratelimit.Usage] | None]: ...
+
+
 _oauth_verifier: AccessTokenVerifier | None = None
+_oauth_counting: CountingVerifier | None = None
 OAUTH_ACCESS_TOKEN_PREFIX = "inv_oat_"
 
 
-def register_oauth_verifier(verifier: AccessTokenVerifier | None) -> None:
-    global _oauth_verifier
-    _oauth_verifier = verifier
+def register_oauth_verifier(verifier: AccessTokenVerifier | None, counting: CountingVerifier | None = None) -> None:
+    global _oauth_verifier, _oauth_counting
+    _oauth_verifier, _oauth_counting = verifier, counting
 
 
 def bearer_token(authorization: str | None) -> str:
@@ -63,14 +71,16 @@ async def authenticate(db: Db, authorization: str | None, *, resource: str,
 
 
 async def authenticate_counting(db: Db, authorization: str | None, resource: str) -> tuple[Principal, ratelimit.Usage]:
-    """`authenticate` with this request counted against the caller's request limit: for an API key on
-    PostgreSQL in one statement (`apikeys.verify_counted`). A unit of `core.base.executor`."""
+    """`authenticate` with this request counted against the caller's request limit: on PostgreSQL in one
+    statement (`apikeys.verify_counted`, the OAuth verifier's counting variant). A unit of
+    `core.base.executor`."""
     token = bearer_token(authorization)
+    counted = None
     if db.dialect == "postgresql" and apikeys.looks_like_api_key(token):
         counted = await apikeys.verify_counted(db, token)
-        if counted is not None:
-            return counted
-    return await authenticate(db, authorization, resource=resource, then=_count)
+    elif db.dialect == "postgresql" and token.startswith(OAUTH_ACCESS_TOKEN_PREFIX) and _oauth_counting is not None:
+        counted = await _oauth_counting(db, token, resource=resource)
+    return counted or await authenticate(db, authorization, resource=resource, then=_count)
 
 
 async def _count(db: Db, principal: Principal) -> ratelimit.Usage:

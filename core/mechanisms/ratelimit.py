@@ -24,6 +24,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import (
     BigInteger,
@@ -38,6 +39,7 @@ from sqlalchemy import (
     literal_column,
     or_,
     select,
+    true,
     update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
@@ -177,6 +179,19 @@ def counting(dialect: str, limit: Limit, subject: str, *, now: float | None = No
     window = _Window.at(limit, now_ms)
     return Counting(_counter_statement(dialect, source), _counter_parameters(limit, bucket, window),
                     lambda row: _counter_usage(limit, now_ms, window, row[2], row[0], exceeded=not row[1]))
+
+
+@functools.cache
+def gated(counting_statement, gate, columns: tuple[str, ...], touch=None) -> tuple[Any, int]:
+    """PostgreSQL, one statement: the request counted for the `bucket` of each row of `gate` (a CTE of
+    a credential that passed its checks; the count's `source`), `touch(gate, counted)` (a
+    data-modifying statement, or None) run with it, and the gate's `columns`. Its row: the count's
+    columns (how many: the second value), then `columns`; no row when the gate had none."""
+    counted = counting_statement.cte("counted")
+    statement = select(*counted.c, *(gate.c[name] for name in columns)).select_from(gate.join(counted, true()))
+    if touch is not None:
+        statement = statement.add_cte(touch(gate, counted).cte("touched"))
+    return statement, len(counted.c)
 
 
 def _dialect(session: Session) -> str:

@@ -181,3 +181,44 @@ def test_disconnect_leaves_other_users_connected(client, browser, app_client, te
 def test_disconnect_of_unknown_app_is_zero(tenant):
     with db.transaction() as session:
         assert connected_apps.disconnect(session, user_id_of(tenant), "cl_nothing") == 0
+
+
+# --- the token checked and the request counted in one statement (PostgreSQL; both databases agree) ---
+
+
+def _grant_remaining(token_principal) -> int:
+    from core.mechanisms import ratelimit
+    with db.transaction() as session:
+        return ratelimit.peek(session, ratelimit.api_requests(), token_principal.rate_limit_subject).remaining
+
+
+def test_each_request_with_a_token_is_counted_once(client, browser, app_client, tenant):
+    token = obtain(client, app_client, resource=API)["access_token"]
+    first, second = get(client, token), get(client, token)
+    assert int(first.headers["ratelimit-remaining"]) - int(second.headers["ratelimit-remaining"]) == 1
+
+
+@pytest.mark.parametrize("refusal", ["revoked", "expired", "another resource"])
+def test_a_refused_token_says_why_and_is_not_counted(client, browser, app_client, tenant, refusal):
+    token = obtain(client, app_client, resource=MCP if refusal == "another resource" else API)["access_token"]
+    principal = principal_of(f"Bearer {token}", MCP if refusal == "another resource" else API)
+    if refusal != "another resource":
+        with db.transaction() as session:
+            row = session.exec(select(OAuthToken).where(OAuthToken.kind == "access")).one()
+            if refusal == "revoked":
+                row.revoked_at = now()
+            else:
+                row.expires_at = now() - timedelta(seconds=1)
+    before = _grant_remaining(principal)
+    response = get(client, token)
+    assert response.status_code == 401 and refusal in response.json()["detail"]
+    assert _grant_remaining(principal) == before
+
+
+def test_a_tokens_use_is_noted_on_its_grant(client, browser, app_client, tenant):
+    token = obtain(client, app_client, resource=API)["access_token"]
+    with db.transaction() as session:
+        session.exec(select(OAuthGrant)).one().last_used_at = None
+    assert get(client, token).status_code == 200
+    with db.transaction() as session:
+        assert session.exec(select(OAuthGrant)).one().last_used_at is not None

@@ -427,3 +427,16 @@ def test_postgresql_plans_every_statement_for_its_parameters(tenant):
 def test_the_executors_drivers_faults_mean_what_sqlalchemys_do(fault, code):
     """Units run on sqlite3 and asyncpg themselves (core.base.executor): their faults are mapped as the ORM's."""
     assert db.database_fault(fault).code == code
+
+
+def test_an_access_tokens_check_and_count_are_one_statement_on_postgresql(client, browser, tenant, monkeypatch):
+    if _dialect() != "postgresql":
+        pytest.skip("asyncpg's statements")
+    from tests.oauth_flow import obtain, register
+    app = register(client, token_endpoint_auth_method="none")
+    token = obtain(client, app, resource="http://testserver/api/v1")["access_token"]
+    headers = {"Authorization": f"Bearer {token}"}
+    assert client.get("/api/v1/business", headers=headers).status_code == 200  # the grant's first use noted
+    # The token, its grant, client and checks, the count, the grant's use: one statement; the
+    # customers are read on the ORM.
+    assert _statements_of(lambda: client.get("/api/v1/customers", headers=headers), monkeypatch) == ["WITH"]

@@ -39,6 +39,7 @@ from core.access import accounts, resources
 from core.base import metrics
 from core.base.addresses import client_network
 from core.base.db import database_fault, transaction
+from core.base.errors import DomainError
 from core.base.validation import text_problem, unacceptable_parameters
 from core.billing.business import find_profile
 from core.mechanisms import ratelimit
@@ -69,7 +70,8 @@ def routes() -> list[BaseRoute]:
 
 
 async def token(request: Request) -> Response:
-    asked = dict(await _form_params(request)).get("grant_type")  # the form is read once, then cached
+    # The first value, as Authlib reads it (the form is read once, then cached).
+    asked = next((value for name, value in await _form_params(request) if name == "grant_type"), None)
     response = await _machine_endpoint(request, lambda http: server.create_token_response(http),
                                        on_loop=refreshing.token_response if asked == "refresh_token" else None)
     grant_type = asked if asked in GRANT_TYPES else "other"
@@ -152,6 +154,8 @@ async def _machine_endpoint(request: Request, handle, *, on_loop=None) -> Respon
         if not _is_unprintable_description(exc):
             raise
         return _oauth_error("invalid_request", "The request contains characters not allowed in its parameters.")
+    except DomainError as fault:  # the executor's: the database unreachable (502)
+        return database_fault_response(fault)
     except Exception as exc:
         if (fault := database_fault(exc)) is None:
             raise

@@ -72,7 +72,7 @@ class Client(ClientMixin):
 def find(session: Session, client_id: str) -> Client | None:
     if not client_id or len(client_id) > 2048:
         return None
-    # A Core row (read-only, attribute access): an ORM object cost ~13 % of a refresh grant.
+    # A Core row (read-only, attribute access): an ORM object cost ~13 % of a token request.
     row = session.connection().execute(_FIND_STATEMENT, {"client_id": client_id}).first()
     return Client(row) if row else None
 

@@ -151,7 +151,7 @@ def pair_rows(grant_id: uuid.UUID, token: dict, issued) -> list[dict]:
 
 def store_pair(session: Session, grant: OAuthGrant, token: dict) -> None:
     """Store the access token (and refresh token) of a token response, hashed: one INSERT (Core:
-    the ORM's unit of work cost ~20 % of a refresh; the statement is compiled once)."""
+    the ORM's unit of work cost ~20 % of a token request; the statement is compiled once)."""
     session.connection().execute(STORE_STATEMENT, pair_rows(grant.id, token, now()))  # SQLAlchemy's "insertmanyvalues"
 
 

@@ -79,10 +79,6 @@ class Api:
                 for path, endpoints in by_path.items()]
 
 
-# Set on a request's scope by a fast path that counted it and left it to the pipeline.
-COUNTED = "invoicing.counted"
-
-
 def rate_limit_headers(usage: Usage | None) -> dict[str, str]:
     if usage is None:
         return {}
@@ -127,7 +123,7 @@ async def _process(endpoint: Endpoint, request: Request, raw: bytes) -> Response
         query_items=request.query_params.multi_items(), body=raw,
         idempotency_key=request.headers.get("idempotency-key"),
         idempotency_scope=(endpoint.method, request.url.path),
-        header_error=header_error, counted=request.scope.get(COUNTED, False),
+        header_error=header_error,
     )
     outcome = await execute(endpoint, invocation, EndpointPresenter(endpoint, request_id))
     limit_headers = rate_limit_headers(outcome.usage)

@@ -86,7 +86,7 @@ def with_request_id(start: Message, request_id: str) -> Message:
 
 def begin(scope: Scope) -> context.RequestContext:
     """Open the request's context with its id: the client's X-Request-Id when acceptable, else a new one;
-    the id it was given already when a fast lane had the request before the stack."""
+    the id it was given already when `service.direct` had the request before the stack."""
     if REQUEST_ID not in scope:
         supplied = _header(scope, b"x-request-id")
         scope[REQUEST_ID] = supplied if context.acceptable_request_id(supplied) else context.new_request_id()

@@ -72,11 +72,6 @@ def effective(granted: Iterable[str]) -> frozenset[str]:
     return frozenset(result)
 
 
-def granting(scope: str) -> tuple[str, ...]:
-    """The scopes whose grant includes `scope`: itself and those that imply it."""
-    return tuple(candidate for candidate in ALL_SCOPES if scope in effective([candidate]))
-
-
 def ordered(scopes: Iterable[str]) -> list[str]:
     wanted = set(scopes)
     return [s for s in ALL_SCOPES if s in wanted]

@@ -247,12 +247,6 @@ def _drive(unit: Callable[..., Awaitable[T]], arguments: tuple) -> T:
         return _to_the_end(unit(_Sqlite(connection), *arguments))
 
 
-def on_sqlite_connection(connection, unit: Callable[..., Awaitable[T]], *arguments: Any) -> T:
-    """`unit(db, *arguments)` in this thread on a sqlite3 connection already in hand (and in its
-    transaction, when one is begun)."""
-    return _to_the_end(unit(_Sqlite(connection), *arguments))
-
-
 def _to_the_end(coroutine: Awaitable[T]) -> T:
     """A unit's coroutine run to its end at once: its database never suspends it."""
     try:

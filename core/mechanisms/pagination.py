@@ -70,13 +70,6 @@ def decode_cursor(cursor: str, kind: str, account_id: uuid.UUID, filters: dict[s
     return payload["position"]
 
 
-def position_of(cursor: str) -> Position | None:
-    """The position a cursor of ours holds, before its account and filters are known (`decode_cursor`
-    checks those); None for anything that is not such a cursor."""
-    payload = _payload(cursor)
-    return payload["position"] if payload is not None else None
-
-
 def _payload(cursor: str) -> dict | None:
     if len(cursor) > 1000:
         return None

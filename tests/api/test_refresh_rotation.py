@@ -86,3 +86,27 @@ def test_an_unknown_token_of_a_known_client_is_invalid_grant_and_nothing_ends(cl
     response = refresh(client, public_app["client_id"], "inv_ort_" + "x" * 40)
     assert (response.status_code, response.json()["error"]) == (400, "invalid_grant")
     assert not grant_revoked() and refresh(client, public_app["client_id"], tokens["refresh_token"]).status_code == 200
+
+
+@pytest.mark.parametrize("order", [("authorization_code", "refresh_token"), ("refresh_token", "authorization_code")])
+def test_a_repeated_grant_type_is_answered_as_oauth_reads_it_never_a_500(client, browser, public_app, order):
+    tokens = sign_in_tokens(client, browser, public_app)
+    body = (f"grant_type={order[0]}&grant_type={order[1]}&client_id={public_app['client_id']}"
+            f"&refresh_token={tokens['refresh_token']}")
+    response = client.post("/oauth/token", content=body, headers={"Content-Type": "application/x-www-form-urlencoded"})
+    # Authlib reads the first value, and so does the endpoint's choice of path.
+    assert response.status_code == (200 if order[0] == "refresh_token" else 400), response.text
+
+
+def test_a_database_out_of_reach_during_a_refresh_is_a_502(client, browser, public_app, monkeypatch):
+    from authz import refreshing
+    from core.base.errors import UpstreamFailed
+    tokens = sign_in_tokens(client, browser, public_app)
+
+    async def unreachable(*_arguments):
+        raise UpstreamFailed("The database is unavailable; retry shortly.")
+    monkeypatch.setattr(refreshing, "_read", unreachable)
+    response = refresh(client, public_app["client_id"], tokens["refresh_token"])
+    assert (response.status_code, response.json()["error"]) == (502, "temporarily_unavailable")
+    monkeypatch.undo()
+    assert refresh(client, public_app["client_id"], tokens["refresh_token"]).status_code == 200  # nothing was spent

@@ -8,21 +8,18 @@ revocation, its grant (disconnect, refresh-token reuse) and the audience (RFC 87
 from __future__ import annotations
 
 from collections import namedtuple
-from datetime import timedelta
 from types import SimpleNamespace
 
-from sqlalchemy import Text, bindparam, cast, literal, or_, select, update
+from sqlalchemy import Text, bindparam, cast, literal, select, update
 
 from authz import clients, tokens
 from authz.models import OAuthClient
 from core.access import authorization_details
-from core.access.principal import Principal, Verified
+from core.access.principal import Principal, Verified, stale_before, stale_use, stale_use_clause
 from core.base.clock import now
 from core.base.errors import Unauthorized
 from core.base.executor import Db
 from core.mechanisms import ratelimit
-
-LAST_USED_PRECISION = timedelta(seconds=60)
 
 
 async def verify_access_token(db: Db, token: str, *, resource: str) -> Verified:
@@ -35,7 +32,7 @@ async def verify_access_token(db: Db, token: str, *, resource: str) -> Verified:
 
     async def note_use(writer: Db) -> None:
         """The grant's last use, written at most once a minute (the dashboard shows it)."""
-        if found.last_used_at is None or moment - found.last_used_at >= LAST_USED_PRECISION:
+        if stale_use(found.last_used_at, moment):
             await writer.execute(NOTE_USE_STATEMENT, {"grant_id": found.grant_id, "moment": moment})
     return Verified(principal, note_use)
 
@@ -47,14 +44,13 @@ async def verify_access_token_counted(db: Db, token: str, *, resource: str) -> t
     if not token or len(token) > 200:
         return None
     moment = now()
-    count = ratelimit.counting("postgresql", ratelimit.api_requests(), "", source=COUNTED_GATE)
-    statement, width = ratelimit.gated(count.statement, COUNTED_GATE, ACCESS_COLUMNS, _touched)
-    row = await db.first(statement, {**count.parameters, "token_hash": tokens.hashed(token), "moment": moment,
-                                     "resource": resource.rstrip("/"), "stale_before": moment - LAST_USED_PRECISION})
-    if row is None:
+    counted = await ratelimit.count_through(db, COUNTED_GATE, ACCESS_COLUMNS, _touched, {
+        "token_hash": tokens.hashed(token), "moment": moment, "resource": resource.rstrip("/"),
+        "stale_before": stale_before(moment)})
+    if counted is None:
         return None
-    values = tuple(row)
-    return _principal(_Access._make(values[width:]), moment, resource), count.usage(values[:width])
+    found, usage = counted
+    return _principal(_Access._make(found), moment, resource), usage
 
 
 def _principal(found, moment, resource: str) -> Principal:
@@ -105,8 +101,7 @@ def _counted_gate():
 def _touched(gate, counted):
     """The grant's last use written when it is a minute old, for a request the count allowed."""
     grants = tokens.GRANTS
-    return (update(grants).where(grants.c.id == gate.c.grant_id, counted.c.allowed,
-                                 or_(gate.c.last_used_at.is_(None), gate.c.last_used_at <= bindparam("stale_before")))
+    return (update(grants).where(grants.c.id == gate.c.grant_id, counted.c.allowed, stale_use_clause(gate.c.last_used_at))
             .values(last_used_at=bindparam("moment")).returning(grants.c.id))
 
 

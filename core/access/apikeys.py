@@ -11,7 +11,7 @@ from datetime import timedelta
 import sqlalchemy as sa
 from sqlmodel import Session, select
 
-from core.access.principal import Principal, Verified
+from core.access.principal import Principal, Verified, stale_before, stale_use, stale_use_clause
 from core.access.scopes import PRESETS, ordered, unknown_scopes
 from core.base import crypto
 from core.base.clock import now
@@ -22,7 +22,6 @@ from core.mechanisms import ratelimit
 from core.models import ApiKey
 
 KEY_PATTERN = re.compile(r"^inv_live_([A-Za-z0-9]{8})_([A-Za-z0-9]{32})$")
-LAST_USED_PRECISION = timedelta(seconds=60)
 MAX_EXPIRY_DAYS = 3650
 
 
@@ -101,7 +100,7 @@ async def verify(db: Db, token: str) -> Verified:
     principal = verified(row, secret, moment)
 
     async def note_use(writer: Db) -> None:
-        if stale_use(row, moment):
+        if stale_use(row.last_used_at, moment):
             await writer.execute(TOUCH_STATEMENT, {"key_id": row.id, "moment": moment})
     return Verified(principal, note_use)
 
@@ -129,11 +128,6 @@ def verified(row, secret: str, moment) -> Principal:
         account_id=row.account_id, granted_scopes=frozenset(row.scopes), actor="api_key",
         api_key_id=row.id, credential_id=f"{CREDENTIAL_PREFIX}{row.id}",
     )
-
-
-def stale_use(row, moment) -> bool:
-    """Whether the key's `last_used_at` should be written now (at most once a minute)."""
-    return row.last_used_at is None or moment - row.last_used_at >= LAST_USED_PRECISION
 
 
 # The same rules as SQL, for the statement that checks a key and counts its request (PostgreSQL).
@@ -166,14 +160,13 @@ async def verify_counted(db: Db, token: str) -> tuple[Principal, ratelimit.Usage
     one statement; None when the key is refused, with nothing counted (`verify` then says why)."""
     lookup_id, secret = split(token)
     moment = now()
-    count = ratelimit.counting("postgresql", ratelimit.api_requests(), "", source=COUNTED_GATE)
-    statement, width = ratelimit.gated(count.statement, COUNTED_GATE, KEY_COLUMNS, _touched)
-    row = await db.first(statement, {**count.parameters, "lookup_id": lookup_id, "secret_hash": crypto.sha256_hex(secret),
-                                     "moment": moment, "stale_before": stale_before(moment)})
-    if row is None:
+    counted = await ratelimit.count_through(db, COUNTED_GATE, KEY_COLUMNS, _touched, {
+        "lookup_id": lookup_id, "secret_hash": crypto.sha256_hex(secret), "moment": moment,
+        "stale_before": stale_before(moment)})
+    if counted is None:
         return None
-    values = tuple(row)
-    return verified(_CountedKey._make(values[width:]), secret, moment), count.usage(values[:width])
+    key, usage = counted
+    return verified(_CountedKey._make(key), secret, moment), usage
 
 
 _CountedKey = namedtuple("_CountedKey", KEY_COLUMNS)
@@ -185,11 +178,3 @@ def _touched(gate, counted):
             .values(last_used_at=sa.bindparam("moment")).returning(KEYS.c.id))
 
 
-def stale_use_clause(last_used_at):
-    """`stale_use` as SQL, against `:stale_before` (`stale_before(moment)`)."""
-    from sqlalchemy import bindparam, or_
-    return or_(last_used_at.is_(None), last_used_at <= bindparam("stale_before"))
-
-
-def stale_before(moment):
-    return moment - LAST_USED_PRECISION

@@ -6,6 +6,7 @@ import dataclasses
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
 from core.access.scopes import ALL_SCOPES, effective
@@ -86,3 +87,23 @@ class Verified:
 
     principal: Principal
     note_use: Callable[[Any], Awaitable[None]]
+
+
+# A credential's last use is written at most once a minute (the dashboard shows it): in Python for a
+# credential read, in SQL for the statement that checks and counts it (`ratelimit.count_through`).
+LAST_USED_PRECISION = timedelta(seconds=60)
+
+
+def stale_use(last_used_at: datetime | None, moment: datetime) -> bool:
+    """Whether a credential's `last_used_at` should be written at `moment`."""
+    return last_used_at is None or moment - last_used_at >= LAST_USED_PRECISION
+
+
+def stale_use_clause(last_used_at):
+    """`stale_use` as SQL, against `:stale_before` (`stale_before(moment)`)."""
+    from sqlalchemy import bindparam, or_
+    return or_(last_used_at.is_(None), last_used_at <= bindparam("stale_before"))
+
+
+def stale_before(moment: datetime) -> datetime:
+    return moment - LAST_USED_PRECISION

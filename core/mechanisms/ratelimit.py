@@ -194,6 +194,19 @@ def gated(counting_statement, gate, columns: tuple[str, ...], touch=None) -> tup
     return statement, len(counted.c)
 
 
+async def count_through(db: Db, gate, columns: tuple[str, ...], touch, parameters: dict) -> tuple[tuple, Usage] | None:
+    """PostgreSQL: a request counted against the request limit through `gate` (see `gated`), in one
+    statement with the gate's own `parameters`: the gate's `columns` and the request's standing, or
+    None when the gate had no row (nothing counted)."""
+    count = counting("postgresql", api_requests(), "", source=gate)
+    statement, width = gated(count.statement, gate, columns, touch)
+    row = await db.first(statement, {**count.parameters, **parameters})
+    if row is None:
+        return None
+    values = tuple(row)
+    return values[width:], count.usage(values[:width])
+
+
 def _dialect(session: Session) -> str:
     return session.get_bind().dialect.name
 

@@ -100,6 +100,7 @@ class BusinessProfile(SQLModel, table=True):
     phone: str | None = Field(default=None, max_length=50)
     bank: dict | None = Field(default=None, sa_type=JSON)
     invoice_prefix: str = Field(default="INV", max_length=20)
+    credit_note_prefix: str = Field(default="CN", max_length=20, sa_column_kwargs={"server_default": "CN"})
     peppol_id: str | None = Field(default=None, max_length=100)  # e-invoicing address, `scheme:identifier`
     created_at: datetime = _ts()
     updated_at: datetime = _ts()
@@ -191,6 +192,14 @@ class InvoiceCounter(SQLModel, table=True):
     last_number: int = 0
 
 
+class CreditNoteCounter(SQLModel, table=True):
+    """Next credit note number per account, a series of its own; row-locked while a number is taken."""
+
+    __tablename__ = "credit_note_counters"
+    account_id: uuid.UUID = Field(foreign_key="accounts.id", primary_key=True)
+    last_number: int = 0
+
+
 class Invoice(SQLModel, table=True):
     __tablename__ = "invoices"
     __table_args__ = (
@@ -215,6 +224,10 @@ class Invoice(SQLModel, table=True):
     taxable: int = _money()
     tax: int = _money()
     total: int = _money()
+    # Credit notes' `credit_amount` taken off what is due, and the customer's credit balance applied
+    # when it was finalized (EN 16931 BT-113, paid in advance).
+    amount_credited: int = _money(sa_column_kwargs={"server_default": "0"})
+    balance_applied: int = _money(sa_column_kwargs={"server_default": "0"})
     amount_in_words: str | None = Field(default=None, max_length=1000)
     public_url_token: str | None = Field(default=None, max_length=64, unique=True)
     customer_snapshot: dict | None = Field(default=None, sa_type=JSON)
@@ -260,7 +273,8 @@ class InvoiceLine(SQLModel, table=True):
 
 EventType = Literal[
     "invoice.created", "invoice.updated", "invoice.finalized", "invoice.emailed", "invoice.email_failed",
-    "invoice.viewed", "invoice.downloaded", "invoice.paid", "invoice.voided",
+    "invoice.viewed", "invoice.downloaded", "invoice.paid", "invoice.voided", "invoice.reopened",
+    "credit_note.created", "credit_note.voided", "credit_note.emailed", "credit_note.email_failed",
 ]
 # The kinds of invoice history, which are also the webhook event kinds.
 EVENT_TYPES: tuple[str, ...] = EventType.__args__
@@ -279,6 +293,70 @@ class InvoiceEvent(SQLModel, table=True):
     meta: dict | None = Field(default=None, sa_type=JSON)
     payload: dict = Field(sa_type=JSON)  # the webhook body: id, type, created_at, data.object
     created_at: datetime = _ts()
+
+
+# --- credit notes --------------------------------------------------------------------------
+
+
+class CreditNote(SQLModel, table=True):
+    """A document of its own correcting an issued invoice (core.billing.credit_notes): numbered in a
+    series of its own, its lines and amounts fixed when it is issued."""
+
+    __tablename__ = "credit_notes"
+    __table_args__ = (Index("ix_credit_notes_account_created", "account_id", "created", "id"),
+                      Index("ix_credit_notes_invoice", "invoice_id"),
+                      Index("ix_credit_notes_customer_balance", "customer_id", "currency", "balance_remaining"))
+    id: uuid.UUID = Field(default_factory=_id, primary_key=True)
+    account_id: uuid.UUID = Field(foreign_key="accounts.id")
+    invoice_id: uuid.UUID = Field(foreign_key="invoices.id")
+    customer_id: uuid.UUID = Field(foreign_key="customers.id")
+    number: str = Field(max_length=64)
+    status: str = Field(default="issued", max_length=16)  # issued, void
+    currency: str = Field(max_length=3)
+    reason: str | None = Field(default=None, max_length=32)
+    memo: str | None = Field(default=None, max_length=5000)
+    issue_date: date
+    subtotal: int = _money()  # the lines' amounts, before tax
+    tax: int = _money()
+    total: int = _money()
+    credit_amount: int = _money()  # taken off what is due on the invoice
+    refund_amount: int = _money()  # refunded outside the service
+    refund_reference: str | None = Field(default=None, max_length=200)
+    refunded_on: date | None = None
+    balance_amount: int = _money()  # credited to the customer's balance in `currency`
+    balance_remaining: int = _money()  # of balance_amount, not yet applied to a later invoice
+    amount_in_words: str | None = Field(default=None, max_length=1000)
+    invoice_number: str = Field(max_length=64)  # the invoice it corrects, as issued (BT-25, BT-26)
+    invoice_issue_date: date
+    customer_snapshot: dict = Field(sa_type=JSON)  # as on the invoice
+    issuer_snapshot: dict | None = Field(default=None, sa_type=JSON)
+    public_url_token: str = Field(max_length=64, unique=True)
+    voided_at: datetime | None = _ts_null()
+    last_viewed_event_at: datetime | None = _ts_null()
+    created: datetime = _ts()
+    updated: datetime = _ts()
+
+
+class CreditNoteLine(SQLModel, table=True):
+    """A line of a credit note: part of an invoice line (by quantity or amount) or a line of its own."""
+
+    __tablename__ = "credit_note_lines"
+    id: uuid.UUID = Field(default_factory=_id, primary_key=True)
+    account_id: uuid.UUID = Field(foreign_key="accounts.id")
+    credit_note_id: uuid.UUID = Field(foreign_key="credit_notes.id", index=True, ondelete="CASCADE")
+    position: int = 0
+    type: str = Field(max_length=16)  # invoice_line or custom
+    invoice_line_id: uuid.UUID | None = Field(default=None, foreign_key="invoice_lines.id", index=True)
+    description: str = Field(default="", max_length=5000)
+    quantity: Decimal | None = Field(default=None, sa_type=DecimalText)  # credited by quantity
+    unit: str = Field(default="NOS", max_length=3)
+    unit_amount: int | None = Field(default=None, sa_type=BigInteger)
+    discount_percent: Decimal = Field(default=Decimal(0), sa_type=DecimalText)
+    amount: int = _money()  # before tax
+    tax_rate: Decimal = Field(default=Decimal(0), sa_type=DecimalText)
+    tax_category: str | None = Field(default=None, max_length=2)
+    tax_exemption_reason: str | None = Field(default=None, max_length=1000)
+    tax_amount: int = _money()
 
 
 # --- webhooks ------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from starlette.routing import Route
 
 from rest import (
     business,
+    credit_notes,
     customers,
     invoice_documents,
     invoice_items,
@@ -23,7 +24,8 @@ from rest import (
 from rest.framework import Endpoint, unrouted
 
 # Endpoint modules, each with its own `api`. New resources add themselves here.
-MODULES = [business, customers, products, prices, webhook_endpoints, invoices, invoice_items, invoice_documents]
+MODULES = [business, customers, products, prices, webhook_endpoints, invoices, invoice_items, invoice_documents,
+           credit_notes]
 
 
 def operations() -> list[Endpoint]:

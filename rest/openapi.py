@@ -37,6 +37,9 @@ SCHEMA_NAMES = {
     "SendInput": "InvoiceSend", "SendOut": "InvoiceSendResult", "VoidInput": "InvoiceVoid",
     "WebhookEndpointCreatedOut": "WebhookEndpointWithSecret", "WebhookEndpointDeletedOut": "DeletedWebhookEndpoint",
     "WebhookEndpointOut": "WebhookEndpoint",
+    "CreditNoteOut": "CreditNote", "CreditNoteLineOut": "CreditNoteLine", "CreditNoteLinesOut": "CreditNoteLines",
+    "CreditNoteCreate": "CreditNoteCreate", "CreditNoteLineInput": "CreditNoteLineInput", "RefundOut": "Refund",
+    "CreditNoteSendOut": "CreditNoteSendResult",
 }
 TAGS = [
     {"name": "Business", "description": "The business profile: the issuer printed on every invoice. Read-only "
@@ -48,6 +51,8 @@ TAGS = [
     {"name": "Invoices", "description": "Drafts, finalized (numbered, immutable) invoices, payment, void, the "
                                         "history, the PDF and e-mail. Money is integer minor units."},
     {"name": "Invoice items", "description": "The lines of a draft invoice, one at a time."},
+    {"name": "Credit notes", "description": "Corrections of issued invoices: documents of their own, numbered in "
+                                            "their own series, that credit part or all of an invoice."},
     {"name": "Webhook endpoints", "description": "Where signed event notifications (see `webhooks`) are sent."},
 ]
 DESCRIPTION = """\

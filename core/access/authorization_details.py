@@ -5,9 +5,10 @@ One type, `invoice_actions`:
     {"type": "invoice_actions", "actions": ["finalize", "send"],
      "max_amount": {"currency": "EUR", "amount": 100000}, "max_per_day": 5}
 
-`actions` is a non-empty subset of finalize, send, pay and void; `max_amount` (optional) is the
-largest invoice total, in minor units of one currency, the actions may touch (an invoice in another
-currency is outside it); `max_per_day` (optional) is how many of these actions in any 24 hours. A
+`actions` is a non-empty subset of finalize, send, pay, void and credit (issue or void a credit
+note); `max_amount` (optional) is the largest invoice total (for credit, the credit note's total),
+in minor units of one currency, the actions may touch (an invoice in another currency is outside it);
+`max_per_day` (optional) is how many of these actions in any 24 hours. A
 grant that carries authorization details may do only the actions they list, within their limits;
 a grant without any (an older one, an API key) is bounded by its scopes alone. The limits are the
 app's, for one person and business: every live grant of the app holds the same (`for_app`; for the
@@ -25,13 +26,14 @@ from core.base.money import format_money, from_major, is_known_currency, to_majo
 from core.base.validation import MAX_SAFE_INTEGER
 
 TYPE = "invoice_actions"
-ACTIONS = ("finalize", "send", "pay", "void")
+ACTIONS = ("finalize", "send", "pay", "void", "credit")
 SCOPE_OF = {"finalize": "invoices:finalize", "void": "invoices:finalize", "send": "invoices:send",
-            "pay": "payments:write"}
-ACTIONS_OF = {"invoices:finalize": ("finalize", "void"), "invoices:send": ("send",), "payments:write": ("pay",)}
+            "pay": "payments:write", "credit": "credit_notes:write"}
+ACTIONS_OF = {"invoices:finalize": ("finalize", "void"), "invoices:send": ("send",), "payments:write": ("pay",),
+              "credit_notes:write": ("credit",)}
 MAX_DETAILS = 10
 MAX_PER_DAY = 100_000
-VERBS = {"finalize": "finalize", "send": "send", "pay": "mark paid", "void": "void"}
+VERBS = {"finalize": "finalize", "send": "send", "pay": "mark paid", "void": "void", "credit": "credit"}
 
 
 class InvalidAuthorizationDetails(ValueError):

@@ -1,4 +1,4 @@
-"""The eleven scopes, what each implies, and the key presets."""
+"""The twelve scopes, what each implies, and the key presets."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ ALL_SCOPES: tuple[str, ...] = (
     "invoices:finalize",
     "invoices:send",
     "payments:write",
+    "credit_notes:write",
     "webhooks:manage",
 )
 
@@ -29,6 +30,7 @@ SCOPE_DESCRIPTIONS: dict[str, str] = {
     "invoices:finalize": "Finalize (number) and void invoices",
     "invoices:send": "E-mail invoices to customers (finalizes drafts first)",
     "payments:write": "Mark invoices paid",
+    "credit_notes:write": "Issue and void credit notes correcting invoices",
     "webhooks:manage": "List, create and delete webhook endpoints",
 }
 
@@ -43,6 +45,7 @@ IMPLIED: dict[str, frozenset[str]] = {
     "invoices:finalize": frozenset({"invoices:read"}),
     "invoices:send": frozenset({"invoices:read"}),
     "payments:write": frozenset({"invoices:read"}),
+    "credit_notes:write": frozenset({"invoices:read"}),
 }
 
 LOOKUPS = ("business:read", "clients:read", "products:read", "invoices:read")

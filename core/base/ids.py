@@ -12,6 +12,8 @@ PREFIXES = {
     "price": "price",
     "invoice": "in",
     "invoiceitem": "ii",
+    "credit_note": "cn",
+    "credit_note_line": "cnli",
 }
 
 

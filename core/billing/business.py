@@ -47,6 +47,7 @@ class BusinessInput(Input):
     phone: str | None = Field(default=None, max_length=PHONE_MAX)
     bank: BankDetails = Field(default_factory=BankDetails)
     invoice_prefix: str = Field(default="INV", min_length=1, max_length=20, pattern="^[A-Za-z0-9][A-Za-z0-9_-]*$")
+    credit_note_prefix: str = Field(default="CN", min_length=1, max_length=20, pattern="^[A-Za-z0-9][A-Za-z0-9_-]*$")
     peppol_id: str | None = Field(default=None, max_length=PEPPOL_ID_MAX)
 
     _peppol_id = field_validator("peppol_id")(normalized_peppol_id)
@@ -93,7 +94,7 @@ def set_profile(session: Session, account_id: uuid.UUID, data: BusinessInput) ->
         account_id=account_id, legal_name="", country_code="", currency="")
     values = data.model_dump()
     for key in ("legal_name", "trade_name", "country_code", "currency", "tax_id", "email", "phone",
-                "invoice_prefix", "peppol_id"):
+                "invoice_prefix", "credit_note_prefix", "peppol_id"):
         setattr(profile, key, values[key])
     profile.address = values["address"]
     profile.bank = values["bank"]
@@ -138,6 +139,8 @@ class BusinessOutModel(BaseModel):
     phone: str | None = Field(description="Phone number, free text")
     bank: BankDetailsOut = Field(description="Bank details printed on invoices")
     invoice_prefix: str = Field(description="Prefix of invoice numbers: `INV` gives INV-0001, INV-0002, …")
+    credit_note_prefix: str = Field(default="CN", description="Prefix of credit note numbers, a series of their own: "
+                                                              "`CN` gives CN-0001, CN-0002, …")
     peppol_id: str | None = Field(default=None, description="Electronic address for e-invoices (Peppol participant id), "
                                                            "`scheme:identifier` such as `0208:0123456789`; null: "
                                                            "derived from an EU VAT number when one is given")
@@ -154,5 +157,6 @@ def business_to_api(profile: BusinessProfile) -> dict:
         "country_code": profile.country_code, "currency": profile.currency, "tax_id": profile.tax_id,
         "address": {key: address.get(key) for key in ADDRESS_KEYS}, "email": profile.email, "phone": profile.phone,
         "bank": {key: bank.get(key) for key in BANK_KEYS}, "invoice_prefix": profile.invoice_prefix,
+        "credit_note_prefix": profile.credit_note_prefix,
         "peppol_id": profile.peppol_id, "created_at": iso(profile.created_at),
     }

@@ -45,48 +45,52 @@ def remediation_url(principal: Principal, action: str | None = None, invoice: In
     return page + (f"?{urlencode(query)}" if query else "")
 
 
-async def act_for(db: Db, principal: Principal, action: str, invoice, *, customer_name: str | None = None) -> None:
+async def act_for(db: Db, principal: Principal, action: str, invoice, *, customer_name: str | None = None,
+                  amount: int | None = None) -> None:
     """Check and record an app's `action` on `invoice` (a row of `invoices`, ORM or Core); raise
     GrantLimitExceeded when beyond its limits. `customer_name`: the draft's customer's, when the
-    caller read it already (a draft's record names it). A unit of `core.base.executor`, in the
+    caller read it already (a draft's record names it). `amount`: what `max_amount` is compared with
+    and the record keeps, when not the invoice total (a credit note's total). A unit of `core.base.executor`, in the
     action's transaction (on the ORM: `executor.within(session, act_for, …)`)."""
     if principal.actor != "oauth_app" or principal.grant_id is None:
         return
     details = principal.authorization_details
     if details is not None:
         await db.execute(ACCOUNT_LOCK, {"account_id": principal.account_id})
-        refusal = await _refusal(db, principal, action, invoice, details)
+        refusal = await _refusal(db, principal, action, invoice, details, amount)
         if refusal is not None:  # recorded once the action's own transaction has rolled back
             raise GrantLimitExceeded(refusal + " The person can raise the limit in the dashboard, or do it there "
                                      "themselves.", remediation_url=remediation_url(principal, action, invoice),
                                      record=await _record(db, principal, action, invoice, "refused", refusal,
-                                                          customer_name))
+                                                          customer_name, amount))
     await db.execute(INSERT_ACTION, inserted_values(await _record(db, principal, action, invoice, "done", None,
-                                                                  customer_name)))
+                                                                  customer_name, amount)))
 
 
-async def _refusal(db: Db, principal: Principal, action: str, invoice, details: tuple[InvoiceActions, ...]) -> str | None:
+async def _refusal(db: Db, principal: Principal, action: str, invoice, details: tuple[InvoiceActions, ...],
+                   amount: int | None = None) -> str | None:
     listing = [detail for detail in details if action in detail.actions]
     if not listing:
         return f"The person did not allow this app to {VERBS[action]} invoices."
     reasons = []
     for detail in listing:
-        reason = await _beyond(db, principal, action, invoice, detail)
+        reason = await _beyond(db, principal, action, invoice, detail, invoice.total if amount is None else amount)
         if reason is None:
             return None
         reasons.append(reason)
     return reasons[0]
 
 
-async def _beyond(db: Db, principal: Principal, action: str, invoice, detail: InvoiceActions) -> str | None:
-    total = format_money(invoice.total, invoice.currency)
+async def _beyond(db: Db, principal: Principal, action: str, invoice, detail: InvoiceActions,
+                  amount_acted: int) -> str | None:
+    total = format_money(amount_acted, invoice.currency)
     if detail.max_amount is not None:
         currency, amount = detail.max_amount
         limit = format_money(amount, currency)
         if currency != invoice.currency:
             return (f"This app may {VERBS[action]} invoices of up to {limit}; this invoice is in {invoice.currency} "
                     f"({total}), outside that limit.")
-        if invoice.total > amount:
+        if amount_acted > amount:
             return f"This app may {VERBS[action]} invoices of up to {limit}; this one totals {total}."
     if detail.max_per_day is not None and await done_today(db, principal.account_id, principal.client_id,
                                                            principal.user_id, detail.actions) >= detail.max_per_day:
@@ -121,12 +125,13 @@ async def _label(db: Db, invoice, customer_name: str | None) -> str:
 
 
 async def _record(db: Db, principal: Principal, action: str, invoice, outcome: str,
-                  detail: str | None, customer_name: str | None = None) -> DelegatedAction:
+                  detail: str | None, customer_name: str | None = None, amount: int | None = None) -> DelegatedAction:
     via = resources.label(principal.resource or "")
     return DelegatedAction(account_id=principal.account_id, grant_id=principal.grant_id, client_id=principal.client_id,
                            user_id=principal.user_id, client_name=principal.client_name,
                            action=action, via=via, invoice_id=invoice.id, invoice_label=await _label(db, invoice, customer_name),
-                           amount=invoice.total, currency=invoice.currency, outcome=outcome,
+                           amount=invoice.total if amount is None else amount, currency=invoice.currency,
+                           outcome=outcome,
                            detail=(detail or None) and detail[:1000])
 
 
@@ -156,8 +161,8 @@ def recent(session: Session, account_id: uuid.UUID, client_id: str, user_id: uui
                              .order_by(ACTIONS.c.created_at.desc()).limit(RECENT)))
 
 
-async def would_refuse(db: Db, principal: Principal, action: str, invoice) -> bool:
+async def would_refuse(db: Db, principal: Principal, action: str, invoice, amount: int | None = None) -> bool:
     """Whether `act_for` would refuse (without recording): the confirmation question is not even asked."""
     if principal.actor != "oauth_app" or principal.authorization_details is None:
         return False
-    return await _refusal(db, principal, action, invoice, principal.authorization_details) is not None
+    return await _refusal(db, principal, action, invoice, principal.authorization_details, amount) is not None

@@ -34,7 +34,8 @@ class EventOut(BaseModel):
     meta: dict | None = Field(description=(
         "Who caused it and how: `{actor: api_key, api_key_id, request_id}`, "
         "`{actor: oauth_app, client_id, user_id, request_id}` or `{actor: user, user_id}`; plus `reference` "
-        "on invoice.paid and `to` on invoice.emailed. Null for events the customer caused (viewed, downloaded)"))
+        "on invoice.paid (or `credit_note` when a credit note settled it) and `to` on invoice.emailed and "
+        "credit_note.emailed. Null for events the customer caused (viewed, downloaded)"))
     created_at: Timestamp = Field(description="When it happened")
 
 
@@ -59,6 +60,15 @@ def record(session: Session, invoice: Invoice, type: str, meta: dict | None):
     session.flush()
     latest = None if type == "invoice.created" else session.exec(select(latest_time(invoice.id))).one()
     return _write(session, invoice, type, meta, invoice_to_api(session, invoice, with_lines=False), latest)
+
+
+def record_shown(session: Session, invoice: Invoice, type: str, meta: dict | None, shown: dict):
+    """`record` of an event about something of `invoice` shown as `shown` (a credit note: its API
+    object is the event's `data.object`)."""
+    if type not in EVENT_TYPES:
+        raise ValueError(f"unknown event type {type!r}")
+    session.flush()
+    return _write(session, invoice, type, meta, shown, session.exec(select(latest_time(invoice.id))).one())
 
 
 async def record_created(db: Db, invoice, meta: dict | None, shown: dict):
@@ -97,19 +107,22 @@ INSERT_EVENT = insert(InvoiceEvent.__table__)
 
 
 def event_payload(event_id: uuid.UUID, type: str, created_at, invoice: dict) -> dict:
-    """The webhook body of an event about `invoice` (its API object without lines)."""
+    """The webhook body of an event about `invoice` (its API object without lines; a credit note's
+    events carry the credit note)."""
     data = {"object": jsonable(invoice)}
     if type == "invoice.finalized":  # where its e-invoices are fetched (with a key that reads invoices)
         data["e_invoices"] = e_invoice_links(invoice["id"])
+    elif type == "credit_note.created":
+        data["e_invoices"] = e_invoice_links(invoice["id"], "credit-notes")
     return {"id": str(event_id), "type": type, "created_at": iso(created_at), "data": data}
 
 
 E_INVOICE_FORMATS = ("peppol", "cii", "facturx")
 
 
-def e_invoice_links(invoice_id: str) -> dict[str, str]:
-    """The API addresses of an invoice's e-invoices, by format."""
-    return {fmt: f"{rest_api()}/invoices/{invoice_id}/e-invoice?format={fmt}" for fmt in E_INVOICE_FORMATS}
+def e_invoice_links(document_id: str, collection: str = "invoices") -> dict[str, str]:
+    """The API addresses of an invoice's (or a credit note's) e-invoices, by format."""
+    return {fmt: f"{rest_api()}/{collection}/{document_id}/e-invoice?format={fmt}" for fmt in E_INVOICE_FORMATS}
 
 
 def event_to_api(row: InvoiceEvent) -> dict:

@@ -13,10 +13,13 @@ whatever the path:
    needs a business profile (`invalid_state`);
 3. an app's limits (`delegated_actions.act_for`), then what the person confirmed, when a surface
    asked (`confirmations.check`, against the invoice as read in 1: what is frozen is what was shown);
-4. the endpoints its event goes to are read (`outbox.subscribers`), before the number: the account's
-   numbering stays locked from the number's taking to the commit, so only writes follow it;
+4. the endpoints its event goes to are read (`outbox.subscribers`), and, when the customer has a
+   credit balance in its currency, those credits under their row locks (`customer_balance`), before
+   the number: the account's numbering stays locked from the number's taking to the commit, so only
+   writes follow it;
 5. the number is taken (`numbering.take_next`: a rollback gives it back, so numbers have no gaps),
-   the invoice written, and its `invoice.finalized` event with its outbox rows.
+   the invoice written with the balance applied to it, and its `invoice.finalized` event with its
+   outbox rows (and `invoice.paid`, when the balance covers it whole).
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from core.base.errors import InvalidState, NotFound, ValidationFailed
 from core.base.executor import Db
 from core.base.jsonout import jsonable
 from core.base.lookup import locked_rows
-from core.billing import confirmations, delegated_actions, events, invoice_reads, numbering
+from core.billing import confirmations, customer_balance, delegated_actions, events, invoice_reads, numbering
 from core.billing.business import business_to_api
 from core.billing.confirmations import Confirmed
 from core.billing.invoice_render import assembled, customer_details, invoice_fields, status_of
@@ -45,7 +48,7 @@ from core.webhooks import outbox
 INVOICES = invoice_reads.INVOICES
 # What finalizing changes on a draft (`opened`), and so what a writer of a finalization writes.
 FINALIZED_COLUMNS = ("number", "customer_snapshot", "issuer_snapshot", "public_url_token", "status", "finalized_at",
-                     "updated")
+                     "updated", "balance_applied", "paid_at")
 _ROW = plain(Invoice)
 
 
@@ -88,13 +91,37 @@ async def finalize(db: Db, principal: Principal, id_text: str, *, as_action: str
             lines = await tx.rows(invoice_reads.VIEW_LINES_STATEMENT, {"invoice_id": invoice_id})
             confirmations.check(confirmed, invoice_reads.render(values, LOCKED_LAYOUT, lines), *asked_about)
         subscribers = await outbox.subscribers(tx, invoice.account_id, "invoice.finalized")
+        available, paid_subscribers = [], []
+        if read.has_credit:
+            available = await customer_balance.available(tx, invoice.customer_id, invoice.currency)
+            paid_subscribers = await outbox.subscribers(tx, invoice.account_id, "invoice.paid")
         opened(invoice, await numbering.take_next(tx, invoice.account_id, profile.invoice_prefix), customer, profile)
+        invoice.balance_applied, spent = customer_balance.allocate(available, invoice.total)
+        if invoice.balance_applied and invoice.balance_applied == invoice.total:
+            invoice.status, invoice.paid_at = "paid", invoice.finalized_at
         await tx.execute(FINALIZED, {"invoice_id": invoice.id,
                                      **{name: getattr(invoice, name) for name in FINALIZED_COLUMNS}})
-        shown = assembled(invoice_fields(invoice), invoice.customer_snapshot, invoice.issuer_snapshot, None)
-        await events.write(tx, events.new_event(invoice, "invoice.finalized", principal.event_meta(), shown,
-                                                read.latest_event), subscribers)
+        await customer_balance.spend(tx, spent)
+        finalized = assembled(invoice_fields(_as_open(invoice)), invoice.customer_snapshot, invoice.issuer_snapshot,
+                              None)
+        event = events.new_event(invoice, "invoice.finalized", principal.event_meta(), finalized, read.latest_event)
+        await events.write(tx, event, subscribers)
+        shown = finalized
+        if invoice.status == "paid":  # the customer's balance paid it whole
+            shown = assembled(invoice_fields(invoice), invoice.customer_snapshot, invoice.issuer_snapshot, None)
+            await events.write(tx, events.new_event(invoice, "invoice.paid", {**principal.event_meta(),
+                                                                              "by": "customer_balance"},
+                                                    shown, event.created_at), paid_subscribers)
     return shown
+
+
+def _as_open(invoice):
+    """`invoice` as it stood when it was finalized, before the balance paid it (for its finalized event)."""
+    if invoice.status != "paid":
+        return invoice
+    opened_row = _ROW(**{name: getattr(invoice, name) for name in INVOICES.c.keys()})
+    opened_row.status, opened_row.paid_at = "open", None
+    return opened_row
 
 
 def finalize_in(session: Session, principal: Principal, invoice: Invoice, **options) -> Invoice:
@@ -120,11 +147,13 @@ def opened(invoice, number: str, customer, profile) -> None:
 
 # The invoice `:invoice_id` of `:account_id` under its row lock, with what a draft shows of its customer
 # and business profile (`c_…`, `b_…`, as `invoice_reads.view_invoice` reads them), whether it has a
-# line (`has_line`) and the time of its latest event (`latest_event`). SQLite takes no row lock: its
+# line (`has_line`), the time of its latest event (`latest_event`) and whether its customer has credit
+# in its currency (`has_credit`). SQLite takes no row lock: its
 # write transaction holds the whole database.
 LOCKED = (invoice_reads.invoice_statement(lines_in_row=False)
           .add_columns(has_a_line(INVOICES.c.id).label("has_line"),
-                       events.latest_time(INVOICES.c.id).label("latest_event"))
+                       events.latest_time(INVOICES.c.id).label("latest_event"),
+                       customer_balance.has_credit(INVOICES.c.customer_id, INVOICES.c.currency).label("has_credit"))
           .with_for_update(of=INVOICES))
 LOCKED_LAYOUT = invoice_reads.Layout.of(LOCKED)
 FINALIZED = update(INVOICES).where(INVOICES.c.id == bindparam("invoice_id", type_=INVOICES.c.id.type)).values(

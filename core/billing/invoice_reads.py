@@ -33,7 +33,7 @@ INVOICES, CUSTOMERS = Invoice.__table__, Customer.__table__
 BUSINESSES, LINES = BusinessProfile.__table__, InvoiceLine.__table__
 CUSTOMER_COLUMNS = ("name", "email", "tax_id", "address", "peppol_id")
 BUSINESS_COLUMNS = ("id", "legal_name", "trade_name", "country_code", "currency", "tax_id", "address", "email", "phone",
-                    "bank", "invoice_prefix", "peppol_id", "created_at")
+                    "bank", "invoice_prefix", "credit_note_prefix", "peppol_id", "created_at")
 LINE_COLUMNS = ("id", "invoice_id", "price_id", "product_id", "description", "quantity", "unit", "unit_amount", "amount",
                 "discount_percent", "tax_rate", "tax_amount", "tax_category", "tax_exemption_reason")
 LINE_ORDER = (LINES.c.position, LINES.c.created, LINES.c.id)

@@ -102,7 +102,12 @@ class _InvoiceFields(BaseModel):
     taxable: int = Field(description="Sum of the line amounts (after discount): subtotal − discount")
     tax: int = Field(description="Sum of the lines' tax_amount")
     total: int = Field(description="taxable + tax")
-    amount_due: int = Field(description="total while open or overdue; 0 for draft, paid and void")
+    amount_credited: int = Field(default=0, description="What credit notes took off what is due (their "
+                                                        "credit_amount), in minor units")
+    balance_applied: int = Field(default=0, description="The customer's credit balance in this currency applied when "
+                                                        "it was finalized, in minor units (paid in advance)")
+    amount_due: int = Field(description="total − amount_credited − balance_applied while open or overdue; 0 for "
+                                        "draft, paid and void")
     amount_in_words: str | None = Field(description="The total in English words with the currency's name")
     public_url_token: str | None = Field(description="Secret token of the customer's public link; null until finalized")
     public_url: UriText | None = Field(description="The customer's page for the invoice, `{origin}/i/{token}`; "
@@ -181,6 +186,12 @@ def is_frozen(invoice: Invoice) -> bool:
     return invoice.status != "draft" and invoice.customer_snapshot is not None
 
 
+def amount_due(invoice: Invoice) -> int:
+    """What an open invoice still asks for: its total less credit notes' credit and the customer
+    balance applied to it."""
+    return invoice.total - invoice.amount_credited - invoice.balance_applied
+
+
 def invoice_fields(invoice: Invoice, today: date | None = None) -> dict:
     """The invoice's own fields as `_InvoiceFields` renders them, in its order (a plain dict, as
     `line_to_api`). `invoice` is a row of `invoices`, ORM object or Core row."""
@@ -193,7 +204,8 @@ def invoice_fields(invoice: Invoice, today: date | None = None) -> dict:
         "due_date": invoice.due_date, "description": invoice.description, "footer": invoice.footer,
         "buyer_reference": invoice.buyer_reference, "order_reference": invoice.order_reference,
         "subtotal": invoice.subtotal, "discount": invoice.discount, "taxable": invoice.taxable, "tax": invoice.tax,
-        "total": invoice.total, "amount_due": invoice.total if status in ("open", "overdue") else 0,
+        "total": invoice.total, "amount_credited": invoice.amount_credited, "balance_applied": invoice.balance_applied,
+        "amount_due": amount_due(invoice) if status in ("open", "overdue") else 0,
         "amount_in_words": invoice.amount_in_words, "public_url_token": token,
         "public_url": public_url(token) if token else None, "public_pdf_url": public_pdf_url(token) if token else None,
         "finalized_at": iso(invoice.finalized_at), "paid_at": iso(invoice.paid_at), "voided_at": iso(invoice.voided_at),

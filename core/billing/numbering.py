@@ -1,4 +1,5 @@
-"""Invoice numbers: `{prefix}-{n:04d}`, consecutive per account from 1, with no gaps.
+"""Document numbers: `{prefix}-{n:04d}`, consecutive per account from 1, with no gaps; invoices and
+credit notes each count in a series of their own (`InvoiceCounter`, `CreditNoteCounter`).
 
 The number is taken inside the finalizing transaction from the account's counter row. The
 upsert holds that row's lock until the transaction ends (PostgreSQL), and SQLite's
@@ -15,30 +16,32 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session
 
 from core.base.executor import Db
-from core.models import InvoiceCounter
+from core.models import CreditNoteCounter, InvoiceCounter
 
 
 def format_number(prefix: str, n: int) -> str:
     return f"{prefix}-{n:04d}"
 
 
-async def take_next(db: Db, account_id: uuid.UUID, prefix: str) -> str:
-    """Take the account's next number; a unit of `core.base.executor`, in the transaction that
-    finalizes the invoice. One upsert: the account's first finalization creates the counter at 1, a
-    concurrent one waits on the row the other inserted and then counts on from it."""
-    taken = await db.first(NEXT[db.dialect], {"account_id": account_id})
+async def take_next(db: Db, account_id: uuid.UUID, prefix: str, series: str = "invoice") -> str:
+    """Take the account's next number of `series` (`invoice` or `credit_note`); a unit of
+    `core.base.executor`, in the transaction that issues the document. One upsert: the account's first
+    creates the counter at 1, a concurrent one waits on the row the other inserted and then counts on
+    from it."""
+    taken = await db.first(NEXT[series][db.dialect], {"account_id": account_id})
     return format_number(prefix, taken.last_number)
 
 
-def _next(dialect):
-    counters = InvoiceCounter.__table__
+def _next(dialect, counter):
+    counters = counter.__table__
     return (dialect.insert(counters).values(account_id=bindparam("account_id", type_=counters.c.account_id.type),
                                             last_number=1)
             .on_conflict_do_update(index_elements=["account_id"], set_={"last_number": counters.c.last_number + 1})
             .returning(counters.c.last_number))
 
 
-NEXT = {"postgresql": _next(postgresql), "sqlite": _next(sqlite)}
+NEXT = {series: {"postgresql": _next(postgresql, counter), "sqlite": _next(sqlite, counter)}
+        for series, counter in (("invoice", InvoiceCounter), ("credit_note", CreditNoteCounter))}
 
 
 def upcoming_number(session: Session, account_id: uuid.UUID, prefix: str) -> str:

@@ -39,6 +39,16 @@ def public_pdf_url(token: str, origin: str | None = None) -> str:
     return f"{public_url(token, origin)}/pdf"
 
 
+def credit_note_url(token: str, origin: str | None = None) -> str:
+    """The customer's link to a credit note: `{origin}/c/{token}`."""
+    return f"{(origin or get_settings().origin).rstrip('/')}/c/{token}"
+
+
+def credit_note_pdf_url(token: str, origin: str | None = None) -> str:
+    """The customer's link to the PDF of a credit note: `{origin}/c/{token}/pdf`."""
+    return f"{credit_note_url(token, origin)}/pdf"
+
+
 def issuer_name(view: dict, default: str = "") -> str:
     issuer = view.get("issuer") or {}
     return issuer.get("trade_name") or issuer.get("legal_name") or default
@@ -135,9 +145,11 @@ class TotalRow:
 
 def total_rows(view: dict) -> list[TotalRow]:
     """The totals as they read under the lines: first the sum of the line amounts printed (after
-    discount), then tax by rate, the total and what is due."""
+    discount), then tax by rate, the total and, on an invoice, what was taken off it and what is due.
+    `view` is an invoice or a credit note as the API shows it."""
     lines = (view.get("lines") or {}).get("data")
-    rows = [TotalRow("Net total" if view["tax"] else "Total before tax", view["taxable"])]
+    net = view["taxable"] if "taxable" in view else view["subtotal"]
+    rows = [TotalRow("Net total" if view["tax"] else "Total before tax", net)]
     by_rate: dict[Decimal, list[int]] = {}
     for line in lines or ():
         if line["tax_amount"] or Decimal(str(line["tax_rate"])):
@@ -149,6 +161,12 @@ def total_rows(view: dict) -> list[TotalRow]:
     else:
         rows += [TotalRow(f"Tax {exact_number(rate)}%", tax) for rate, (_, tax) in sorted(by_rate.items())]
     rows.append(TotalRow("Total", view["total"], strong=True))
+    if view.get("object") == "credit_note":
+        return rows
+    if view.get("balance_applied"):
+        rows.append(TotalRow("Paid in advance (customer balance)", -view["balance_applied"]))
+    if view.get("amount_credited"):
+        rows.append(TotalRow("Credited (credit notes)", -view["amount_credited"]))
     if view.get("status") not in (None, "draft"):
         rows.append(TotalRow("Amount due", view["amount_due"], strong=True))
     return rows

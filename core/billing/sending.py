@@ -74,7 +74,7 @@ def send_invoice(session: Session, principal: Principal, id_text: str,
     _addressed(invoices.invoice_to_api(session, invoice, with_lines=False), data)
     executor.within(session, delegated_actions.act_for, principal, "send", invoice)
     require_as_confirmed(session, invoice, "send", data, confirmed)
-    usage = _count_send(session, principal)
+    usage = count_send(session, principal)
     if invoice.status == "draft":
         # What the person confirmed is checked again as the draft is read to be frozen into the invoice.
         finalization.finalize_in(session, principal, invoice, as_action=None, confirmed=confirmed,
@@ -126,7 +126,7 @@ def send_limit_usage(session: Session, principal: Principal) -> ratelimit.Usage:
     return ratelimit.peek(session, ratelimit.sends_per_key(), principal.rate_limit_subject)
 
 
-def _count_send(session: Session, principal: Principal) -> ratelimit.Usage:
+def count_send(session: Session, principal: Principal) -> ratelimit.Usage:
     """One send per credential (10 an hour; a person in the dashboard has no such limit) and one
     invoice e-mail per account (50 an hour, whoever sends)."""
     per_key = None
@@ -138,7 +138,7 @@ def _count_send(session: Session, principal: Principal) -> ratelimit.Usage:
     return per_key or per_account
 
 
-_TEMPLATES = jinja2.Environment(loader=jinja2.PackageLoader("core.billing", "templates"),
+TEMPLATES = jinja2.Environment(loader=jinja2.PackageLoader("core.billing", "templates"),
                                 autoescape=jinja2.select_autoescape(["html"]), trim_blocks=True, lstrip_blocks=True)
 
 
@@ -151,7 +151,8 @@ def invoice_message(view: dict, *, to: str, cc: list[str], note: str | None):
     locale = document_locale(view)
     due_date = readable_date(view["due_date"], locale) if view.get("due_date") else None
     context = {
-        "sender_name": sender_name, "number": view["number"], "greeting": f"Hello {customer}," if customer else "Hello,",
+        "kind": "invoice", "sender_name": sender_name, "number": view["number"],
+        "greeting": f"Hello {customer}," if customer else "Hello,",
         "total": format_money(view["total"], view["currency"]), "due_date": due_date,
         "note": email_note(note), "link": public_url(view["public_url_token"]),
         "summary": [("Invoice number", view["number"]), ("Issue date", readable_date(view["issue_date"], locale)),
@@ -161,20 +162,25 @@ def invoice_message(view: dict, *, to: str, cc: list[str], note: str | None):
     }
     pdf = documents.invoice_pdf(view).content
     return mailer.compose(
-        to=to, cc=cc, subject=f"Invoice {view['number']} from {sender_name}", body=_plain_text(context),
-        html=_TEMPLATES.get_template("invoice_email.html").render(context),
+        to=to, cc=cc, subject=f"Invoice {view['number']} from {sender_name}", body=plain_text(context),
+        html=TEMPLATES.get_template("invoice_email.html").render(context),
         reply_to=issuer.get("email"), sender=formataddr((sender_name, get_settings().sender_address)),
         attachments=[Attachment(filename_for(view), pdf)],
     )
 
 
-def _plain_text(context: dict) -> str:
-    due = f", due {context['due_date']}" if context["due_date"] else ""
-    paragraphs = [context["greeting"],
-                  f"{context['sender_name']} has sent you invoice {context['number']} for {context['total']}{due}."]
+def plain_text(context: dict) -> str:
+    """The e-mail's plain text, saying what its HTML says (an invoice's, or a credit note's)."""
+    kind = context["kind"]
+    if kind == "credit note":
+        what = f"credit note {context['number']} for {context['total']}, correcting invoice {context['invoice_number']}"
+    else:
+        due = f", due {context['due_date']}" if context["due_date"] else ""
+        what = f"invoice {context['number']} for {context['total']}{due}"
+    paragraphs = [context["greeting"], f"{context['sender_name']} has sent you {what}."]
     if context["note"]:
         paragraphs.append(context["note"])
-    paragraphs += [f"View invoice: {context['link']}", "The invoice is attached as a PDF."]
+    paragraphs += [f"View {kind}: {context['link']}", f"The {kind} is attached as a PDF."]
     if context["contact"]:
         paragraphs.append(f"Questions? Reply to this e-mail or contact {context['sender_name']}: {context['contact']}")
     paragraphs.append(f"— {context['sender_name']}")

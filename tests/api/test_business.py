@@ -4,7 +4,8 @@ from tests.conftest import BUSINESS
 
 FIELDS = {"id", "legal_name", "trade_name", "country_code", "currency", "tax_id", "address", "email",
           "phone", "bank", "invoice_prefix", "created_at",
-          "peppol_id"}  # beyond the specification: the e-invoicing address (issue 25)
+          "peppol_id",  # beyond the specification: the e-invoicing address (issue 25)
+          "credit_note_prefix"}  # and the credit notes' own series (issue 35)
 ADDRESS_FIELDS = {"line1", "line2", "city", "region", "postal_code", "country_code", "country"}
 BANK_FIELDS = {"bank_name", "account_name", "account_number", "routing_number"}
 

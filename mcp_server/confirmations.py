@@ -1,4 +1,5 @@
-"""Confirmation before consequential tools (finalize, send, mark paid, void), however the client can ask.
+"""Confirmation before consequential tools (finalize, send, mark paid, void; issue, send, void a credit
+note), however the client can ask.
 
 - A 2026-07-28 client that declared elicitation: the tool answers `InputRequiredResult` with the
   question (a form with one box); the client asks its person and calls again with the answer and
@@ -62,7 +63,10 @@ MAX_QUESTIONS = 3  # on one stream of a handshake-era call, when the invoice kee
 LIFETIME = timedelta(minutes=10)  # of a question: its state, its app token, the wait for an answer
 KEEP_ALIVE_SECONDS = 15.0
 ANSWER_POLL_SECONDS = 0.2
-PAST = {"finalize": "finalized", "send": "sent", "pay": "marked paid", "void": "voided"}
+PAST = {"finalize": "the invoice was not finalized", "send": "the invoice was not sent",
+        "pay": "the invoice was not marked paid", "void": "the invoice was not voided",
+        "credit": "no credit note was issued", "send_credit": "the credit note was not sent",
+        "void_credit": "the credit note was not voided"}
 
 # Set by the gate on the request's scope.
 PRINCIPAL = "invoicing.principal"
@@ -118,8 +122,8 @@ ANSWERED = {"decline": "declined", "cancel": "dismissed the question", "timeout"
 def declined(tool: str, arguments: dict, answer: str = "decline") -> types.CallToolResult:
     """The person said no (`decline`), dismissed the question (`cancel`), or never answered (`timeout`)."""
     action = ACTIONS[tool]
-    detail = (f"The person {ANSWERED.get(answer, 'declined')}: nothing changed (the invoice was not "
-              f"{PAST[action]}). Ask them before trying again.")
+    detail = (f"The person {ANSWERED.get(answer, 'declined')}: nothing changed ({PAST[action]}). Ask them before "
+              "trying again.")
     return types.CallToolResult(content=[types.TextContent(type="text", text=detail)], structured_content={
         "declined": True, "action": action, "invoice": arguments.get("invoice"), "detail": detail})
 
@@ -149,7 +153,7 @@ def refused(detail: str, code: str = "confirmation_invalid") -> types.CallToolRe
 def changed(tool: str) -> types.CallToolResult:
     """Refused because what the person confirmed is no longer what would happen, and nobody can be asked now."""
     return refused(f"The invoice (or what goes with it) changed since the person was asked, or needs their "
-                   f"word now: nothing happened (the invoice was not {PAST[ACTIONS[tool]]}). Call the tool "
+                   f"word now: nothing happened ({PAST[ACTIONS[tool]]}). Call the tool "
                    f"again so they are asked about it as it is now.", code=ConfirmationStale.code)
 
 
@@ -191,7 +195,7 @@ async def ask_again(ctx: ServerRequestContext, tool: str, arguments: dict, shown
     shows views), as a round trip (2026-07-28), or, for a handshake-era client, the refusal the gate
     answers with another question on the call's stream."""
     principal = principal_of(ctx)
-    question = await run_in_threadpool(question_for, tool, principal, arguments.get("invoice"), arguments)
+    question = await run_in_threadpool(question_for, tool, principal, arguments)
     if question is None:
         return None
     traits = traits_for(ctx)

@@ -100,8 +100,7 @@ class Gate:
             await self._take_answer(scope, receive, send, message, principal)
             return
         if tool is not None and tool.name in ACTIONS and _asks_on_stream(scope, headers):
-            question = await run_in_threadpool(question_for, tool.name, principal, _arguments(message).get("invoice"),
-                                               _arguments(message))
+            question = await run_in_threadpool(question_for, tool.name, principal, _arguments(message))
             if question is not None:
                 await self._ask_on_stream(scope, receive, send, body, message, question, principal)
                 return
@@ -143,7 +142,7 @@ class Gate:
             result = await self._forward(scope, body, question.confirmed)
             if not confirmations.is_changed(result.get("result")):
                 break
-            question = await run_in_threadpool(question_for, tool, principal, arguments.get("invoice"), arguments)
+            question = await run_in_threadpool(question_for, tool, principal, arguments)
             if question is None:
                 break  # it would fail now: the refusal stands
         await event(result)

@@ -12,13 +12,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from operations import business, customers, invoices, products
+from operations import business, credit_notes, customers, invoices, products
 from operations.confirmations import ACTIONS
 from operations.pipeline import Operation
 
 MINOR_UNITS = ("Money is always an integer in the currency's minor unit: 250000 is 2,500.00 USD, 5000 is 5,000 JPY "
                "(no decimals), 1250 is 1.250 BHD (three decimals).")
-IDS = "Ids are prefixed strings (cus_, prod_, price_, in_, ii_) or the underlying UUID."
+IDS = "Ids are prefixed strings (cus_, prod_, price_, in_, ii_, cn_) or the underlying UUID."
 IDEMPOTENCY_KEY = {
     "type": "string", "minLength": 1, "maxLength": 255,
     "description": "Any unique string; a retry with the same key and arguments returns the first result instead of "
@@ -114,6 +114,13 @@ def _output_schema(model: type[BaseModel] | None, shape: str) -> dict:
 
 CUSTOMER = "The customer's id (cus_… or UUID)."
 INVOICE = "The invoice's id (in_… or UUID)."
+CREDIT_NOTE = "The credit note's id (cn_… or UUID)."
+CREDITING = ("`lines` credit part of the invoice's lines (each `invoice_line` with `quantity` or `amount` before tax, "
+             "or neither for all that remains of it) or add lines of their own (`description`, `amount`, `tax_rate`); "
+             "omitted, all that remains of the invoice is credited. Where the money goes adds up to the total: "
+             "`credit_amount` (off what an open invoice still has due), `refund_amount` (refunded outside the "
+             "service) and `balance_amount` (the customer's credit for their next invoice); none given on an open "
+             "invoice, all of it is credit. A paid invoice takes only refund and balance. ")
 
 TOOLS: tuple[Tool, ...] = (
     Tool("get_business", "Business profile",
@@ -189,5 +196,28 @@ TOOLS: tuple[Tool, ...] = (
          "Record that an open or overdue invoice was paid outside the service (no money moves). Only when the user "
          "says it was paid.",
          invoices.pay_invoice, "invoice", INVOICE),
+    Tool("list_credit_notes", "List credit notes",
+         "Credit notes, newest first, each with its lines; filter by `invoice` or `customer`.",
+         credit_notes.list_credit_notes, read_only=True, idempotent=True),
+    Tool("get_credit_note", "Get a credit note", "One credit note with its lines and where its money went. " + MINOR_UNITS,
+         credit_notes.get_credit_note, "credit_note", CREDIT_NOTE, read_only=True, idempotent=True),
+    Tool("preview_credit_note", "Preview a credit note",
+         "What create_credit_note would issue with the same arguments: its lines, tax and total, computed exactly "
+         "so, with the same checks, but nothing is saved or numbered. Use it to show the user before crediting. "
+         + CREDITING + MINOR_UNITS,
+         credit_notes.preview_credit_note, read_only=True, idempotent=True),
+    Tool("create_credit_note", "Credit an invoice",
+         "Correct an open or paid invoice with a credit note: a document of its own with the next credit note number "
+         "that names the invoice. " + CREDITING + "Only when the user asked for it; the person is asked to confirm. "
+         + MINOR_UNITS,
+         credit_notes.create_credit_note),
+    Tool("send_credit_note", "E-mail a credit note",
+         "E-mail the credit note with its PDF and public link to the customer (or `to`). Only when the user asked "
+         "for it. Shares the invoices' send limits.",
+         credit_notes.send_credit_note, "credit_note", CREDIT_NOTE, open_world=True),
+    Tool("void_credit_note", "Void a credit note",
+         "Undo a credit note issued in error: what it took off the invoice is due again and its balance leaves the "
+         "customer's. Refused once its balance paid another invoice. Only when the user asked for it.",
+         credit_notes.void_credit_note, "credit_note", CREDIT_NOTE, destructive=True),
 )
 BY_NAME = {tool.name: tool for tool in TOOLS}

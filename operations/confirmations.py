@@ -1,5 +1,5 @@
 """What a person is asked before an assistant moves money or tells a customer: finalize, send, mark
-paid, void. One question per action, in the account's formatting, worded as what will happen:
+paid, void an invoice; issue, send, void a credit note. One question per action, in the account's formatting, worded as what will happen:
 "Finalize the draft for Globex Corp, 2,500.00 USD due 24 Dec 2026? It gets the next number and can
 no longer be edited." Every surface that asks (elicitation in either protocol generation, the
 invoice view inside the assistant) asks this question. A send's question shows everything that
@@ -13,6 +13,7 @@ what it showed (`core.billing.confirmations`), which the action checks under its
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from datetime import date
 
@@ -24,24 +25,29 @@ from core.base.db import new_session
 from core.base.errors import DomainError, ValidationFailed
 from core.base.money import format_money
 from core.base.validation import parse
-from core.billing import delegated_actions, invoices
+from core.billing import credit_notes, delegated_actions, invoices
 from core.billing.confirmations import Confirmed, digest
+from core.billing.credit_note_inputs import CreditNoteCreate
 from core.billing.invoice_inputs import PayInput, VoidInput
 from core.billing.presentation import document_locale
 from core.billing.sending import SendInput, email_note, recipients
 
-ACTIONS = {"finalize_invoice": "finalize", "send_invoice": "send", "mark_invoice_paid": "pay", "void_invoice": "void"}
-INPUTS = {"send": SendInput, "pay": PayInput, "void": VoidInput}  # what each action takes beside the invoice
-NOT_INPUT = ("invoice", "idempotency_key")  # the tools' arguments that are not the action's input
+ACTIONS = {"finalize_invoice": "finalize", "send_invoice": "send", "mark_invoice_paid": "pay", "void_invoice": "void",
+           "create_credit_note": "credit", "send_credit_note": "send_credit", "void_credit_note": "void_credit"}
+# What each action takes beside what it acts on (issuing a credit note: all of it, the invoice included).
+INPUTS = {"send": SendInput, "pay": PayInput, "void": VoidInput, "credit": CreditNoteCreate, "send_credit": SendInput}
+# The argument naming what each action acts on: the invoice, or the credit note.
+SUBJECT = {"send_credit": "credit_note", "void_credit": "credit_note"}
+IDEMPOTENCY_ARGUMENT = "idempotency_key"
 CONFIRM_FIELD = "confirm"
 
 
 @dataclass(frozen=True)
 class Question:
-    action: str  # finalize, send, pay or void
+    action: str  # finalize, send, pay, void, credit, send_credit or void_credit
     message: str
-    invoice: str  # the invoice's id, in_…
-    view: dict  # the invoice as it stands (`view_invoice`), for a view that shows what is asked about
+    invoice: str  # what it acts on: the invoice's id (in_…), or the credit note's (cn_…)
+    view: dict  # the invoice (or credit note) as it stands, for a view that shows what is asked about
     confirmed: Confirmed  # what a "yes" to this question approves: the digest of what it showed
 
     @property
@@ -56,17 +62,21 @@ def confirmed(action: str | None, content: dict | None) -> bool:
     return action == "accept" and (content or {}).get(CONFIRM_FIELD) is True
 
 
-def question_for(tool: str, principal: Principal, invoice_ref: object, arguments: dict) -> Question | None:
-    """The question to ask before `tool` acts on the invoice, or None (nothing to confirm, or it would fail)."""
+def question_for(tool: str, principal: Principal, arguments: dict) -> Question | None:
+    """The question to ask before `tool` acts on the invoice (or credit note) its arguments name, or None
+    (nothing to confirm, or it would fail)."""
     action = ACTIONS.get(tool)
-    if action is None or not isinstance(invoice_ref, str) or not invoice_ref:
+    subject = arguments.get(SUBJECT.get(action, "invoice"))
+    if action is None or not isinstance(subject, str) or not subject:
         return None
     session = new_session(read_only=True)
     try:
         inputs = _inputs(action, arguments)
-        view = executor.within(session, invoices.view_invoice, principal.account_id, invoice_ref)
+        if action in CREDIT_NOTE_ACTIONS:
+            return _credit_note_question(session, principal, action, subject, inputs)
+        view = executor.within(session, invoices.view_invoice, principal.account_id, subject)
         if executor.within(session, delegated_actions.would_refuse, principal, action, invoices.get_invoice(
-                session, principal.account_id, invoice_ref)):
+                session, principal.account_id, subject)):
             return None  # beyond what the person allowed this app: refused without asking
     except DomainError:
         return None
@@ -78,10 +88,34 @@ def question_for(tool: str, principal: Principal, invoice_ref: object, arguments
     return Question(action, message, view["id"], view, Confirmed(digest(view, action, inputs)))
 
 
+CREDIT_NOTE_ACTIONS = ("credit", "send_credit", "void_credit")
+LIMITED_AS = {"credit": "credit", "void_credit": "credit", "send_credit": "send"}  # an app's limits
+
+
+def _credit_note_question(session, principal: Principal, action: str, subject: str, inputs) -> Question | None:
+    """A question about issuing, sending or voiding a credit note; its digest covers what is shown: the
+    credit note as it would be issued, or as it stands."""
+    if action == "credit":
+        shown = credit_notes.preview_credit_note(session, principal, inputs)
+        invoice = invoices.get_invoice(session, principal.account_id, subject)
+    else:
+        note = credit_notes.get_credit_note(session, principal.account_id, subject)
+        shown = credit_notes.view_credit_note(session, note)
+        invoice = invoices.get_invoice(session, principal.account_id, str(note.invoice_id))
+    if executor.within(session, functools.partial(delegated_actions.would_refuse, amount=shown["total"]), principal,
+                       LIMITED_AS[action], invoice):
+        return None
+    message = _WORDING[action](shown, inputs)
+    if not message:
+        return None
+    return Question(action, message, shown["id"] or shown["invoice"], shown, Confirmed(digest(shown, action, inputs)))
+
+
 def _inputs(action: str, arguments: dict):
     """The action's input as the operation will read it (ValidationFailed where it will refuse it)."""
     model = INPUTS.get(action)
-    rest = {name: value for name, value in arguments.items() if name not in NOT_INPUT}
+    not_input = {IDEMPOTENCY_ARGUMENT} if action == "credit" else {IDEMPOTENCY_ARGUMENT, SUBJECT.get(action, "invoice")}
+    rest = {name: value for name, value in arguments.items() if name not in not_input}
     if model is None:
         if rest:
             raise ValidationFailed.at(next(iter(rest)), "unknown field")
@@ -139,4 +173,40 @@ def _void(view: dict, inputs: VoidInput) -> str | None:
     return f"Void {view['number']} ({_money(view)}{reason})? It keeps its number and can no longer be paid."
 
 
-_WORDING = {"finalize": _finalize, "send": _send, "pay": _pay, "void": _void}
+WHERE = (("credit_amount", "off what is due on {invoice}"), ("refund_amount", "refunded to the customer"),
+         ("balance_amount", "to the customer's balance for their next invoice"))
+
+
+def _credit(preview: dict, _inputs: CreditNoteCreate) -> str | None:
+    invoice = preview["invoice_number"]
+    where = [f"{_money(preview, field)} {words.format(invoice=invoice)}" for field, words in WHERE if preview[field]]
+    reason = f", reason: {preview['reason'].replace('_', ' ')}" if preview.get("reason") else ""
+    return (f"Issue a credit note on {invoice} for {preview['customer_details']['name']}, {_money(preview)} "
+            f"({'; '.join(where)}{reason})? It gets the next credit note number and can only be voided afterwards.")
+
+
+def _send_credit(view: dict, inputs: SendInput) -> str | None:
+    to, cc = recipients(view, inputs)
+    if view["status"] != "issued" or not to:
+        return None
+    copies = f" (a copy to {', '.join(cc)})" if cc else ""
+    note = email_note(inputs.message)
+    question = (f"E-mail credit note {view['number']} ({_money(view)}, correcting {view['invoice_number']}) to "
+                f"{to}{copies}, with the PDF attached{' and the note below' if note else ''}?")
+    return f"{question}\n\n{note}" if note else question
+
+
+def _void_credit(view: dict, _inputs: None) -> str | None:
+    if view["status"] != "issued" or view["balance_remaining"] != view["balance_amount"]:
+        return None
+    undone = []
+    if view["credit_amount"]:
+        undone.append(f"{_money(view, 'credit_amount')} is due again on {view['invoice_number']}")
+    if view["balance_amount"]:
+        undone.append(f"{_money(view, 'balance_amount')} leaves the customer's balance")
+    effects = f": {' and '.join(undone)}" if undone else ""
+    return f"Void credit note {view['number']} ({_money(view)}){effects}? It keeps its number."
+
+
+_WORDING = {"finalize": _finalize, "send": _send, "pay": _pay, "void": _void, "credit": _credit,
+            "send_credit": _send_credit, "void_credit": _void_credit}

@@ -32,7 +32,7 @@ api.endpoint("POST", "/credit-notes/preview", operations.preview_credit_note, ex
                          "exactly so, with the same 404, 409 and 422 answers, but nothing is saved or numbered (`id` "
                          "and `number` are null). Needs only `invoices:read`.")
 api.endpoint("GET", "/credit-notes/{id}", operations.get_credit_note, summary="Retrieve a credit note",
-             description="With every line.")
+             description="With every line, and where its money went (credit, refund, balance).")
 api.endpoint("POST", "/credit-notes/{id}/void", operations.void_credit_note, extra_responses=(409,),
              summary="Void a credit note",
              description="Undoes its effects: what it took off the invoice is due again (an invoice it settled "

@@ -22,7 +22,7 @@ BUSINESS = {
     "email": "billing@acme.example", "phone": "+44 20 7946 0000",
     "bank": {"bank_name": "Example Bank", "account_name": "Acme Trading Ltd", "account_number": "12345678",
              "routing_number": "12-34-56"},
-    "invoice_prefix": "INV", "created_at": "2026-10-01T08:00:00.000Z",
+    "invoice_prefix": "INV", "credit_note_prefix": "CN", "created_at": "2026-10-01T08:00:00.000Z",
 }
 CUSTOMER = {
     "id": _CUSTOMER_ID, "object": "customer", "name": "Northwind Traders", "email": "ap@northwind.example",
@@ -60,6 +60,23 @@ EVENT = {"id": "0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b", "type": "invoice.finalize
          "meta": {"actor": "api_key", "api_key_id": "9a8b7c6d-5e4f-3a2b-1c0d-e9f8a7b6c5d4",
                   "request_id": "req_4f2a9c1e7b3d5f60"},
          "created_at": "2026-11-02T10:00:00.000Z"}
+_CREDIT_NOTE_ID = "cn_4d6f8a0c2e4b6d8f0a2c4e6b8d0f2a4c"
+_CN_TOKEN = "Zx8Lq2Vb6Nm4Kp0Hj7Gf3Ds9Aa1Ss5Dd8Ff2Gg6Hh0J"
+CREDIT_NOTE = {
+    "id": _CREDIT_NOTE_ID, "object": "credit_note", "number": "CN-0007", "status": "issued", "invoice": _INVOICE_ID,
+    "invoice_number": "INV-0042", "invoice_issue_date": "2026-11-02", "customer": _CUSTOMER_ID,
+    "customer_details": INVOICE["customer_details"], "issuer": BUSINESS, "currency": "GBP",
+    "reason": "order_change", "memo": "One consulting day less, as agreed", "issue_date": "2026-11-10",
+    "subtotal": 72000, "tax": 14400, "total": 86400, "credit_amount": 86400, "refund_amount": 0, "refund": None,
+    "balance_amount": 0, "balance_remaining": 0,
+    "amount_in_words": "Eight hundred and sixty-four British pounds",
+    "public_url": f"{_ORIGIN}/c/{_CN_TOKEN}", "public_pdf_url": f"{_ORIGIN}/c/{_CN_TOKEN}/pdf", "voided_at": None,
+    "created": "2026-11-10T14:00:00.000Z", "updated": "2026-11-10T14:00:00.000Z",
+    "lines": {"data": [{"id": "cnli_1a3c5e7a9c1e3a5c7e9a1c3e5a7c9e1a", "object": "credit_note_line",
+                        "type": "invoice_line", "invoice_line": LINES[0]["id"], "description": "Consulting",
+                        "quantity": 1, "unit": "DAY", "unit_amount": 80000, "discount_percent": 10, "amount": 72000,
+                        "tax_rate": 20, "tax_category": None, "tax_exemption_reason": None, "tax_amount": 14400}]},
+}
 WEBHOOK_ENDPOINT = {"id": "3c2b1a09-8f7e-6d5c-4b3a-291807f6e5d4", "url": "https://example.com/hooks/invoicing",
                     "events": ["invoice.finalized", "invoice.paid"], "active": True, "disabled_at": None,
                     "failure_count": 0, "created_at": _CREATED}
@@ -81,6 +98,9 @@ RESOURCES: dict[str, dict] = {
     "WebhookEndpoint": WEBHOOK_ENDPOINT,
     "WebhookEndpointWithSecret": {**WEBHOOK_ENDPOINT, "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"},
     "DeletedWebhookEndpoint": {"id": WEBHOOK_ENDPOINT["id"], "deleted": True},
+    "CreditNote": CREDIT_NOTE,
+    "CreditNoteLine": CREDIT_NOTE["lines"]["data"][0],
+    "CreditNoteSendResult": {"data": CREDIT_NOTE, "emailed_to": "ap@northwind.example"},
 }
 
 _ITEMS = [{"price": _PRICE_ID, "quantity": 3, "unit": "DAY", "discount_percent": 10},
@@ -107,4 +127,8 @@ REQUESTS: dict[str, dict] = {
     "void_invoice": {"reason": "Raised twice; see INV-0043"},
     "send_invoice": {"to": "ap@northwind.example", "cc": ["finance@northwind.example"],
                      "message": "Thank you for your business."},
+    "create_credit_note": {"invoice": _INVOICE_ID, "lines": [{"invoice_line": LINES[0]["id"], "quantity": 1}],
+                           "reason": "order_change", "memo": "One consulting day less, as agreed"},
+    "preview_credit_note": {"invoice": _INVOICE_ID, "lines": [{"invoice_line": LINES[0]["id"], "quantity": 1}]},
+    "send_credit_note": {"to": "ap@northwind.example", "message": "As agreed on the phone."},
 }

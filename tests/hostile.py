@@ -151,7 +151,10 @@ def seed(tenant) -> dict[str, Any]:
                               idem=True))
     data(tenant.post(f"/invoices/{opened['id']}/finalize", idem=True))
     hook = data(tenant.post("/webhook-endpoints", json={"url": "http://127.0.0.1:9/hook"}))
-    return {"customer": customer, "product": product, "price": price, "draft": draft, "open": opened, "hook": hook}
+    credit_note = data(tenant.post("/credit-notes", json={"invoice": opened["id"], "lines": [
+        {"description": "Goodwill", "amount": 100}]}, idem=True))
+    return {"customer": customer, "product": product, "price": price, "draft": draft, "open": opened, "hook": hook,
+            "credit_note": credit_note}
 
 
 def valid_body(operation_name: str, records: dict[str, Any]) -> dict[str, Any]:
@@ -163,4 +166,6 @@ def valid_body(operation_name: str, records: dict[str, Any]) -> dict[str, Any]:
         "create_invoice": {"customer": records["customer"]["id"], "items": [{"description": "x", "unit_amount": 1}]},
         "add_invoice_item": {"invoice": records["draft"]["id"], "description": "x", "unit_amount": 1},
         "create_webhook_endpoint": {"url": "http://127.0.0.1:9/other"},
+        "create_credit_note": {"invoice": records["open"]["id"], "lines": [{"description": "x", "amount": 1}]},
+        "preview_credit_note": {"invoice": records["open"]["id"], "lines": [{"description": "x", "amount": 1}]},
     }.get(operation_name, {})

@@ -29,6 +29,7 @@ def real_ids(tool: Tool, records: dict[str, Any]) -> list[str]:
         "customer": [records["customer"]["id"]],
         "invoice": [records["draft"]["id"], records["open"]["id"]],
         "item": [records["draft"]["lines"]["data"][0]["id"]],
+        "credit_note": [records["credit_note"]["id"]],
     }.get(tool.id_argument or "", [])
 
 

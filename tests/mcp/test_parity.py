@@ -10,7 +10,7 @@ import pytest
 from tests.api.invoicing import adhoc, customer, draft, open_invoice, price
 from tests.mcp.jsonrpc import structured
 
-VARYING = {"id", "customer", "invoice", "price", "product", "created", "updated", "created_at", "finalized_at",
+VARYING = {"id", "customer", "invoice", "invoice_line", "price", "product", "created", "updated", "created_at", "finalized_at",
            "paid_at", "voided_at", "number", "public_url_token", "public_url", "public_pdf_url",
            "formatted", "next_cursor", "request_id", "api_key_id"}
 
@@ -47,6 +47,18 @@ def _customer(tenant) -> dict:
 def _open_to_a_british_customer(tenant) -> dict:
     buyer = customer(tenant, name="Parity Co", tax_id="GB987654321", address={"city": "Leeds", "country": "GB"})
     return {"invoice": open_invoice(tenant, customer_id=buyer["id"], items=[adhoc("Design", 250000, tax_rate=20)])["id"]}
+
+
+def _credit_note(tenant) -> dict:
+    invoice = _open(tenant)["invoice"]
+    note = tenant.post("/credit-notes", json={"invoice": invoice, "lines": [{"description": "Goodwill", "amount": 500}]},
+                       idem=True)
+    assert note.status_code == 201, note.text
+    return {"credit_note": note.json()["data"]["id"]}
+
+
+PARTIAL = {"lines": [{"description": "Goodwill", "amount": 1000, "tax_rate": 20}], "reason": "order_change",
+           "memo": "One hour less"}
 
 
 class _AsTool:
@@ -108,6 +120,17 @@ CASES = [
     Case("mark_invoice_paid", _open,
          lambda t, c: t.post(f"/invoices/{c['invoice']}/pay", json={"reference": "wire 7"}, idem=True),
          lambda c: {**c, "reference": "wire 7"}),
+    Case("list_credit_notes", _credit_note, lambda t, c: t.get("/credit-notes"), lambda c: {}, unwrap=False),
+    Case("get_credit_note", _credit_note, lambda t, c: t.get(f"/credit-notes/{c['credit_note']}"), lambda c: c),
+    Case("preview_credit_note", _open, lambda t, c: t.post("/credit-notes/preview", json={**c, **PARTIAL}),
+         lambda c: {**c, **PARTIAL}),
+    Case("create_credit_note", _open, lambda t, c: t.post("/credit-notes", json={**c, **PARTIAL}, idem=True),
+         lambda c: {**c, **PARTIAL}),
+    Case("void_credit_note", _credit_note, lambda t, c: t.post(f"/credit-notes/{c['credit_note']}/void", idem=True),
+         lambda c: c),
+    Case("send_credit_note", _credit_note,
+         lambda t, c: t.post(f"/credit-notes/{c['credit_note']}/send", json={"to": "ap@parity.example"}, idem=True),
+         lambda c: {**c, "to": "ap@parity.example"}, unwrap=False),
 ]
 
 

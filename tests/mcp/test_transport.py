@@ -19,6 +19,8 @@ DECIDED_TOOLS = {
     "list_prices", "list_invoices", "get_invoice", "list_invoice_events", "create_invoice", "update_invoice",
     "add_invoice_item", "remove_invoice_item", "delete_draft_invoice", "finalize_invoice", "void_invoice",
     "send_invoice", "mark_invoice_paid", "preview_invoice", "confirm_invoice_action", "get_e_invoice",
+    "list_credit_notes", "get_credit_note", "preview_credit_note", "create_credit_note", "send_credit_note",
+    "void_credit_note",
 }
 
 
@@ -86,7 +88,8 @@ def test_writes_take_an_idempotency_key_and_reads_do_not(client, tenant):
 
 def test_only_sending_reaches_the_open_world(client, tenant):
     tools = post(client, "tools/list", key=tenant.key).json()["result"]["tools"]
-    assert [t["name"] for t in tools if t["annotations"]["openWorldHint"]] == ["send_invoice", "confirm_invoice_action"]
+    assert [t["name"] for t in tools if t["annotations"]["openWorldHint"]] == [
+        "send_invoice", "send_credit_note", "confirm_invoice_action"]
 
 
 def test_the_tool_list_matches_the_declarations():

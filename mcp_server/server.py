@@ -41,22 +41,27 @@ names catalog items; show the user the lines and totals with preview_invoice (no
 draft the invoice (create_invoice, then update_invoice / add_invoice_item) and let them review the draft. Finalize, \
 send, void or mark paid only when the user asks for that step: these act for real (a finalized invoice gets a \
 permanent number; sending e-mails the customer), and the person is asked to confirm where your client can ask. \
-A declined confirmation answers {"declined": true}: nothing changed. The PDF of an invoice is the resource \
-invoice://{id}/pdf; the prompts draft_invoice_from_notes, chase_overdue_invoices and month_end_summary guide common \
-tasks.
+A declined confirmation answers {"declined": true}: nothing changed. An issued invoice is never edited: correct it \
+with a credit note (preview_credit_note, then create_credit_note when the user asks), which credits part or all of \
+it, off what is due, refunded, or to the customer's balance. The PDF of an invoice is the resource \
+invoice://{id}/pdf, of a credit note credit-note://{id}/pdf; the prompts draft_invoice_from_notes, \
+chase_overdue_invoices and month_end_summary guide common tasks.
 
 Money is an integer in the currency's minor unit (250000 = 2,500.00 USD; JPY has no decimals; BHD has three); \
-results also carry `formatted` strings to show the user. Ids are prefixed (cus_, prod_, price_, in_, ii_). Pass an \
+results also carry `formatted` strings to show the user. Ids are prefixed (cus_, prod_, price_, in_, ii_, cn_). Pass an \
 `idempotency_key` on writes so a retry never acts twice. Errors carry a `code` (validation, not_found, \
 invalid_state, forbidden, rate_limited, …) and, for validation, the failing `errors[].path`.
 """
 
-MONEY_FIELDS = ("subtotal", "discount", "taxable", "tax", "total", "amount_due", "unit_amount", "amount", "tax_amount")
+MONEY_FIELDS = ("subtotal", "discount", "taxable", "tax", "total", "amount_due", "unit_amount", "amount", "tax_amount",
+                "amount_credited", "balance_applied", "credit_amount", "refund_amount", "balance_amount",
+                "balance_remaining")
 
 
 # Tools whose results the invoice view shows (MCP Apps hosts render it beside the text).
 VIEWED = ("get_invoice", "create_invoice", "preview_invoice", *ACTIONS)
 LINKED = ("get_invoice", "create_invoice", "finalize_invoice", "send_invoice")  # results link the PDF
+CREDIT_NOTE_LINKED = ("get_credit_note", "create_credit_note", "send_credit_note")
 CONFIRM_TOOL_DESCRIPTOR = types.Tool(
     name=CONFIRM_TOOL, title="Confirm or cancel an action",
     description="Used by the invoice view's Confirm and Cancel buttons: runs, or drops, exactly the action the "
@@ -173,11 +178,13 @@ def _result(tool: Tool, outcome: Outcome) -> types.CallToolResult:
 
 def result_content(tool_name: str, text: str, body: dict) -> list:
     """A successful call's content: its result as text and, for a tool about one invoice, links to
-    the invoice's PDF and public page."""
+    the invoice's PDF and public page (about a credit note, to its PDF)."""
     content: list = [types.TextContent(type="text", text=text)]
     if tool_name in LINKED:
         invoice = body.get("data", body)
         content += [link for link in (resources.pdf_link(invoice), resources.public_link(invoice)) if link]
+    elif tool_name in CREDIT_NOTE_LINKED:
+        content.append(resources.credit_note_pdf_link(body.get("data", body)))
     return content
 
 

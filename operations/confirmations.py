@@ -1,8 +1,8 @@
 """What a person is asked before an assistant moves money or tells a customer: finalize, send, mark
-paid, void an invoice; issue, send, void a credit note. One question per action, in the account's formatting, worded as what will happen:
-"Finalize the draft for Globex Corp, 2,500.00 USD due 24 Dec 2026? It gets the next number and can
-no longer be edited." Every surface that asks (elicitation in either protocol generation, the
-invoice view inside the assistant) asks this question. A send's question shows everything that
+paid, void an invoice; issue, send, void a credit note. One question per action, in the account's
+formatting, worded as what will happen: "Finalize the draft for Globex Corp, 2,500.00 USD due 24 Dec
+2026? It gets the next number and can no longer be edited." Every surface that asks (elicitation in
+either protocol generation, the invoice view inside the assistant) asks this question. A send's question shows everything that
 reaches the customer: every recipient, that the PDF is attached, and the note in full.
 
 There is no question when the action would fail anyway (no such invoice, the wrong state, no

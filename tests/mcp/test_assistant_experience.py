@@ -30,9 +30,10 @@ def initialize(client, key, capabilities) -> str | None:
 
 # --- resources -----------------------------------------------------------------------------------
 
-def test_the_pdf_is_a_resource_template(client, tenant):
+def test_the_pdfs_are_resource_templates(client, tenant):
     templates = rpc(client, tenant.key, "resources/templates/list")["result"]["resourceTemplates"]
-    assert [(t["uriTemplate"], t["mimeType"]) for t in templates] == [("invoice://{invoice_id}/pdf", "application/pdf")]
+    assert [(t["uriTemplate"], t["mimeType"]) for t in templates] == [
+        ("invoice://{invoice_id}/pdf", "application/pdf"), ("credit-note://{credit_note_id}/pdf", "application/pdf")]
 
 
 def test_reading_the_pdf_gives_the_documents_bytes(client, tenant):

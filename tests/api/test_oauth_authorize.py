@@ -161,14 +161,14 @@ def test_signed_out_user_is_sent_to_login_with_next(client, app_client):
 # --- the consent page ------------------------------------------------------------------------------
 
 
-def test_mcp_consent_offers_nine_scopes_with_defaults(browser, app_client):
+def test_mcp_consent_offers_ten_scopes_with_defaults(browser, app_client):
     page = browser.get(query(app_client))
     assert page.status_code == 200
     assert page.headers["cache-control"] == "no-store"
     assert offered_scopes(page.text) == [
         "business:read", "clients:read", "products:read", "invoices:read",
         "clients:write", "invoices:write",
-        "invoices:finalize", "invoices:send", "payments:write",
+        "invoices:finalize", "invoices:send", "payments:write", "credit_notes:write",
     ]
     assert ticked_scopes(page.text) == [
         "business:read", "clients:read", "products:read", "invoices:read", "clients:write", "invoices:write",
@@ -181,9 +181,9 @@ def test_mcp_client_is_never_offered_products_write_or_webhooks(browser, app_cli
     assert ticked_scopes(page.text) == ["clients:read"]
 
 
-def test_rest_api_client_may_be_offered_all_eleven(browser, app_client):
+def test_rest_api_client_may_be_offered_all_twelve(browser, app_client):
     page = browser.get(query(app_client, resource="http://testserver/api/v1"))
-    assert len(offered_scopes(page.text)) == 11
+    assert len(offered_scopes(page.text)) == 12
     assert "webhooks:manage" not in ticked_scopes(page.text)
     assert "REST API" in page.text
 
@@ -288,3 +288,9 @@ def test_hostile_scope_is_redirected_as_invalid_scope(browser, app_client):
 def test_consent_page_says_what_a_scope_implies(browser, app_client):
     page = browser.get(query(app_client, scope="invoices:write")).text
     assert "(includes business:read, clients:read, invoices:read)" in page
+
+
+def test_crediting_is_offered_to_an_mcp_client_but_never_pre_ticked(browser, app_client):
+    page = browser.get(query(app_client))
+    assert "credit_notes:write" in offered_scopes(page.text)
+    assert "credit_notes:write" not in ticked_scopes(page.text)

@@ -37,7 +37,7 @@ def test_protected_resource_metadata_for_mcp(client):
     assert body["resource"] == f"{ORIGIN}/mcp"
     assert body["authorization_servers"] == [ORIGIN]
     assert body["scopes_supported"] == list(MCP_SCOPES)
-    assert len(body["scopes_supported"]) == 9
+    assert len(body["scopes_supported"]) == 10
     assert body["bearer_methods_supported"] == ["header"]
 
 

@@ -81,7 +81,7 @@ def test_implied_scopes_apply_as_for_api_keys(client, browser, app_client):
     assert get(client, token, "/products").status_code == 403
 
 
-def test_all_eleven_scopes_for_the_rest_api(client, browser, app_client):
+def test_scopes_never_offered_to_mcp_are_granted_for_the_rest_api(client, browser, app_client):
     body = obtain(client, app_client, resource=API, scopes=["webhooks:manage", "products:write"])
     assert body["scope"] == "products:write webhooks:manage"
     assert get(client, body["access_token"], "/webhook-endpoints").status_code == 200

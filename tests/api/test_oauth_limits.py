@@ -544,3 +544,46 @@ def test_no_confirmation_is_asked_for_what_the_limits_refuse(browser, client, ap
 
 def test_redirect_uri_is_the_registered_one(app_client):
     assert app_client["redirect_uris"] == [REDIRECT_URI]
+
+
+# --- crediting --------------------------------------------------------------------------------------
+
+CREDIT_10 = [{"type": "invoice_actions", "actions": ["credit"], "max_amount": {"currency": "USD", "amount": 1000},
+              "max_per_day": 2}]
+
+
+def open_of(tenant, amount: int) -> dict:
+    invoice = draft_of(tenant, amount)
+    assert tenant.post(f"/invoices/{invoice['id']}/finalize", idem=True).status_code == 200
+    return invoice
+
+
+def credit_as(caller, invoice_id: str, amount: int, key: str):
+    return caller.post("/credit-notes", json={"invoice": invoice_id, "lines": [{"description": "Goodwill",
+                                                                               "amount": amount}]},
+                       headers={"Idempotency-Key": key})
+
+
+def test_crediting_is_limited_by_the_credit_notes_total_not_the_invoices(browser, app_client, tenant, client):
+    token = obtain(browser, app_client, resource=resources.rest_api(), scopes=["invoices:read", "credit_notes:write"],
+                   authorization_details=CREDIT_10)
+    caller = as_token(client, token["access_token"])
+    invoice = open_of(tenant, 500000)  # 5,000.00: far beyond the limit, but only its credit note counts
+    assert credit_as(caller, invoice["id"], 1000, "a").status_code == 201
+    refused = credit_as(caller, invoice["id"], 1001, "b")
+    assert refused.status_code == 403 and refused.json()["code"] == "grant_limit_exceeded"
+    assert "this one totals 10.01 USD" in refused.json()["detail"]
+
+
+def test_crediting_counts_against_the_day(browser, app_client, tenant, client):
+    token = obtain(browser, app_client, resource=resources.rest_api(), scopes=["invoices:read", "credit_notes:write"],
+                   authorization_details=CREDIT_10)
+    caller = as_token(client, token["access_token"])
+    invoice = open_of(tenant, 500000)
+    assert [credit_as(caller, invoice["id"], 100, key).status_code for key in "abc"] == [201, 201, 403]
+
+
+def test_an_app_not_allowed_to_credit_is_refused(browser, app_client, tenant, client):
+    token = rest_token(browser, app_client, authorization_details=FINALIZE_1000)  # no credit_notes:write at all
+    response = credit_as(as_token(client, token["access_token"]), open_of(tenant, 1000)["id"], 100, "a")
+    assert response.status_code == 403 and response.json()["code"] == "forbidden"

@@ -299,23 +299,28 @@ def _links(created: Endpoint, operations: list[Endpoint]) -> dict:
 
 def _webhooks(schemas: dict) -> dict:
     """One entry per event kind: what the service POSTs to a webhook endpoint."""
-    schemas["InvoiceEventNotification"] = {
-        "type": "object",
-        "description": "The body of a webhook delivery. Verify `webhook-signature` before trusting it.",
-        "required": ["id", "type", "created_at", "data"],
-        "properties": {
-            "id": {"type": "string", "description": "Event id; the same for every endpoint and every retry"},
-            "type": {"type": "string", "enum": list(EVENT_TYPES), "description": "The event kind"},
-            "created_at": {"type": "string", "format": "date-time", "description": "When it happened"},
-            "data": {"type": "object", "required": ["object"], "description": "What the event is about",
-                     "properties": {"object": {"$ref": REF.format(model="Invoice"),
-                                               "description": "The invoice as at the event, without lines"},
-                                    "e_invoices": {"type": "object", "description": "Only on invoice.finalized: the "
-                                                   "API addresses of its e-invoices by format (peppol, cii, facturx), "
-                                                   "fetched with a credential that reads invoices",
-                                                   "additionalProperties": {"type": "string", "format": "uri"}}}},
-        },
-    }
+    for name, model, kinds, about in (
+            ("InvoiceEventNotification", "Invoice", [k for k in EVENT_TYPES if k.startswith("invoice.")],
+             "The invoice as at the event, without lines"),
+            ("CreditNoteEventNotification", "CreditNote", [k for k in EVENT_TYPES if k.startswith("credit_note.")],
+             "The credit note as at the event, naming its invoice")):
+        schemas[name] = {
+            "type": "object",
+            "description": "The body of a webhook delivery. Verify `webhook-signature` before trusting it.",
+            "required": ["id", "type", "created_at", "data"],
+            "properties": {
+                "id": {"type": "string", "description": "Event id; the same for every endpoint and every retry"},
+                "type": {"type": "string", "enum": kinds, "description": "The event kind"},
+                "created_at": {"type": "string", "format": "date-time", "description": "When it happened"},
+                "data": {"type": "object", "required": ["object"], "description": "What the event is about",
+                         "properties": {"object": {"$ref": REF.format(model=model), "description": about},
+                                        "e_invoices": {"type": "object", "description": "Only on invoice.finalized "
+                                                       "and credit_note.created: the API addresses of its e-invoices by "
+                                                       "format (peppol, cii, facturx), fetched with a credential that "
+                                                       "reads invoices",
+                                                       "additionalProperties": {"type": "string", "format": "uri"}}}},
+            },
+        }
     headers = [
         ("webhook-id", "The event id (the same on every retry): deduplicate on it"),
         ("webhook-timestamp", "Unix seconds of this attempt; reject it if more than 5 minutes from your clock"),
@@ -325,8 +330,10 @@ def _webhooks(schemas: dict) -> dict:
     ]
     result = {}
     for kind in EVENT_TYPES:
+        about_credit_note = kind.startswith("credit_note.")
         example = {"id": "msg_2b7c9e4f1a3d5c6e", "type": kind, "created_at": "2026-11-02T10:00:00.000Z",
-                   "data": {"object": examples.INVOICE}}
+                   "data": {"object": examples.CREDIT_NOTE if about_credit_note else examples.INVOICE}}
+        notification = "CreditNoteEventNotification" if about_credit_note else "InvoiceEventNotification"
         result[kind] = {"post": {
             "summary": f"{kind} notification", "operationId": f"webhook_{kind.replace('.', '_')}",
             "description": f"Sent to every active endpoint subscribed to `{kind}`. Answer with any 2xx within 15 "
@@ -336,7 +343,7 @@ def _webhooks(schemas: dict) -> dict:
             "parameters": [{"name": name, "in": "header", "required": True, "description": text,
                             "schema": {"type": "string"}} for name, text in headers],
             "requestBody": {"required": True, "content": {"application/json": {
-                "schema": {"$ref": REF.format(model="InvoiceEventNotification")}, "example": example}}},
+                "schema": {"$ref": REF.format(model=notification)}, "example": example}}},
             "responses": {"2XX": {"description": "Acknowledged; any other status is retried"}},
         }}
     return result

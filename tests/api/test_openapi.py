@@ -286,10 +286,13 @@ def test_webhooks_describe_every_event_payload_and_signature_header(document):
         post = item["post"]
         assert {p["name"] for p in post["parameters"]} == {"webhook-id", "webhook-timestamp", "webhook-signature"}
         body = post["requestBody"]["content"]["application/json"]
-        assert body["schema"] == {"$ref": "#/components/schemas/InvoiceEventNotification"}
+        about = "CreditNote" if kind.startswith("credit_note.") else "Invoice"
+        assert body["schema"] == {"$ref": f"#/components/schemas/{about}EventNotification"}
         assert body["example"]["type"] == kind
-    payload = schemas_of(document)["InvoiceEventNotification"]
-    assert payload["properties"]["data"]["properties"]["object"]["$ref"] == "#/components/schemas/Invoice"
+        assert body["example"]["data"]["object"]["object"] == ("credit_note" if about == "CreditNote" else "invoice")
+    for about in ("Invoice", "CreditNote"):
+        payload = schemas_of(document)[f"{about}EventNotification"]
+        assert payload["properties"]["data"]["properties"]["object"]["$ref"] == f"#/components/schemas/{about}"
 
 
 def test_the_documented_example_invoice_adds_up():

@@ -205,3 +205,27 @@ def test_two_workers_deliver_every_webhook_exactly_once(live_server_factory):
         assert len(set(receiver.ids)) == expected
     finally:
         receiver.close()
+
+
+@postgresql_only
+def test_credit_note_numbers_stay_gapless_when_two_processes_issue_at_once(live_server_pair):
+    tenant = make_tenant(None)
+    with api(live_server_pair[0], tenant.key) as client:
+        [invoice] = _drafts(client, 1)
+        assert client.post(f"/invoices/{invoice}/finalize", headers={"Idempotency-Key": "f"}).status_code == 200
+    responses: list[httpx.Response] = []
+    barrier = threading.Barrier(20)
+
+    def issue(index: int) -> None:
+        with api(live_server_pair[index % 2], tenant.key) as client:
+            barrier.wait()
+            responses.append(client.post("/credit-notes", json={"invoice": invoice, "lines": [
+                {"description": f"Goodwill {index}", "amount": 1}]}, headers={"Idempotency-Key": f"cn-{index}"}))
+
+    threads = [threading.Thread(target=issue, args=(index,)) for index in range(20)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [r.status_code for r in responses] == [201] * 20
+    assert sorted(r.json()["data"]["number"] for r in responses) == [f"CN-{n:04d}" for n in range(1, 21)]

@@ -3,6 +3,7 @@
 from pydantic import BaseModel, Field
 
 from core.base.api_types import EmailText
+from core.base.validation import PageQuery
 from core.billing import credit_note_sending, credit_notes
 from core.billing.credit_note_inputs import CreditNoteCreate, CreditNoteListQuery
 from core.billing.credit_note_render import CreditNoteOut
@@ -31,7 +32,7 @@ def _list(call: Call) -> dict:
 
 
 def _list_of_invoice(call: Call) -> dict:
-    query = call.query.model_copy(update={"invoice": call.params["id"]})
+    query = CreditNoteListQuery(invoice=call.params["id"], cursor=call.query.cursor, limit=call.query.limit)
     result = credit_notes.list_credit_notes(call.session, call.principal.account_id, query)
     return page(result, lambda note: credit_notes.view_credit_note(call.session, note))
 
@@ -61,8 +62,8 @@ def e_invoice_document(call: Call) -> EDocument:
 
 list_credit_notes = Operation("list_credit_notes", _list, scope=READ, query=CreditNoteListQuery,
                               response=CreditNoteOut, shape="list")
-list_invoice_credit_notes = Operation("list_invoice_credit_notes", _list_of_invoice, scope=READ,
-                                      query=CreditNoteListQuery, response=CreditNoteOut, shape="list")
+list_invoice_credit_notes = Operation("list_invoice_credit_notes", _list_of_invoice, scope=READ, query=PageQuery,
+                                      response=CreditNoteOut, shape="list")
 preview_credit_note = Operation(
     "preview_credit_note", lambda call: credit_notes.preview_credit_note(call.session, call.principal, call.body),
     scope=READ, body=CreditNoteCreate, body_required=True, response=CreditNoteOut)

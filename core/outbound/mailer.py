@@ -74,7 +74,7 @@ def compose(*, to: str, subject: str, body: str, cc: Iterable[str] = (), reply_t
 
 def send(message: EmailMessage, *, kind: str) -> None:
     """Deliver `message` to its To and Cc recipients; MailRejected when the server refuses.
-    `kind` (invoice, verification) labels the e-mail metrics."""
+    `kind` (invoice, credit_note, verification) labels the e-mail metrics."""
     if message["Message-ID"] is None:
         message["Message-ID"] = make_msgid(domain=_sender_domain(message))
     if message["Date"] is None:

@@ -1,5 +1,6 @@
 """UN/CEFACT Cross Industry Invoice (CII D16B) in the EN 16931 profile: the XML of Factur-X and
-ZUGFeRD, and the CII syntax of EN 16931."""
+ZUGFeRD, and the CII syntax of EN 16931. A credit note is a CrossIndustryInvoice too, of TypeCode 381,
+with the invoice it corrects as the settlement's `InvoiceReferencedDocument` (BG-3)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ _nsmap = {"rsm": RSM, "qdt": QDT, "ram": RAM, "udt": UDT}
 rsm = ElementMaker(namespace=RSM, nsmap=_nsmap)
 ram = ElementMaker(namespace=RAM, nsmap=_nsmap)
 udt = ElementMaker(namespace=UDT, nsmap=_nsmap)
+qdt = ElementMaker(namespace=QDT, nsmap=_nsmap)
 
 
 def _day(maker, value: date):
@@ -69,10 +71,23 @@ def render(invoice: EInvoice) -> bytes:
                     ram.TotalPrepaidAmount(amount(invoice.prepaid)) if invoice.prepaid else None,
                     ram.DuePayableAmount(amount(invoice.payable)),
                 )),
+                _invoice_reference(invoice),
             )),
         ),
     )
     return etree.tostring(document, xml_declaration=True, encoding="UTF-8", pretty_print=True)
+
+
+def _invoice_reference(invoice: EInvoice):
+    """BG-3: the invoice a credit note corrects, its number (BT-25) and issue date (BT-26)."""
+    preceding = invoice.preceding
+    if preceding is None:
+        return None
+    return ram.InvoiceReferencedDocument(*present(
+        ram.IssuerAssignedID(preceding.number),
+        ram.FormattedIssueDateTime(qdt.DateTimeString(preceding.issue_date.strftime("%Y%m%d"), format="102"))
+        if preceding.issue_date else None,
+    ))
 
 
 def _line(line: Line, invoice: EInvoice):

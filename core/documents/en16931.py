@@ -1,13 +1,26 @@
-"""An invoice as the business terms of EN 16931 (BT-…), computed once for every format.
+"""An invoice or a credit note as the business terms of EN 16931 (BT-…), computed once for every format.
 
-`build(view)` takes the invoice as the API shows it (`view_invoice`: the snapshots of a finalized
-invoice, its lines) and returns an `EInvoice`, or raises `ValidationFailed` naming the field to fill
-in and the business term that needs it. `for_peppol` adds what Peppol BIS Billing 3.0 requires on top.
+`build(view)` takes the document as the API shows it and returns an `EInvoice`, or raises
+`ValidationFailed` naming the field to fill in and the business term that needs it:
+- an invoice (`view_invoice`: the snapshots of a finalized invoice, its lines) is a commercial
+  invoice, type 380;
+- a credit note (`credit_notes.e_invoice_view`: `object` "credit_note", with `corrected_invoice`) is a
+  credit note, type 381, naming the invoice it corrects (BG-3: BT-25 number, BT-26 issue date). Its
+  amounts are positive, as EN 16931 wants them on a 381; a line credited by amount (no quantity) is
+  one unit at that amount. Nothing is paid on it in advance, so the amount due (BT-115) is its total,
+  and its payment terms (BT-20) say where that went (taken off the invoice, refunded, or credited to
+  the customer's balance).
+Both go through the same code: parties, lines, VAT breakdown and totals are the same business terms.
+`for_peppol` adds what Peppol BIS Billing 3.0 requires on top.
 
 Amounts are `Decimal` in major units with the currency's own decimals (EN 16931 allows at most two).
 VAT per category is computed from the category's taxable amount, as BR-CO-17 states it; the service
 rounds tax per line, so where the two differ by a currency unit or more the difference is the
-rounding amount BT-114, and the amount due (BT-115) is always the invoice's own.
+rounding amount BT-114, and the amount due (BT-115) is always the document's own.
+
+On an invoice, the paid amount (BT-113) is the customer's credit balance applied when it was
+finalized (`balance_applied`), or, once it is paid, all of its total that credit notes did not take
+off: what later credit notes take off an invoice is theirs to say, never a change to its e-invoice.
 """
 
 from __future__ import annotations
@@ -18,9 +31,10 @@ from decimal import ROUND_HALF_UP, Decimal
 
 from core.base.electronic_addresses import EAS_OF_VAT_PREFIX, derived_from_vat, parse_peppol_id, vat_number
 from core.base.errors import FieldError
-from core.base.money import currency_exponent
+from core.base.money import currency_exponent, format_money
 from core.base.validation import failed
 from core.billing.invoice_lines import EXEMPTION_DEFAULTS, given_exemption_reasons
+from core.billing.pdf import reason_text, settlement_rows
 from core.billing.presentation import country_code
 from core.documents import codes
 
@@ -90,6 +104,14 @@ class Payment:
 
 
 @dataclass(frozen=True)
+class PrecedingInvoice:
+    """BG-3: the invoice a credit note corrects."""
+
+    number: str  # BT-25
+    issue_date: date | None  # BT-26
+
+
+@dataclass(frozen=True)
 class EInvoice:
     number: str  # BT-1
     issue_date: date  # BT-2
@@ -114,9 +136,19 @@ class EInvoice:
     prepaid: Decimal  # BT-113
     rounding: Decimal  # BT-114
     payable: Decimal  # BT-115
-    invoice_id: str = ""  # ours (in_…), for file names
+    invoice_id: str = ""  # ours (in_… or cn_…), for file names
     type_code: str = codes.COMMERCIAL_INVOICE  # BT-3
+    preceding: PrecedingInvoice | None = None  # BG-3, on a credit note
     warnings: list[str] = field(default_factory=list)
+
+    @property
+    def is_credit_note(self) -> bool:
+        return self.type_code == codes.CREDIT_NOTE
+
+    @property
+    def title(self) -> str:
+        """What the document is called: "Invoice" or "Credit note"."""
+        return "Credit note" if self.is_credit_note else "Invoice"
 
     def amount(self, value: Decimal) -> str:
         """An amount as the documents write it: the currency's decimals (at most two)."""
@@ -146,8 +178,8 @@ def _round(value: Decimal, decimals: int) -> Decimal:
 
 
 def build(view: dict) -> EInvoice:
-    """The business terms of a finalized invoice (`view_invoice`), or ValidationFailed naming what
-    must be filled in first."""
+    """The business terms of a finalized invoice (`view_invoice`) or of a credit note
+    (`credit_notes.e_invoice_view`), or ValidationFailed naming what must be filled in first."""
     errors: list[FieldError] = []
     currency = view["currency"]
     decimals = currency_exponent(currency)
@@ -156,7 +188,8 @@ def build(view: dict) -> EInvoice:
                                              f"{currency} has {decimals}; invoice in another currency"))
     issuer, customer = view.get("issuer") or {}, view.get("customer_details") or {}
     seller = _seller(issuer, errors)
-    lines_data = (view.get("lines") or {}).get("data") or []
+    credit_note = is_credit_note(view)
+    lines_data = [_as_credited(line) if credit_note else line for line in (view.get("lines") or {}).get("data") or []]
     not_subject = any(line.get("tax_category") == "O" for line in lines_data)
     categories = [_category(line, seller, not_subject) for line in lines_data]
     uses_o = "O" in categories
@@ -176,22 +209,78 @@ def build(view: dict) -> EInvoice:
     line_total = sum((line.net_amount for line in lines), Decimal(0))
     tax_total = sum((group.tax for group in vat), Decimal(0))
     total = _major(view["total"], decimals)
-    prepaid = total if view.get("status") == "paid" else Decimal(0)
     inclusive = line_total + tax_total
     intra_community = "K" in categories
+    kind = _credit_note_terms(view, decimals) if credit_note else _invoice_terms(view, issuer, decimals)
     return EInvoice(
-        number=view["number"], issue_date=_date(view["issue_date"]), due_date=_date(view.get("due_date")),
-        currency=currency, decimals=decimals, notes=[text for text in (view.get("description"), view.get("footer")) if text],
-        buyer_reference=view.get("buyer_reference"), order_reference=view.get("order_reference"),
+        number=view["number"], issue_date=_date(view["issue_date"]), due_date=kind.due_date,
+        currency=currency, decimals=decimals, notes=kind.notes,
+        buyer_reference=kind.buyer_reference, order_reference=kind.order_reference,
         seller=seller, buyer=buyer,
         delivery_date=_date(view["issue_date"]) if intra_community else None,  # BR-IC-11: the supply's date
         delivery_country=buyer.address.country if intra_community else None,  # BR-IC-12
+        payment=kind.payment, payment_terms=kind.payment_terms,
+        lines=lines, vat=vat, line_total=line_total, tax_exclusive=line_total, tax_total=tax_total,
+        tax_inclusive=inclusive, prepaid=kind.prepaid, rounding=total - inclusive, payable=total - kind.prepaid,
+        invoice_id=view.get("id") or "", type_code=kind.type_code, preceding=kind.preceding,
+    )
+
+
+def is_credit_note(view: dict) -> bool:
+    return view.get("object") == "credit_note"
+
+
+@dataclass(frozen=True)
+class _Kind:
+    """What an invoice and a credit note say differently; the rest is the same business terms."""
+
+    type_code: str  # BT-3
+    due_date: date | None  # BT-9
+    notes: list[str]  # BT-22
+    buyer_reference: str | None  # BT-10
+    order_reference: str | None  # BT-13
+    payment: Payment | None  # BG-16
+    payment_terms: str | None  # BT-20
+    prepaid: Decimal  # BT-113
+    preceding: PrecedingInvoice | None  # BG-3
+
+
+def _invoice_terms(view: dict, issuer: dict, decimals: int) -> _Kind:
+    total, credited = view["total"], view.get("amount_credited") or 0
+    # BT-113: the balance applied at finalization was paid in advance; a paid invoice was paid all that
+    # credit notes did not take off (which they did, not a payment: the invoice's own amounts stand).
+    paid = total - credited if view.get("status") == "paid" else view.get("balance_applied") or 0
+    return _Kind(
+        type_code=codes.COMMERCIAL_INVOICE, due_date=_date(view.get("due_date")),
+        notes=[text for text in (view.get("description"), view.get("footer")) if text],
+        buyer_reference=view.get("buyer_reference"), order_reference=view.get("order_reference"),
         payment=_payment(issuer.get("bank") or {}, view["number"]),
         payment_terms=f"Payment due by {view['due_date']}" if view.get("due_date") else "Payment due on receipt",
-        lines=lines, vat=vat, line_total=line_total, tax_exclusive=line_total, tax_total=tax_total,
-        tax_inclusive=inclusive, prepaid=prepaid, rounding=total - inclusive, payable=total - prepaid,
-        invoice_id=view.get("id") or "",
-    )
+        prepaid=_major(max(paid, 0), decimals), preceding=None)
+
+
+def _credit_note_terms(view: dict, decimals: int) -> _Kind:
+    corrected = view.get("corrected_invoice") or {}
+    number = corrected.get("number") or view.get("invoice_number")
+    issued = corrected.get("issue_date") or view.get("invoice_issue_date")
+    reason = reason_text(view)
+    notes = [text for text in (f"Reason: {reason}" if reason else None, view.get("memo")) if text]
+    # BR-CO-25: an amount due above 0 has a due date or payment terms; a credit note's is what it
+    # credits, and its terms say where that goes. No payment means: the seller collects nothing.
+    settled = "; ".join(f"{label}: {format_money(amount, view['currency'])}" for label, amount in settlement_rows(view))
+    return _Kind(
+        type_code=codes.CREDIT_NOTE, due_date=None, notes=notes,
+        buyer_reference=corrected.get("buyer_reference"), order_reference=corrected.get("order_reference"),
+        payment=None, payment_terms=settled or f"Credited against invoice {number}",
+        prepaid=Decimal(0), preceding=PrecedingInvoice(number=number, issue_date=_date(issued)))
+
+
+def _as_credited(line: dict) -> dict:
+    """A credit note's line as an invoice line reads: one credited by amount (no quantity, and every
+    line of its own) is one unit at that amount, with no discount (the amount is after it)."""
+    if line.get("quantity") is not None and line.get("unit_amount") is not None:
+        return line
+    return {**line, "quantity": 1, "unit_amount": line["amount"], "discount_percent": 0}
 
 
 def _date(value: object) -> date | None:
@@ -372,7 +461,8 @@ def _is_iban(text: str) -> bool:
 
 def for_peppol(invoice: EInvoice) -> EInvoice:
     """The invoice as Peppol BIS Billing 3.0 takes it: both electronic addresses (R010, R020) and a
-    buyer reference or order reference (R003), whose default is the invoice number."""
+    buyer reference or order reference (R003), whose default is the invoice number (on a credit note,
+    the number of the invoice it corrects, as that invoice's e-invoice carried it)."""
     errors = []
     if invoice.seller.endpoint is None:
         errors.append(FieldError("business.peppol_id", "BT-34: Peppol needs the seller's electronic address: set the "
@@ -385,4 +475,4 @@ def for_peppol(invoice: EInvoice) -> EInvoice:
         raise failed(errors)
     if invoice.buyer_reference or invoice.order_reference:
         return invoice
-    return replace(invoice, buyer_reference=invoice.number)
+    return replace(invoice, buyer_reference=invoice.preceding.number if invoice.preceding else invoice.number)

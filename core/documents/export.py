@@ -1,4 +1,4 @@
-"""An invoice's e-invoice in one of the formats: what the API, MCP and the dashboard serve."""
+"""An invoice's or a credit note's e-invoice in one of the formats: what the API, MCP and the dashboard serve."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ class EInvoiceQuery(QueryInput):
 class EInvoiceOut(BaseModel):
     """An e-invoice as an assistant receives it: XML as text, a PDF in base64."""
 
-    invoice: str = Field(description="The invoice, `in_…`")
+    invoice: str = Field(description="The invoice, `in_…` (or the credit note, `cn_…`)")
     format: Format = Field(description="peppol, cii or facturx")
     media_type: str = Field(description="application/xml or application/pdf")
     filename: str = Field(description="A file name for it, such as INV-0001-peppol.xml")
@@ -53,8 +53,10 @@ class EDocument:
 
 
 def e_invoice(view: dict, format: Format) -> EDocument:
-    """The finalized invoice `view` (`view_invoice`) as an e-invoice; InvalidState for a draft,
-    ValidationFailed naming what EN 16931 (or Peppol) needs that the invoice lacks."""
+    """The finalized invoice `view` (`view_invoice`), or the credit note `view`
+    (`credit_notes.e_invoice_view`: type 381, naming the invoice it corrects), as an e-invoice;
+    InvalidState for a draft, ValidationFailed naming what EN 16931 (or Peppol) needs that the
+    document lacks."""
     if view.get("status") == "draft" or not view.get("number"):
         raise InvalidState("A draft has no e-invoice: it gets one when it is finalized (a number, fixed contents).")
     invoice = en16931.build(view)

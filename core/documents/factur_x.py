@@ -1,11 +1,11 @@
-"""Factur-X / ZUGFeRD 2.x, profile EN 16931: the invoice's PDF as PDF/A-3 with its CII embedded as
-`factur-x.xml` (AFRelationship Data) and XMP naming the Factur-X profile. fpdf2 makes the PDF/A-3B
-base (embedded fonts, an sRGB output intent); the `factur-x` package embeds the XML, writes the
-XMP extension schema and checks the XML against the Factur-X XSD as it does."""
+"""Factur-X / ZUGFeRD 2.x, profile EN 16931: the invoice's (or the credit note's) PDF as PDF/A-3 with its
+CII embedded as `factur-x.xml` (AFRelationship Data) and XMP naming the Factur-X profile. fpdf2 makes
+the PDF/A-3B base (embedded fonts, an sRGB output intent); the `factur-x` package embeds the XML,
+writes the XMP extension schema and checks the XML against the Factur-X XSD as it does."""
 
 from __future__ import annotations
 
-from core.billing.pdf import render_invoice
+from core.billing.pdf import render_credit_note, render_invoice
 from core.documents import cii
 from core.documents.en16931 import EInvoice
 
@@ -18,11 +18,13 @@ def render(view: dict, invoice: EInvoice) -> bytes:
     # Factur-X never needs (docs/performance.md, peak RSS).
     import facturx
 
-    base = render_invoice(view, compliance="PDF/A-3B")
+    render_pdf = render_credit_note if invoice.is_credit_note else render_invoice
+    base = render_pdf(view, compliance="PDF/A-3B")
     issuer = invoice.seller.trade_name or invoice.seller.name
+    title = invoice.title
     return facturx.generate_from_binary(
         base, cii.render(invoice), flavor="factur-x", level=LEVEL, check_xsd=True, lang="en",
-        pdf_metadata={"author": issuer, "keywords": "Factur-X, Invoice", "title": f"{issuer}: Invoice {invoice.number}",
-                      "subject": f"Factur-X invoice {invoice.number} dated {invoice.issue_date.isoformat()} "
+        pdf_metadata={"author": issuer, "keywords": f"Factur-X, {title}", "title": f"{issuer}: {title} {invoice.number}",
+                      "subject": f"Factur-X {title.lower()} {invoice.number} dated {invoice.issue_date.isoformat()} "
                                  f"issued by {issuer}"},
     )

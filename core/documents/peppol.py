@@ -1,4 +1,6 @@
-"""Peppol BIS Billing 3.0: the invoice as a UBL 2.1 Invoice in Peppol's profile of EN 16931."""
+"""Peppol BIS Billing 3.0: an invoice as a UBL 2.1 Invoice, a credit note as a UBL 2.1 CreditNote (type
+381, its lines `CreditNoteLine` with `CreditedQuantity`, the invoice it corrects as `BillingReference`),
+in Peppol's profile of EN 16931."""
 
 from __future__ import annotations
 
@@ -11,32 +13,37 @@ from core.documents import codes
 from core.documents.en16931 import EInvoice, Line, Party, VatGroup, plain, present
 
 UBL = "urn:oasis:names:specification:ubl:schema:xsd:Invoice-2"
+UBL_CREDIT_NOTE = "urn:oasis:names:specification:ubl:schema:xsd:CreditNote-2"
 CAC = "urn:oasis:names:specification:ubl:schema:xsd:CommonAggregateComponents-2"
 CBC = "urn:oasis:names:specification:ubl:schema:xsd:CommonBasicComponents-2"
 CUSTOMIZATION = "urn:cen.eu:en16931:2017#compliant#urn:fdc:peppol.eu:2017:poacc:billing:3.0"
 PROFILE = "urn:fdc:peppol.eu:2017:poacc:billing:01:1.0"
 MEDIA_TYPE = "application/xml"
 
-_nsmap = {None: UBL, "cac": CAC, "cbc": CBC}
-root = ElementMaker(namespace=UBL, nsmap=_nsmap)
+_nsmap = {"cac": CAC, "cbc": CBC}
+root = ElementMaker(namespace=UBL, nsmap={None: UBL, **_nsmap})
+credit_note_root = ElementMaker(namespace=UBL_CREDIT_NOTE, nsmap={None: UBL_CREDIT_NOTE, **_nsmap})
 cac = ElementMaker(namespace=CAC, nsmap=_nsmap)
 cbc = ElementMaker(namespace=CBC, nsmap=_nsmap)
 
 
 def render(invoice: EInvoice) -> bytes:
     money = _Money(invoice)
-    document = root.Invoice(*present(
+    credit_note = invoice.is_credit_note
+    document = (credit_note_root.CreditNote if credit_note else root.Invoice)(*present(
         cbc.CustomizationID(CUSTOMIZATION),
         cbc.ProfileID(PROFILE),
         cbc.ID(invoice.number),
         cbc.IssueDate(invoice.issue_date.isoformat()),
-        cbc.DueDate(invoice.due_date.isoformat()) if invoice.due_date else None,
-        cbc.InvoiceTypeCode(invoice.type_code),
+        # A UBL 2.1 CreditNote has no DueDate (nor does a credit note have one: BT-9 is for payment).
+        cbc.DueDate(invoice.due_date.isoformat()) if invoice.due_date and not credit_note else None,
+        (cbc.CreditNoteTypeCode if credit_note else cbc.InvoiceTypeCode)(invoice.type_code),
         # PEPPOL-EN16931-R002: one note (two only between German parties).
         cbc.Note("\n\n".join(invoice.notes)) if invoice.notes else None,
         cbc.DocumentCurrencyCode(invoice.currency),
         cbc.BuyerReference(invoice.buyer_reference) if invoice.buyer_reference else None,
         cac.OrderReference(cbc.ID(invoice.order_reference)) if invoice.order_reference else None,
+        _billing_reference(invoice),
         cac.AccountingSupplierParty(_party(invoice.seller, seller=True)),
         cac.AccountingCustomerParty(_party(invoice.buyer, seller=False)),
         _delivery(invoice),
@@ -51,7 +58,7 @@ def render(invoice: EInvoice) -> bytes:
             money.tag(cbc.PayableRoundingAmount, invoice.rounding) if invoice.rounding else None,
             money.tag(cbc.PayableAmount, invoice.payable),
         )),
-        *(_line(line, money) for line in invoice.lines),
+        *(_line(line, money, credit_note=credit_note) for line in invoice.lines),
     ))
     return etree.tostring(document, xml_declaration=True, encoding="UTF-8", pretty_print=True)
 
@@ -65,6 +72,17 @@ class _Money:
 
     def adjustment(self, maker, value: Decimal):
         return maker(self.invoice.adjustment(value), currencyID=self.invoice.currency)
+
+
+def _billing_reference(invoice: EInvoice):
+    """BG-3: the invoice a credit note corrects, its number (BT-25) and issue date (BT-26)."""
+    preceding = invoice.preceding
+    if preceding is None:
+        return None
+    return cac.BillingReference(cac.InvoiceDocumentReference(*present(
+        cbc.ID(preceding.number),
+        cbc.IssueDate(preceding.issue_date.isoformat()) if preceding.issue_date else None,
+    )))
 
 
 def _party(party: Party, *, seller: bool):
@@ -145,10 +163,10 @@ def _subtotal(group: VatGroup, money: _Money):
     )
 
 
-def _line(line: Line, money: _Money):
-    return cac.InvoiceLine(*present(
+def _line(line: Line, money: _Money, *, credit_note: bool):
+    return (cac.CreditNoteLine if credit_note else cac.InvoiceLine)(*present(
         cbc.ID(line.id),
-        cbc.InvoicedQuantity(plain(line.quantity), unitCode=line.unit_code),
+        (cbc.CreditedQuantity if credit_note else cbc.InvoicedQuantity)(plain(line.quantity), unitCode=line.unit_code),
         money.tag(cbc.LineExtensionAmount, line.net_amount),
         cac.AllowanceCharge(cbc.ChargeIndicator("false"),
                             *present(cbc.AllowanceChargeReasonCode(codes.DISCOUNT_REASON)

@@ -1,8 +1,13 @@
-"""An invoice's PDF: rendered once for a finalized invoice and kept, on a small pool of its own.
+"""The PDFs of invoices and credit notes: rendered once for a document that no longer changes and kept,
+on a small pool of its own.
 
-A finalized invoice never changes, so its PDF is rendered the first time anyone asks (and at most
-once per status it shows: open, overdue, paid, void) and its bytes are kept in `invoice_documents`
-with a strong ETag; later requests, the public link's included, are served the kept bytes (or 304).
+A finalized invoice never changes but for its status and what credit notes took off it, so its PDF is
+rendered the first time anyone asks (and at most once per status it shows: open, overdue, paid, void,
+and per amount credited) and its bytes are kept in `invoice_documents` with a strong ETag; later
+requests, the public link's included, are served the kept bytes (or 304). A credit note never changes
+but for being voided: its PDF is kept the same way, once issued and once void, in the same table under
+the invoice it corrects (its variant names the credit note: `credit_note:{id}:…`), so that a credit
+note's documents go wherever its invoice's go and need no table of their own.
 Drafts change, so they are rendered on every request — only for signed-in callers, who are limited.
 Renders run on `RENDER_POOL`, two threads per process, never on the threads that serve requests;
 concurrent requests for the same document in one process wait for one render. No transaction is
@@ -14,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import threading
 import uuid
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 
@@ -24,11 +30,12 @@ from config.settings import get_settings
 from core.base import ids
 from core.base.db import transaction
 from core.base.work_pools import WorkPool
-from core.billing.pdf import render_invoice
+from core.billing.pdf import render_credit_note, render_invoice
 from core.models import InvoiceDocument
 
 RENDER_POOL = WorkPool("pdf-render", 2)
 LAYOUT_VERSION = 1  # raise when the PDF's layout changes, so kept documents are made again
+CREDIT_NOTE_LAYOUT_VERSION = 1  # the same, for credit notes
 
 
 @dataclass(frozen=True)
@@ -45,12 +52,26 @@ def held(etag: str | None, if_none_match: str | None) -> bool:
     return bool(etag and if_none_match) and bool({tag.strip() for tag in if_none_match.split(",")} & {etag, "*"})
 
 
+def _origin() -> str:
+    """The configured origin, short: the public link printed on every document depends on it."""
+    return hashlib.sha256(get_settings().origin.encode()).hexdigest()[:12]
+
+
 def _variant(view: dict) -> str | None:
-    """What a finalized invoice's PDF depends on besides the invoice; None for a draft."""
+    """What a finalized invoice's PDF depends on besides the invoice; None for a draft. What was taken
+    off it (the customer's balance, credit notes) prints under its totals, without changing its status."""
     if view.get("status") == "draft" or not view.get("number"):
         return None
-    origin = hashlib.sha256(get_settings().origin.encode()).hexdigest()[:12]  # the printed public link
-    return f"{view['status']}:{LAYOUT_VERSION}:{origin}"
+    variant = f"{view['status']}:{LAYOUT_VERSION}:{_origin()}"
+    taken = (view.get("balance_applied") or 0, view.get("amount_credited") or 0)
+    return f"{variant}:less:{taken[0]}:{taken[1]}" if any(taken) else variant
+
+
+def _credit_note_key(view: dict) -> tuple[uuid.UUID, str]:
+    """Where a credit note's PDF is kept: under the invoice it corrects, a variant naming it and its status."""
+    invoice_id = ids.parse("invoice", view["invoice"], what="invoice")
+    note_id = ids.parse("credit_note", view["id"], what="credit note")
+    return invoice_id, f"credit_note:{note_id.hex}:{view['status']}:{CREDIT_NOTE_LAYOUT_VERSION}:{_origin()}"
 
 
 def _etag(content: bytes) -> str:
@@ -78,13 +99,13 @@ _rendering: dict[tuple[uuid.UUID, str], Future] = {}
 _rendering_lock = threading.Lock()
 
 
-def _render_once(invoice_id: uuid.UUID, variant: str, view: dict) -> Future:
+def _render_once(invoice_id: uuid.UUID, variant: str, render: Callable[[dict], bytes], view: dict) -> Future:
     """The render of this document in flight in this process, or a new one on the pool."""
     key = (invoice_id, variant)
     with _rendering_lock:
         if key in _rendering:
             return _rendering[key]
-        future = RENDER_POOL.submit(lambda: _keep(invoice_id, variant, render_invoice(view)))
+        future = RENDER_POOL.submit(lambda: _keep(invoice_id, variant, render(view)))
         _rendering[key] = future
     future.add_done_callback(lambda _: _forget(key))
     return future
@@ -101,7 +122,7 @@ def invoice_pdf(view: dict) -> Document:
     if variant is None:
         return Document(RENDER_POOL.run(render_invoice, view), None)
     invoice_id = ids.parse("invoice", view["id"], what="invoice")
-    return _kept(invoice_id, variant) or _render_once(invoice_id, variant, view).result()
+    return _kept(invoice_id, variant) or _render_once(invoice_id, variant, render_invoice, view).result()
 
 
 async def invoice_pdf_async(view: dict, *, read) -> Document:
@@ -112,4 +133,22 @@ async def invoice_pdf_async(view: dict, *, read) -> Document:
         return Document(await RENDER_POOL.run_async(render_invoice, view), None)
     invoice_id = ids.parse("invoice", view["id"], what="invoice")
     kept = await read(_kept, invoice_id, variant)
-    return kept or await RENDER_POOL.wait(_render_once(invoice_id, variant, view))
+    return kept or await RENDER_POOL.wait(_render_once(invoice_id, variant, render_invoice, view))
+
+
+def credit_note_pdf(view: dict) -> Document:
+    """The PDF of a credit note's view (`credit_notes.view_credit_note`), kept or rendered; call with no
+    transaction open. A preview (no id, no number) is rendered and never kept."""
+    if not view.get("id") or not view.get("number"):
+        return Document(RENDER_POOL.run(render_credit_note, view), None)
+    invoice_id, variant = _credit_note_key(view)
+    return _kept(invoice_id, variant) or _render_once(invoice_id, variant, render_credit_note, view).result()
+
+
+async def credit_note_pdf_async(view: dict, *, read) -> Document:
+    """`credit_note_pdf` from the event loop, as `invoice_pdf_async`."""
+    if not view.get("id") or not view.get("number"):
+        return Document(await RENDER_POOL.run_async(render_credit_note, view), None)
+    invoice_id, variant = _credit_note_key(view)
+    kept = await read(_kept, invoice_id, variant)
+    return kept or await RENDER_POOL.wait(_render_once(invoice_id, variant, render_credit_note, view))

@@ -1,4 +1,7 @@
-"""The invoice as a PDF (fpdf2), drawn from the invoice's API shape (`invoice_to_api(..., with_lines=True)`).
+"""The invoice and the credit note as PDFs (fpdf2), drawn from their API shapes (`invoice_to_api(...,
+with_lines=True)`, `credit_note_to_api`), on one layout: the issuer and the document's facts, the customer,
+the lines, the totals, then what each kind adds (an invoice's notes and payment details; a credit note's
+invoice it corrects, its reason and memo, and where its money went).
 
 Text is set in DejaVu Sans, vendored in core/billing/fonts (no package on PyPI ships it without heavy or
 unrelated dependencies), so Latin-extended, Greek and Cyrillic names print; CJK does not: every printed
@@ -6,8 +9,8 @@ text first goes through `printable`, which prints a character the fonts lack as 
 invisible ones), so no text can make rendering fail. Any text wraps at spaces, and a word wider than its
 column is broken between characters (fpdf2's own word wrapping); only a line description is cut (with
 "…") so that its table row fits one page.
-Drafts carry a large diagonal DRAFT mark on every page; the lines table repeats its headings on
-every page it spans.
+Drafts carry a large diagonal DRAFT mark on every page, void credit notes a VOID mark; the lines table
+repeats its headings on every page it spans.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from core.billing.presentation import (
     UNIT_NAMES,
     address_lines,
     bank_rows,
+    credit_note_url,
     discount_note,
     document_locale,
     exact_number,
@@ -52,16 +56,35 @@ COLUMN_WIDTHS = (7, 52, 12, 15, 24, 12, 12, 21, 25)  # millimetres; the sum is t
 COLUMN_ALIGN = ("RIGHT", "LEFT", "RIGHT", "LEFT", "RIGHT", "RIGHT", "RIGHT", "RIGHT", "RIGHT")
 
 
+NOT_APPLICABLE = "—"  # a cell with nothing to say: the quantity of a line credited by amount
+
+# How a credit note reads: its status, its reason (the API's codes, as UN/CEFACT's credit reasons name them).
+CREDIT_NOTE_STATUS_LABELS = {"issued": "Issued", "void": "Void"}
+REASON_LABELS = {"duplicate": "Duplicate invoice", "order_change": "Order change",
+                 "product_unsatisfactory": "Product unsatisfactory", "fraudulent": "Fraudulent charge"}
+
+
+def is_credit_note(view: dict) -> bool:
+    return view.get("object") == "credit_note"
+
+
 def filename_for(view: dict) -> str:
-    """`INV-0001.pdf`, or `draft-in_….pdf` for a draft (safe in a Content-Disposition header)."""
-    stem = view.get("number") or f"draft-{view['id']}"
+    """`INV-0001.pdf`, `credit-note-CN-0001.pdf`, or `draft-in_….pdf` for a draft (safe in a
+    Content-Disposition header)."""
+    if is_credit_note(view):
+        stem = f"credit-note-{view.get('number') or 'preview'}"
+    else:
+        stem = view.get("number") or f"draft-{view['id']}"
     return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in stem) + ".pdf"
 
 
 def render_invoice(view: dict, *, origin: str | None = None, compliance: str | None = None) -> bytes:
-    """The PDF of an invoice given as its API dict with `lines`; the public link printed on it is on
-    `origin` (default: the configured one). `compliance` "PDF/A-3B" makes the archival base of a
-    Factur-X document (fonts embedded, an sRGB output intent, XMP metadata)."""
+    """The PDF of an invoice given as its API dict with `lines` (a credit note's view renders as
+    `render_credit_note`); the public link printed on it is on `origin` (default: the configured one).
+    `compliance` "PDF/A-3B" makes the archival base of a Factur-X document (fonts embedded, an sRGB
+    output intent, XMP metadata)."""
+    if is_credit_note(view):
+        return render_credit_note(view, origin=origin, compliance=compliance)
     document = _InvoiceDocument(view, compliance)
     document.add_page()
     document.title_block()
@@ -70,6 +93,62 @@ def render_invoice(view: dict, *, origin: str | None = None, compliance: str | N
     document.totals()
     document.notes(origin)
     return bytes(document.output())
+
+
+def render_credit_note(view: dict, *, origin: str | None = None, compliance: str | None = None) -> bytes:
+    """The PDF of a credit note given as its API dict (`credit_note_to_api`), on the invoice's layout:
+    titled "Credit note", naming the invoice it corrects, its reason and memo, and where its money went."""
+    document = _CreditNoteDocument(view, compliance)
+    document.add_page()
+    document.title_block()
+    document.parties()
+    document.correction()
+    document.lines_table()
+    document.totals()
+    document.settlement()
+    document.notes(origin)
+    return bytes(document.output())
+
+
+# --- how a credit note reads (the PDF and the public page) ----------------------------------------
+
+
+def corrects_text(view: dict) -> str:
+    """'Corrects invoice INV-0003 of 12 November 2026'."""
+    issued = readable_date(view.get("invoice_issue_date"), document_locale(view))
+    return f"Corrects invoice {plain_text(view.get('invoice_number'))} of {issued}"
+
+
+def reason_text(view: dict) -> str:
+    """The reason in words ('Order change'), or '' when none was given."""
+    reason = view.get("reason")
+    return REASON_LABELS.get(reason, plain_text(reason).replace("_", " ").capitalize()) if reason else ""
+
+
+def void_text(view: dict) -> str | None:
+    """'Voided on 15 November 2026: this credit note no longer applies.' for a void one."""
+    if view.get("status") != "void":
+        return None
+    when = readable_date(view["voided_at"], document_locale(view)) if view.get("voided_at") else None
+    return f"Voided{f' on {when}' if when else ''}: this credit note no longer applies."
+
+
+def settlement_rows(view: dict) -> list[tuple[str, int]]:
+    """Where the credit note's money went, (label, amount) for each part above zero: taken off the
+    invoice, refunded (with its reference and date), credited to the customer's balance."""
+    locale, rows = document_locale(view), []
+    if view.get("credit_amount"):
+        rows.append((f"Credited against invoice {plain_text(view.get('invoice_number'))}", view["credit_amount"]))
+    if view.get("refund_amount"):
+        refund = view.get("refund") or {}
+        details = [f"reference {plain_text(refund['reference'])}" if plain_text(refund.get("reference")) else "",
+                   readable_date(refund["refunded_on"], locale) if refund.get("refunded_on") else ""]
+        shown = ", ".join(filter(None, details))
+        rows.append((f"Refunded ({shown})" if shown else "Refunded", view["refund_amount"]))
+    if view.get("balance_amount"):
+        rows.append((f"Credited to the customer's balance, for their next invoices in {plain_text(view['currency'])}",
+                     view["balance_amount"]))
+    return rows
 
 
 # --- formatting ------------------------------------------------------------------------------
@@ -144,54 +223,73 @@ def _few_marks(text: str) -> str:
     return "".join(kept)
 
 
-# --- the document ----------------------------------------------------------------------------
+# --- the documents ---------------------------------------------------------------------------
 
 
-class _InvoiceDocument(FPDF):
+class _Document(FPDF):
+    """What every document prints alike: the issuer, the customer, the lines, the totals, the sections
+    under them, the page footer and a diagonal mark (DRAFT, VOID) under the content."""
+
+    NOUN = "Invoice"  # in the metadata's title and an unnumbered document's footer
+    HEADING = "INVOICE"
+    PARTY = "Bill to"
+
     def __init__(self, view: dict, compliance: str | None = None):
         super().__init__(orientation="portrait", unit="mm", format="A4", enforce_compliance=compliance)
         self.view = view
         self.currency = view["currency"]
-        self.is_draft = view.get("status") == "draft" or not view.get("number")
         self.number = printable(view.get("number"))
         self.locale = document_locale(view)
+        self.mark = self.mark_text()
         for style, name in FONT_FILES.items():
             self.add_font(FONT, style, str(FONTS / name))
         self.set_margins(PAGE_MARGIN, PAGE_MARGIN, PAGE_MARGIN)
         self.set_auto_page_break(True, margin=PAGE_MARGIN + 5)
         issuer = view.get("issuer") or {}
-        self.set_title(f"Invoice {self.number or 'Draft'}")
+        self.set_title(f"{self.NOUN} {self.number or 'Draft'}")
         self.set_author(printable(issuer.get("legal_name")))
         self.set_creator("invoicing")
         self.set_font(FONT, size=9)
 
+    def mark_text(self) -> str | None:
+        """The large diagonal word on every page, if any."""
+        return None
+
+    def facts(self) -> list[str]:
+        """The lines under the document's heading and number, right-aligned beside the issuer."""
+        return []
+
+    def line_cells(self, line: dict) -> tuple[str, ...]:
+        """One row of the lines table, but its position and description."""
+        raise NotImplementedError
+
     # Drawn first on every page, so the mark lies under the content.
     def header(self) -> None:
-        if not self.is_draft:
+        if not self.mark:
             return
-        with self.local_context(text_color=(225, 225, 225)):
+        with self.local_context(text_color=MARK_COLORS.get(self.mark, (225, 225, 225))):
             self.set_font(FONT, "B", 110)
             with self.rotation(45, x=self.w / 2, y=self.h / 2):
-                width = self.get_string_width("DRAFT")
-                self.text(self.w / 2 - width / 2, self.h / 2 + 15, "DRAFT")
+                width = self.get_string_width(self.mark)
+                self.text(self.w / 2 - width / 2, self.h / 2 + 15, self.mark)
         self.set_font(FONT, size=9)
 
     def footer(self) -> None:
         self.set_y(-PAGE_MARGIN)
         self.set_font(FONT, size=7)
         self.set_text_color(120)
-        label = self.number or "Draft invoice"
+        label = self.number or f"Draft {self.NOUN.lower()}"
         self.cell(0, 4, f"{label} · page {self.page_no()} of {{nb}}", align="C")
         self.set_text_color(0)
 
     # --- blocks ---
 
     def _line(self, text: str, *, size: float = 9, bold: bool = False, width: float = 0, height: float = 4.5,
-              align: str = "L") -> None:
+              align: str = "L", fill: bool = False) -> None:
         """`text` (already `printable`) wrapped within `width`; a page break inside it keeps the column's x."""
         self.set_font(FONT, "B" if bold else "", size)
         self.multi_cell(width, height, text, align=align, new_x=XPos.LEFT, new_y=YPos.NEXT,
-                        wrapmode=WrapMode.WORD)
+                        wrapmode=WrapMode.WORD, fill=fill)
 
     def _column(self, x: float, y: float, width: float, rows: list[tuple[str, dict]]) -> float:
         """Rows of text at (x, y) within `width`; returns the y below them (on the page they end on)."""
@@ -202,7 +300,7 @@ class _InvoiceDocument(FPDF):
         return self.get_y()
 
     def title_block(self) -> None:
-        view, issuer = self.view, self.view.get("issuer") or {}
+        issuer = self.view.get("issuer") or {}
         top, first_page = self.get_y(), self.page
         name = printable(issuer.get("trade_name")) or printable(issuer.get("legal_name"))
         left: list[tuple[str, dict]] = [(name, {"size": 16, "bold": True, "height": 8})]
@@ -213,14 +311,10 @@ class _InvoiceDocument(FPDF):
         if printable(issuer.get("tax_id")):
             left.append((f"Tax ID: {printable(issuer['tax_id'])}", {}))
         left += [(printable(issuer.get(key)), {}) for key in ("email", "phone") if printable(issuer.get(key))]
-        status = STATUS_LABELS.get(view.get("status")) or printable(view.get("status"))
         right: list[tuple[str, dict]] = [
-            ("INVOICE", {"size": 16, "bold": True, "height": 8, "align": "R"}),
+            (self.HEADING, {"size": 16, "bold": True, "height": 8, "align": "R"}),
             (self.number or "Draft", {"size": 11, "bold": True, "height": 6, "align": "R"}),
-            (f"Issue date: {readable_date(view.get('issue_date'), self.locale, with_iso=True)}", {"align": "R"}),
-            (f"Due date: {readable_date(view.get('due_date'), self.locale, with_iso=True)}", {"align": "R"}),
-            (f"Status: {status}", {"align": "R"}),
-            (f"Currency: {printable(self.currency)}", {"align": "R"}),
+            *((fact, {"align": "R"}) for fact in self.facts()),
         ]
         usable = self.w - 2 * PAGE_MARGIN
         # The short right column first: the issuer's column may run on to the next page.
@@ -231,7 +325,7 @@ class _InvoiceDocument(FPDF):
 
     def parties(self) -> None:
         customer = self.view.get("customer_details") or {}
-        rows: list[tuple[str, dict]] = [("Bill to", {"size": 8, "bold": True}),
+        rows: list[tuple[str, dict]] = [(self.PARTY, {"size": 8, "bold": True}),
                                         (printable(customer.get("name")), {"size": 10, "bold": True, "height": 5.5})]
         rows += [(printable(line), {}) for line in address_lines(customer.get("address"))]
         if printable(customer.get("email")):
@@ -261,13 +355,8 @@ class _InvoiceDocument(FPDF):
         lines = (self.view.get("lines") or {}).get("data", [])
         self.set_font(FONT, size=TABLE_FONT_SIZE)
         headings = FontFace(emphasis="BOLD", fill_color=(235, 235, 235))
-        rows = [(
-            str(index), self._shown_description(line.get("description")), exact_number(line["quantity"]),
-            printable(UNIT_NAMES.get(line.get("unit"), line.get("unit"))),
-            _amount(line["unit_amount"], self.currency), f"{exact_number(line['discount_percent'])}%",
-            f"{exact_number(line['tax_rate'])}%", _amount(line["tax_amount"], self.currency),
-            _amount(line["amount"], self.currency),
-        ) for index, line in enumerate(lines, start=1)]
+        rows = [(str(index), self._shown_description(line.get("description")), *self.line_cells(line))
+                for index, line in enumerate(lines, start=1)]
         with self.table(col_widths=COLUMN_WIDTHS, width=sum(COLUMN_WIDTHS), text_align=COLUMN_ALIGN,
                         headings_style=headings, borders_layout=TableBordersLayout.HORIZONTAL_LINES,
                         line_height=TABLE_LINE_HEIGHT, padding=TABLE_PADDING, repeat_headings=1, align=Align.L,
@@ -281,9 +370,10 @@ class _InvoiceDocument(FPDF):
         view, currency = self.view, self.currency
         rows = total_rows(view)
         shown = [(printable(row.label), format_money(row.amount, currency), row.strong) for row in rows]
-        # The amounts' column grows with the widest amount (up to 9,007,199,254,740,991 JPY), never over the labels.
+        # Each column grows with its widest text (the amounts up to 9,007,199,254,740,991 JPY; labels such as
+        # "Paid in advance (customer balance)"), so that a label never runs under its amount.
         self.set_font(FONT, "B", 10)
-        label_width = 40
+        label_width = max(40, *(self.get_string_width(label) + 2 * self.c_margin + 1 for label, _, _ in shown))
         value_width = max(40, *(self.get_string_width(value) + 2 * self.c_margin + 1 for _, value, _ in shown))
         x = self.w - PAGE_MARGIN - label_width - value_width
         for label, value, bold in shown:
@@ -311,6 +401,36 @@ class _InvoiceDocument(FPDF):
         self._line(body, size=9)
         self.ln(3)
 
+    def _vat(self) -> None:
+        exemptions = exemption_notes((self.view.get("lines") or {}).get("data") or [])
+        if exemptions:
+            self._section("VAT", "\n".join(printable(note) for note in exemptions))
+
+
+MARK_COLORS = {"DRAFT": (225, 225, 225), "VOID": (244, 214, 214)}
+
+
+class _InvoiceDocument(_Document):
+    def __init__(self, view: dict, compliance: str | None = None):
+        self.is_draft = view.get("status") == "draft" or not view.get("number")
+        super().__init__(view, compliance)
+
+    def mark_text(self) -> str | None:
+        return "DRAFT" if self.is_draft else None
+
+    def facts(self) -> list[str]:
+        view = self.view
+        status = STATUS_LABELS.get(view.get("status")) or printable(view.get("status"))
+        return [f"Issue date: {readable_date(view.get('issue_date'), self.locale, with_iso=True)}",
+                f"Due date: {readable_date(view.get('due_date'), self.locale, with_iso=True)}",
+                f"Status: {status}", f"Currency: {printable(self.currency)}"]
+
+    def line_cells(self, line: dict) -> tuple[str, ...]:
+        return (exact_number(line["quantity"]), printable(UNIT_NAMES.get(line.get("unit"), line.get("unit"))),
+                _amount(line["unit_amount"], self.currency), f"{exact_number(line['discount_percent'])}%",
+                f"{exact_number(line['tax_rate'])}%", _amount(line["tax_amount"], self.currency),
+                _amount(line["amount"], self.currency))
+
     def notes(self, origin: str | None) -> None:
         view, issuer = self.view, self.view.get("issuer") or {}
         description = printable(view.get("description"), multiline=True)
@@ -322,8 +442,81 @@ class _InvoiceDocument(FPDF):
         footer = printable(view.get("footer"), multiline=True)
         if footer:
             self._section("Terms", footer)
-        exemptions = exemption_notes((view.get("lines") or {}).get("data") or [])
-        if exemptions:
-            self._section("VAT", "\n".join(printable(note) for note in exemptions))
+        self._vat()
         if view.get("public_url_token") and not self.is_draft:
             self._section("View this invoice online", printable(public_url(view["public_url_token"], origin)))
+
+
+class _CreditNoteDocument(_Document):
+    NOUN = "Credit note"
+    HEADING = "CREDIT NOTE"
+    PARTY = "Customer"
+
+    def mark_text(self) -> str | None:
+        if self.view.get("status") == "void":
+            return "VOID"
+        return None if self.number else "DRAFT"  # a preview: nothing issued
+
+    def facts(self) -> list[str]:
+        view = self.view
+        status = CREDIT_NOTE_STATUS_LABELS.get(view.get("status")) or printable(view.get("status"))
+        return [f"Issue date: {readable_date(view.get('issue_date'), self.locale, with_iso=True)}",
+                f"Corrects invoice: {printable(view.get('invoice_number'))}",
+                f"Status: {status}", f"Currency: {printable(self.currency)}"]
+
+    def correction(self) -> None:
+        """The invoice it corrects on a shaded band, then why (its reason and memo), and that it is void."""
+        usable = self.w - 2 * PAGE_MARGIN
+        self.set_x(PAGE_MARGIN)
+        with self.local_context(fill_color=(240, 240, 240)):
+            self._line(printable(corrects_text(self.view)), size=10, bold=True, width=usable, height=7, fill=True)
+        self.ln(1.5)
+        if voided := void_text(self.view):
+            self.set_x(PAGE_MARGIN)
+            with self.local_context(text_color=(176, 32, 32)):
+                self._line(printable(voided), bold=True, width=usable)
+        if reason := reason_text(self.view):
+            self.set_x(PAGE_MARGIN)
+            self._line(f"Reason: {printable(reason)}", width=usable)
+        if memo := printable(self.view.get("memo"), multiline=True):
+            self.ln(1)
+            self.set_x(PAGE_MARGIN)
+            self._line(memo, width=usable)
+        self.ln(4)
+
+    def line_cells(self, line: dict) -> tuple[str, ...]:
+        by_quantity = line.get("quantity") is not None
+        unit = printable(UNIT_NAMES.get(line.get("unit"), line.get("unit"))) if by_quantity else ""
+        unit_price = _amount(line["unit_amount"], self.currency) if line.get("unit_amount") is not None else ""
+        discount = f"{exact_number(line['discount_percent'])}%" if line.get("type") != "custom" else ""
+        return (exact_number(line["quantity"]) if by_quantity else NOT_APPLICABLE, unit, unit_price, discount,
+                f"{exact_number(line['tax_rate'])}%", _amount(line["tax_amount"], self.currency),
+                _amount(line["amount"], self.currency))
+
+    def settlement(self) -> None:
+        """Where the money went, one row per part, amounts right-aligned under the totals'."""
+        rows = [(printable(label), format_money(amount, self.currency)) for label, amount in settlement_rows(self.view)]
+        if not rows:
+            return
+        if self.will_page_break(14):
+            self.add_page()
+        heading = "Settlement (undone when it was voided)" if self.view.get("status") == "void" else "Settlement"
+        self.set_x(PAGE_MARGIN)
+        self._line(heading, size=8, bold=True)
+        self.set_font(FONT, size=9)
+        usable = self.w - 2 * PAGE_MARGIN
+        value_width = max(40, *(self.get_string_width(value) + 2 * self.c_margin + 1 for _, value in rows))
+        with self.table(col_widths=(usable - value_width, value_width), width=usable, text_align=("LEFT", "RIGHT"),
+                        borders_layout=TableBordersLayout.NONE, first_row_as_headings=False,
+                        line_height=5, padding=TABLE_PADDING, align=Align.L, wrapmode=WrapMode.WORD) as table:
+            for row in rows:
+                table.row(row)
+        self.ln(5)
+
+    def notes(self, origin: str | None) -> None:
+        self._vat()
+        link = plain_text(self.view.get("public_url"))
+        if link:
+            if origin:
+                link = credit_note_url(link.rstrip("/").rsplit("/", 1)[-1], origin)
+            self._section("View this credit note online", printable(link))

@@ -94,7 +94,9 @@ def test_the_view_shows_the_invoice_and_finalizes_it_after_the_persons_confirmat
     assert api.get(f"/invoices/{invoice['id']}").json()["data"]["status"] == "open"
     shot(page, "72-mcp-invoice-view-finalized")
     calls = [(call["method"], call["params"].get("name")) for call in page.evaluate("window.calls")]
-    assert calls == [("tools/call", "finalize_invoice"), ("tools/call", "confirm_invoice_action")]
+    # An issued invoice's view also asks for its credit notes.
+    assert calls == [("tools/call", "finalize_invoice"), ("tools/call", "confirm_invoice_action"),
+                     ("tools/call", "list_credit_notes")]
 
 
 def asking_in_the_view(live_server, page, tool: str, customer: dict, amount: int, **arguments):  # noqa: F811
@@ -147,3 +149,28 @@ def test_the_send_question_shows_the_note_as_written(live_server, page):  # noqa
     assert "to ap@globex.example (a copy to cfo@globex.example), with the PDF attached and the note below?" in text
     assert "Thank you for the workshop.\n<b>Our bank details changed</b>: see the PDF." in text  # as written, not as HTML
     shot(page, "74-mcp-invoice-view-send-note")
+
+
+def test_the_view_shows_an_invoices_credit_notes_and_what_they_took_off(live_server, page):  # noqa: F811
+    tenant = make_tenant(None)
+    api = httpx.Client(base_url=f"{live_server}/api/v1", headers={"Authorization": f"Bearer {tenant.key}"})
+    customer = api.post("/customers", json={"name": "Globex Corp", "email": "ap@globex.example"}).json()["data"]
+    invoice = api.post("/invoices", headers={"Idempotency-Key": uuid.uuid4().hex}, json={
+        "customer": customer["id"], "items": [{"description": "Workshop", "unit_amount": 100000, "quantity": 2}]}
+                       ).json()["data"]
+    api.post(f"/invoices/{invoice['id']}/finalize", headers={"Idempotency-Key": uuid.uuid4().hex})
+    note = api.post("/credit-notes", headers={"Idempotency-Key": uuid.uuid4().hex}, json={
+        "invoice": invoice["id"], "lines": [{"invoice_line": invoice["lines"]["data"][0]["id"], "quantity": 1}]}
+                    ).json()["data"]
+    mcp = Mcp(live_server, tenant.key)
+    view = mcp.rpc("resources/read", {"uri": "ui://invoicing/invoice-view.html"})["result"]["contents"][0]["text"]
+    shown = mcp.rpc("tools/call", {"name": "get_invoice", "arguments": {"invoice": invoice["id"]}})["result"]
+
+    page.expose_function("forward", lambda method, params: json.dumps(mcp.rpc(method, json.loads(params))))
+    page.set_content(HOST_PAGE)
+    page.evaluate("([view, result]) => window.show(view, result)", [view, shown])
+    inside = page.frame_locator("iframe")
+    inside.get_by_role("heading", name="Credit notes").wait_for()
+    for text in (note["number"], "Credited", "1,000.00 USD"):
+        assert inside.get_by_text(text).first.is_visible(), text
+    shot(page, "73-mcp-invoice-view-credit-notes")

@@ -94,7 +94,7 @@ def test_inspector_cli_lists_and_calls_tools(live_server, tmp_path):
             "--header", f"Authorization: Bearer {tenant.key}"]
     listed = run([*base, "--method", "tools/list"], tmp_path)
     assert listed.returncode == 0, listed.stderr[-2000:]
-    assert len(json.loads(listed.stdout)["tools"]) == 22
+    assert len(json.loads(listed.stdout)["tools"]) == 28
     called = run([*base, "--method", "tools/call", "--tool-name", "create_customer", "--tool-arg", "name=Inspector"],
                  tmp_path)
     assert called.returncode == 0, called.stderr[-2000:]
@@ -111,7 +111,8 @@ def test_inspector_reads_the_new_resources_prompts_and_app(live_server, tmp_path
     warnings = [line for line in strict.stderr.splitlines() if line.strip() and "npm warn" not in line]
     assert warnings == [], warnings  # no schema portability problem
     templates = json.loads(run([*base, "--method", "resources/templates/list"], tmp_path).stdout)
-    assert [t["uriTemplate"] for t in templates["resourceTemplates"]] == ["invoice://{invoice_id}/pdf"]
+    assert [t["uriTemplate"] for t in templates["resourceTemplates"]] == [
+            "invoice://{invoice_id}/pdf", "credit-note://{credit_note_id}/pdf"]
     prompts = json.loads(run([*base, "--method", "prompts/list"], tmp_path).stdout)
     assert {p["name"] for p in prompts["prompts"]} == {"draft_invoice_from_notes", "chase_overdue_invoices",
                                                        "month_end_summary"}

@@ -332,7 +332,6 @@ class CreditNote(SQLModel, table=True):
     issuer_snapshot: dict | None = Field(default=None, sa_type=JSON)
     public_url_token: str = Field(max_length=64, unique=True)
     voided_at: datetime | None = _ts_null()
-    last_viewed_event_at: datetime | None = _ts_null()
     created: datetime = _ts()
     updated: datetime = _ts()
 

@@ -51,15 +51,18 @@ api.endpoint("GET", "/invoices/{id}/credit-notes", operations.list_invoice_credi
 
 @api.operation("GET", "/credit-notes/{id}/pdf", scope="invoices:read", media_type="application/pdf",
                summary="Download a credit note as PDF",
-               description="The credit note as an A4 PDF titled \"Credit note\", naming the invoice it corrects.")
+               description="The credit note as an A4 PDF titled \"Credit note\", naming the invoice it corrects; a "
+                           "void one carries a VOID mark. It carries a strong `ETag`: send it back in "
+                           "`If-None-Match` and an unchanged document is answered `304 Not Modified`.")
 def credit_note_pdf(call: Call) -> Response:
     view = credit_notes.view_credit_note(call.session, credit_notes.get_credit_note(
         call.session, call.principal.account_id, call.params["id"]))
     call.session.commit()  # no transaction stays open while the document renders
     document = documents.credit_note_pdf(view)
+    caching = {"ETag": document.etag} if document.etag else {}
     return Response(document.content, media_type="application/pdf",
                     headers={"Content-Disposition": f'attachment; filename="{filename_for(view)}"',
-                             "Cache-Control": "private, no-cache"})
+                             "Cache-Control": "private, no-cache", **caching})
 
 
 @api.operation("GET", "/credit-notes/{id}/e-invoice", scope="invoices:read", query=EInvoiceQuery,

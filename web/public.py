@@ -10,7 +10,6 @@ visits record nothing: the invoice history has no event for them.
 
 from __future__ import annotations
 
-from sqlmodel import select
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
@@ -44,7 +43,7 @@ from core.billing.presentation import (
     total_rows,
 )
 from core.mechanisms import ratelimit
-from core.models import CreditNote, Invoice
+from core.models import Invoice
 from pages.render import SECURITY_HEADERS
 from web.documents import pdf_response
 from web.rendering import templates
@@ -211,14 +210,11 @@ async def invoice_pdf(request: Request) -> Response:
 
 def _open_credit_note(token: str) -> tuple[dict, str | None] | None:
     """The credit note view behind a token (None if unknown) and its invoice's public token."""
-    if not public.well_formed(token):
-        return None
     with transaction() as session:
-        note = session.exec(select(CreditNote).where(CreditNote.public_url_token == token)).first()
-        if note is None:
+        try:
+            return public.open_credit_note(session, token)
+        except NotFound:
             return None
-        invoice_token = session.exec(select(Invoice.public_url_token).where(Invoice.id == note.invoice_id)).first()
-        return credit_notes.view_credit_note(session, note), invoice_token
 
 
 def _show_credit_note(token: str, client_ip: str) -> Response:

@@ -1,4 +1,5 @@
-"""The public link of a finalized invoice: `{origin}/i/{token}` and its PDF, for the customer.
+"""The public link of a finalized invoice: `{origin}/i/{token}` and its PDF, for the customer; and
+of a credit note, `{origin}/c/{token}` (no visit is recorded for those).
 
 Opening the page records `invoice.viewed`, downloading the PDF `invoice.downloaded`, each at most
 once per invoice every 10 minutes. The throttle is a conditional UPDATE of the invoice's
@@ -10,12 +11,13 @@ from __future__ import annotations
 from datetime import timedelta
 
 from sqlalchemy import or_, update
-from sqlmodel import Session
+from sqlmodel import Session, select
 
 from core.base.clock import now
-from core.billing import events
+from core.base.errors import NotFound
+from core.billing import credit_notes, events
 from core.billing.invoices import get_by_public_token, invoice_to_api
-from core.models import Invoice
+from core.models import CreditNote, Invoice
 
 EVENT_INTERVAL = timedelta(minutes=10)
 # Tokens are secrets.token_urlsafe(32): 43 characters of the URL-safe base64 alphabet.
@@ -31,6 +33,18 @@ def open_invoice(session: Session, token: str) -> tuple[Invoice, dict]:
     """The invoice behind a public token and its API view with lines; NotFound for anything else."""
     invoice = get_by_public_token(session, token if well_formed(token) else "")
     return invoice, invoice_to_api(session, invoice, with_lines=True)
+
+
+def open_credit_note(session: Session, token: str) -> tuple[dict, str | None]:
+    """The credit note behind a public token, as the API shows it, and its invoice's public token;
+    NotFound for anything else."""
+    note = None
+    if well_formed(token):
+        note = session.exec(select(CreditNote).where(CreditNote.public_url_token == token)).first()
+    if note is None:
+        raise NotFound("No such credit note.")
+    invoice_token = session.exec(select(Invoice.public_url_token).where(Invoice.id == note.invoice_id)).first()
+    return credit_notes.view_credit_note(session, note), invoice_token
 
 
 def _record_throttled(session: Session, invoice: Invoice, column, event_type: str) -> bool:

@@ -57,7 +57,6 @@ def upgrade() -> None:
         sa.Column("issuer_snapshot", sa.JSON(), nullable=True),
         sa.Column("public_url_token", _text(64), nullable=False, unique=True),
         sa.Column("voided_at", core.base.db.UTCDateTime(), nullable=True),
-        sa.Column("last_viewed_event_at", core.base.db.UTCDateTime(), nullable=True),
         sa.Column("created", core.base.db.UTCDateTime(), nullable=False),
         sa.Column("updated", core.base.db.UTCDateTime(), nullable=False),
     )

@@ -362,3 +362,12 @@ def test_credit_note_sends_count_against_the_account_email_limit(tenant, note, m
     assert response.status_code == 429
     assert response.headers["RateLimit-Limit"] == "50"
     assert mailbox.received == []
+
+
+def test_the_api_pdf_carries_an_etag_and_answers_304_when_held(tenant):
+    invoice = open_invoice(tenant, items=[adhoc("Workshop", 10000)])
+    note = tenant.post("/credit-notes", json={"invoice": invoice["id"]}, idem=True).json()["data"]
+    first = tenant.get(f"/credit-notes/{note['id']}/pdf")
+    assert first.status_code == 200 and first.headers["etag"]
+    again = tenant.get(f"/credit-notes/{note['id']}/pdf", headers={"If-None-Match": first.headers["etag"]})
+    assert again.status_code == 304

@@ -16,6 +16,7 @@ INVOICE_FIELDS = {
     "finalized_at", "paid_at", "voided_at", "void_reason",
     "created", "updated",
     "buyer_reference", "order_reference",  # beyond the specification: for e-invoices (issue 25)
+    "amount_credited", "balance_applied",  # what credit notes and the customer balance took off (issue 35)
 }
 LINE_FIELDS = {"id", "object", "invoice", "price", "product", "description", "quantity", "unit", "unit_amount",
                "amount", "discount_percent", "tax_rate", "tax_amount",

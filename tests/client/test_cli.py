@@ -124,6 +124,95 @@ def test_lines_from_a_json_file_and_a_preview_that_creates_nothing(cli, home):
                     stdin='[{"description": "B", "unit_amount": 2}]'))["total"] == 2
 
 
+def open_invoice(cli, who: str | None = None) -> dict:
+    """A finalized invoice with its lines: Design 2 × 800.00 and Hosting 15.00 (1,615.00)."""
+    draft = data(cli("invoices", "create", "--customer", who or customer(cli), "--item", "Design:2x80000",
+                     "--item", "Hosting:1500", "--json"))
+    cli("invoices", "finalize", draft["id"])
+    return data(cli("invoices", "get", draft["id"], "--json"))
+
+
+def test_a_credit_note_from_preview_to_void(cli, home):
+    invoice = open_invoice(cli)
+    design = invoice["lines"]["data"][0]["id"]
+    asked = ("--invoice", invoice["id"], "--line", f"{design}:1", "--reason", "order_change", "--memo", "One day less")
+    preview = data(cli("credit-notes", "preview", *asked, "--json"))
+    assert (preview["id"], preview["number"], preview["total"]) == (None, None, 80000)
+    assert data(cli("credit-notes", "create", *asked, "--preview", "--json"))["total"] == 80000
+    assert "A preview: nothing was issued" in cli("credit-notes", "preview", *asked).stderr
+    assert data(cli("credit-notes", "list", "--json")) == []
+
+    made = cli("credit-notes", "create", *asked, "--json")
+    note = data(made)
+    assert note["number"] == "CN-0001" and note["lines"]["data"][0]["invoice_line"] == design
+    assert f"Issued CN-0001 (800.00 USD) on {invoice['number']}" in made.stderr
+    listed = cli("credit-notes", "list")
+    assert note["id"] in listed.stdout and "CN-0001" in listed.stdout and "800.00 USD" in listed.stdout
+    assert [n["id"] for n in data(cli("credit-notes", "list", "--invoice", invoice["id"], "--json"))] == [note["id"]]
+    shown = cli("credit-notes", "show", note["id"]).stdout
+    assert re.search(r"Credited\s+800.00 USD off what is due", shown) and "order_change" in shown and "Design" in shown
+    assert "Refunded" not in shown and "To balance" not in shown  # nothing went there
+    assert data(cli("credit-notes", "get", note["id"], "--json")) == note
+
+    credited = cli("invoices", "get", invoice["id"]).stdout
+    assert re.search(r"Credited\s+800.00 USD", credited) and re.search(r"Amount due\s+815.00 USD", credited)
+    assert design in credited  # the line ids a --line names
+
+    saved = cli("credit-notes", "pdf", note["id"])
+    assert saved.returncode == 0 and (home / "CN-0001.pdf").read_bytes().startswith(b"%PDF-")
+    assert "exists" in refused(cli("credit-notes", "pdf", note["id"]), 2)
+
+    voided = cli("credit-notes", "void", note["id"], "--json")
+    assert data(voided)["status"] == "void" and "Voided CN-0001" in voided.stderr
+    assert "Error (invalid_state)" in refused(cli("credit-notes", "void", note["id"]))
+    assert data(cli("invoices", "get", invoice["id"], "--json"))["amount_due"] == invoice["total"]
+
+
+def test_a_paid_invoice_refunded_and_to_balance_with_lines_of_its_own(cli, home):
+    invoice = open_invoice(cli)
+    cli("invoices", "pay", invoice["id"])
+    (home / "credit.json").write_text(json.dumps([{"description": "Goodwill", "amount": 700, "tax_rate": 20}]))
+    made = cli("credit-notes", "create", "--invoice", invoice["id"], "--file", "credit.json", "--line", "Extra:100@20",
+               "--refund-amount", "500", "--refund-reference", "SEPA-RET-77", "--refunded-on", "2026-11-20",
+               "--balance-amount", "460", "--json")
+    note = data(made)
+    assert [(line["type"], line["amount"], line["tax_amount"]) for line in note["lines"]["data"]] == \
+        [("custom", 700, 140), ("custom", 100, 20)]
+    assert note["refund"] == {"reference": "SEPA-RET-77", "refunded_on": "2026-11-20"} and note["balance_amount"] == 460
+    shown = cli("credit-notes", "show", note["id"]).stdout
+    assert re.search(r"Refunded\s+5.00 USD SEPA-RET-77 on 2026-11-20", shown)
+    assert re.search(r"To balance\s+4.60 USD to the customer's credit \(4.60 USD not yet applied\)", shown)
+    (home / "whole.json").write_text(json.dumps({"invoice": invoice["id"], "lines": [{"description": "A", "amount": 1}],
+                                                 "balance_amount": 1}))
+    assert data(cli("credit-notes", "create", "--file", "whole.json", "--json"))["number"] == "CN-0002"
+    # A paid invoice has nothing due to take a credit off: only refund and balance.
+    refusal = refused(cli("credit-notes", "create", "--invoice", invoice["id"], "--line", "B:1", "--credit-amount", "1"))
+    assert "Error (validation)" in refusal and "credit_amount" in refusal
+
+
+def test_a_credit_note_sent_and_saved_as_an_e_invoice(cli, home, mailbox):
+    buyer = data(cli("customers", "create", "--name", "Northwind Ltd", "--email", "ap@northwind.example",
+                     "--tax-id", "GB987654321", "--country", "GB", "--json"))["id"]
+    note = data(cli("credit-notes", "create", "--invoice", open_invoice(cli, buyer)["id"], "--json"))
+    sent = cli("credit-notes", "send", note["id"], "--message", "As agreed")
+    assert sent.returncode == 0 and "Sent CN-0001 to ap@northwind.example" in sent.stderr
+    wait_for(lambda: mailbox[0].received)
+    saved = cli("credit-notes", "e-invoice", note["id"], "--format", "cii")
+    assert saved.returncode == 0 and (home / "CN-0001-cii.xml").read_bytes().startswith(b"<?xml")
+    assert data(cli("credit-notes", "e-invoice", note["id"], "-o", "cn.xml", "--json"))["format"] == "peppol"
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--invoice", "in_x", "--line", "Goodwill:7.00"), "800.00 is 80000"),
+    (("--invoice", "in_x", "--line", "ii_x:0"), "must be above 0"),
+    (("--invoice", "in_x", "--line", "Goodwill:700@120"), "0 to 100"),
+    (("--invoice", "in_x", "--reason", "changed_mind"), "--reason is one of"),
+    (("--line", "Goodwill:700",), "Name the invoice"),
+])
+def test_credit_note_options_that_cannot_be_sent_exit_2(cli, args, message):
+    assert message in refused(cli("credit-notes", "create", *args), 2)
+
+
 def test_catalog_commands(cli):
     product = data(cli("products", "create", "--name", "Design day", "--json"))
     price = data(cli("prices", "create", "--product", product["id"], "--unit-amount", "80000", "--currency", "EUR",
@@ -201,6 +290,7 @@ COMMANDS = [["login"], ["logout"], ["whoami"], *[[group, command] for group, com
     "products": ["list", "get", "create", "update", "archive", "restore"],
     "prices": ["list", "get", "create", "update", "archive", "restore"],
     "invoices": ["list", "get", "create", "finalize", "send", "pay", "void", "delete", "pdf", "e-invoice", "events"],
+    "credit-notes": ["list", "create", "preview", "show", "get", "void", "send", "pdf", "e-invoice"],
     "webhooks": ["list", "create", "delete"]}.items() for command in commands]]
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import datetime as dt
 import hashlib
 import hmac
 import json
@@ -30,7 +31,17 @@ from invoicing_client import (
     __version__,
     webhooks,
 )
-from invoicing_client.models import Customer, Invoice, InvoiceItem, SentInvoice
+from invoicing_client.models import (
+    CreditNote,
+    CreditNoteLine,
+    CreditNotePreview,
+    Customer,
+    Invoice,
+    InvoiceItem,
+    Refund,
+    SentCreditNote,
+    SentInvoice,
+)
 
 from tests.conftest import make_tenant
 from tests.e2e.conftest import LiveServers, free_port, wait_for
@@ -131,7 +142,8 @@ def test_void_and_delete(api):
 
 
 def test_the_business_profile(api):
-    assert api.business.retrieve().legal_name
+    business = api.business.retrieve()
+    assert business.legal_name and business.credit_note_prefix == "CN"
 
 
 def test_unknown_fields_of_a_newer_server_are_kept():
@@ -139,6 +151,152 @@ def test_unknown_fields_of_a_newer_server_are_kept():
                                   "tax_id": None, "address": {}, "deleted": False, "created": "2026-11-25T10:00:00Z",
                                   "loyalty_tier": "gold"})
     assert customer.loyalty_tier == "gold" and customer.to_dict()["loyalty_tier"] == "gold"
+
+
+# --- credit notes ---------------------------------------------------------------------------------
+
+def open_invoice(api, customer: str | None = None, items=LINES) -> Invoice:
+    """A finalized invoice, with its lines (LINES: 1,600.00 untaxed and 15.00 at 20 %: 1,618.00)."""
+    invoice = api.invoices.finalize(api.invoices.create(customer=customer or customer_of(api).id, items=items).id)
+    return api.invoices.retrieve(invoice.id)
+
+
+def test_a_credit_note_previewed_issued_listed_and_voided(api):
+    invoice = open_invoice(api)
+    design = invoice.lines.data[0]
+    asked = {"invoice": invoice.id, "lines": [{"invoice_line": design.id, "quantity": Decimal(1)}],
+             "reason": "order_change", "memo": "One day less"}
+    preview = api.credit_notes.preview(**asked)
+    assert isinstance(preview, CreditNotePreview) and (preview.id, preview.number, preview.created) == (None, None, None)
+    assert preview.total == 80000 and preview.lines.data[0].id is None
+    assert list(api.credit_notes.list()) == []  # nothing issued
+
+    note = api.credit_notes.create(**asked)
+    assert isinstance(note, CreditNote) and note.id.startswith("cn_") and note.number == "CN-0001"
+    assert (note.status, note.total, note.credit_amount, note.refund_amount, note.balance_amount, note.refund) == \
+        ("issued", preview.total, 80000, 0, 0, None)
+    assert (note.invoice, note.invoice_number, note.invoice_issue_date) == (invoice.id, invoice.number, invoice.issue_date)
+    assert (note.reason, note.memo, note.customer_details.name) == ("order_change", "One day less", "Globex Corp")
+    [line] = note.lines.data
+    assert isinstance(line, CreditNoteLine) and line.id.startswith("cnli_")
+    assert (line.type, line.invoice_line, line.quantity, line.amount, line.tax_amount) == \
+        ("invoice_line", design.id, Decimal(1), 80000, 0)
+    assert api.credit_notes.retrieve(note.id).to_dict() == note.to_dict()
+
+    credited = api.invoices.retrieve(invoice.id)
+    assert (credited.amount_credited, credited.amount_due, credited.status) == (80000, invoice.total - 80000, "open")
+    assert [n.id for n in api.credit_notes.list_for_invoice(invoice.id)] == [note.id]
+    assert [n.id for n in api.credit_notes.list(invoice=invoice.id)] == [note.id]
+    assert [n.id for n in api.credit_notes.list(customer=invoice.customer)] == [note.id]
+
+    voided = api.credit_notes.void(note.id)
+    assert voided.status == "void" and voided.voided_at is not None
+    restored = api.invoices.retrieve(invoice.id)
+    assert (restored.amount_credited, restored.amount_due) == (0, invoice.total)
+    kinds = [event.type for event in api.invoices.events(invoice.id)]
+    assert kinds[0] == "credit_note.voided" and "credit_note.created" in kinds
+    with pytest.raises(ConflictError) as raised:
+        api.credit_notes.void(note.id)
+    assert raised.value.code == "invalid_state"
+
+
+def test_a_whole_invoice_credited_is_paid_and_the_credit_note_sent_and_downloaded(api, mailbox):
+    buyer = api.customers.create(name="Northwind Ltd", email="ap@northwind.example", tax_id="GB987654321",
+                                 address={"city": "Leeds", "country": "GB"})
+    invoice = open_invoice(api, buyer.id)
+    note = api.credit_notes.create(invoice=invoice.id)  # no lines: all that remains of the invoice
+    assert note.total == invoice.total == note.credit_amount
+    assert [line.invoice_line for line in note.lines.data] == [line.id for line in invoice.lines.data]
+    settled = api.invoices.retrieve(invoice.id)
+    assert (settled.status, settled.amount_due, settled.amount_credited) == ("paid", 0, invoice.total)
+
+    sent = api.credit_notes.send(note.id, message="As agreed")
+    assert isinstance(sent, SentCreditNote) and (sent.id, sent.emailed_to) == (note.id, "ap@northwind.example")
+    wait_for(lambda: mailbox[0].received)
+    assert "credit_note.emailed" in [event.type for event in api.invoices.events(invoice.id)]
+
+    assert api.credit_notes.pdf(note.id).startswith(b"%PDF-")
+    peppol = api.credit_notes.e_invoice(note.id)
+    assert peppol.startswith(b"<?xml") and b"CreditNote" in peppol and invoice.number.encode() in peppol
+    assert api.credit_notes.e_invoice(note.id, format="cii").startswith(b"<?xml")
+    assert api.credit_notes.e_invoice(note.id, format="facturx").startswith(b"%PDF-")
+    with pytest.raises(ValidationError) as raised:
+        api.credit_notes.e_invoice(note.id, format="xrechnung")
+    assert raised.value.errors[0]["path"] == "format"
+
+
+def test_a_paid_invoice_is_refunded_and_its_balance_goes_to_the_next_invoice(api):
+    invoice = open_invoice(api)
+    api.invoices.pay(invoice.id)
+    note = api.credit_notes.create(invoice=invoice.id, refund_amount=100000, refund_reference="SEPA-RET-77",
+                                   refunded_on=dt.date(2026, 11, 20), balance_amount=invoice.total - 100000)
+    assert note.refund == Refund(reference="SEPA-RET-77", refunded_on=dt.date(2026, 11, 20))
+    assert (note.credit_amount, note.balance_amount, note.balance_remaining) == (0, 61800, 61800)
+    later = api.invoices.finalize(api.invoices.create(customer=invoice.customer, items=[
+        {"description": "Retainer", "unit_amount": 100000}]).id)
+    assert (later.balance_applied, later.amount_due, later.status) == (61800, 100000 - 61800, "open")
+    assert api.credit_notes.retrieve(note.id).balance_remaining == 0
+    with pytest.raises(ConflictError):  # its balance was used: it can no longer be undone
+        api.credit_notes.void(note.id)
+
+
+def test_a_line_of_its_own_and_over_crediting_refused_at_the_field(api):
+    invoice = open_invoice(api)
+    own = api.credit_notes.create(invoice=invoice.id, lines=[{"description": "Goodwill", "amount": 700,
+                                                                "tax_rate": Decimal("20")}], balance_amount=840)
+    [line] = own.lines.data
+    assert (line.type, line.invoice_line, line.unit_amount, line.tax_amount, own.total) == ("custom", None, None, 140, 840)
+    with pytest.raises(ValidationError) as raised:
+        api.credit_notes.create(invoice=invoice.id, lines=[{"invoice_line": invoice.lines.data[0].id, "quantity": 3}])
+    assert [error["path"] for error in raised.value.errors] == ["lines.0.quantity"]
+    with pytest.raises(NotFoundError):
+        api.credit_notes.retrieve("cn_00000000000000000000000000000000")
+
+
+def test_credit_notes_page_through_every_page(api):
+    invoice = open_invoice(api)
+    made = [api.credit_notes.create(invoice=invoice.id, lines=[{"description": f"n{n}", "amount": 1}]).id
+            for n in range(3)]
+    assert [n.id for n in api.credit_notes.list(limit=2)] == made[::-1]
+    assert [len(page.data) for page in api.credit_notes.list(limit=2).pages()] == [2, 1]
+    assert [n.id for n in api.credit_notes.list_for_invoice(invoice.id, limit=2)] == made[::-1]
+    first = api.credit_notes.list_page(limit=2)
+    assert first.has_more and not api.credit_notes.list_page(limit=2, cursor=first.next_cursor).has_more
+
+
+def test_issuing_and_voiding_carry_an_idempotency_key_and_a_lost_answer_issues_once(api, origin, account):
+    invoice = open_invoice(api)
+    transport = LosesTheFirstAnswer()
+    with InvoicingClient(api_key=account.key, base_url=origin, http_client=httpx.Client(transport=transport)) as client:
+        note = client.credit_notes.create(invoice=invoice.id, lines=[{"description": "Goodwill", "amount": 100}])
+        client.credit_notes.void(note.id, idempotency_key="void-once")
+    assert transport.keys[0] == transport.keys[1] and transport.keys[0] is not None  # the retry of the lost answer
+    assert transport.keys[2] == "void-once"
+    assert [n.id for n in api.credit_notes.list()] == [note.id]
+
+
+def test_issuing_needs_the_credit_notes_scope_and_previewing_does_not(origin):
+    scoped = make_tenant(None, scopes=["invoices:read", "invoices:write", "invoices:finalize", "clients:write"])
+    with InvoicingClient(api_key=scoped.key, base_url=origin) as client:
+        invoice = open_invoice(client)
+        assert client.credit_notes.preview(invoice=invoice.id).total == invoice.total
+        with pytest.raises(PermissionDeniedError) as raised:
+            client.credit_notes.create(invoice=invoice.id)
+        assert list(client.credit_notes.list()) == []
+    assert raised.value.code == "forbidden" and "credit_notes:write" in raised.value.message
+
+
+def test_another_accounts_invoice_and_credit_note_are_not_found(api, origin):
+    theirs = make_tenant(None)
+    with InvoicingClient(api_key=theirs.key, base_url=origin) as other:
+        foreign = open_invoice(other)
+        note = other.credit_notes.create(invoice=foreign.id)
+    with pytest.raises(NotFoundError):
+        api.credit_notes.preview(invoice=foreign.id)
+    with pytest.raises(NotFoundError):
+        api.credit_notes.retrieve(note.id)
+    with pytest.raises(NotFoundError):
+        api.credit_notes.void(note.id)
 
 
 # --- pagination -----------------------------------------------------------------------------------
@@ -381,6 +539,31 @@ def test_the_async_client_has_the_same_shape(origin, account):
     made, listed, final, document, events = asyncio.run(work())
     assert listed == made[::-1] and final.status == "open" and document.startswith(b"%PDF-")
     assert [e.type for e in events][0] == "invoice.finalized"
+
+
+def test_the_async_client_has_credit_notes(origin, account, mailbox):
+    async def work():
+        async with AsyncInvoicingClient(api_key=account.key, base_url=origin) as client:
+            who = await client.customers.create(name="Globex", email="ap@globex.example", address={"country": "GB"})
+            invoice = await client.invoices.finalize((await client.invoices.create(customer=who.id, items=LINES)).id)
+            preview = await client.credit_notes.preview(invoice=invoice.id, credit_amount=invoice.total)
+            note = await client.credit_notes.create(invoice=invoice.id, lines=[{"description": "Goodwill",
+                                                                                "amount": 500}])
+            page = await client.credit_notes.list_page(limit=1)
+            listed = [n.id async for n in client.credit_notes.list(invoice=invoice.id)]
+            of_invoice = await client.credit_notes.list_for_invoice(invoice.id).to_list()
+            sent = await client.credit_notes.send(note.id, to="books@globex.example")
+            document = await client.credit_notes.pdf(note.id)
+            xml = await client.credit_notes.e_invoice(note.id, format="cii")
+            voided = await client.credit_notes.void(note.id)
+            again = await client.credit_notes.retrieve(note.id)
+            return invoice, preview, note, page, listed, of_invoice, sent, document, xml, voided, again
+    invoice, preview, note, page, listed, of_invoice, sent, document, xml, voided, again = asyncio.run(work())
+    assert preview.id is None and preview.total == invoice.total
+    assert [n.id for n in page.data] == listed == [n.id for n in of_invoice] == [note.id]
+    assert isinstance(sent, SentCreditNote) and sent.emailed_to == "books@globex.example"
+    assert document.startswith(b"%PDF-") and xml.startswith(b"<?xml")
+    assert voided.status == again.status == "void"
 
 
 # --- webhooks ---------------------------------------------------------------------------------------

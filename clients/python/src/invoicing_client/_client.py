@@ -12,6 +12,7 @@ from invoicing_client import _http, errors
 from invoicing_client._http import Call
 from invoicing_client.resources import (
     AsyncBusinessResource,
+    AsyncCreditNotes,
     AsyncCustomers,
     AsyncInvoiceItems,
     AsyncInvoices,
@@ -19,6 +20,7 @@ from invoicing_client.resources import (
     AsyncProducts,
     AsyncWebhookEndpoints,
     BusinessResource,
+    CreditNotes,
     Customers,
     InvoiceItems,
     Invoices,
@@ -74,6 +76,7 @@ class InvoicingClient(_Base):
         self.prices = Prices(self)
         self.invoices = Invoices(self)
         self.invoice_items = InvoiceItems(self)
+        self.credit_notes = CreditNotes(self)
         self.webhook_endpoints = WebhookEndpoints(self)
         self.business = BusinessResource(self)
 
@@ -127,6 +130,7 @@ class AsyncInvoicingClient(_Base):
         self.prices = AsyncPrices(self)
         self.invoices = AsyncInvoices(self)
         self.invoice_items = AsyncInvoiceItems(self)
+        self.credit_notes = AsyncCreditNotes(self)
         self.webhook_endpoints = AsyncWebhookEndpoints(self)
         self.business = AsyncBusinessResource(self)
 

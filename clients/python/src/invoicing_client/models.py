@@ -122,6 +122,7 @@ class Business(InvoicingObject):
     phone: str | None = None
     bank: BankDetails
     invoice_prefix: str
+    credit_note_prefix: str = "CN"  # credit notes are numbered in a series of their own: CN-0001, …
     peppol_id: str | None = None  # electronic address for e-invoices, `scheme:identifier`
     created_at: dt.datetime
 
@@ -180,7 +181,9 @@ class Invoice(InvoicingObject):
     taxable: int
     tax: int
     total: int
-    amount_due: int
+    amount_credited: int = 0  # what credit notes took off what is due (their credit_amount)
+    balance_applied: int = 0  # the customer's credit balance applied when it was finalized (paid in advance)
+    amount_due: int  # total − amount_credited − balance_applied while open or overdue; else 0
     amount_in_words: str | None = None
     public_url_token: str | None = None
     public_url: str | None = None
@@ -229,9 +232,104 @@ class DeletedInvoice(InvoicingObject):
 
 class InvoiceEvent(InvoicingObject):
     id: str
-    type: str  # invoice.created, invoice.finalized, invoice.emailed, invoice.paid, …
+    type: str  # invoice.created, invoice.finalized, invoice.paid, credit_note.created, invoice.reopened, …
     meta: dict[str, Any] | None = None
     created_at: dt.datetime
+
+
+class CreditNoteLine(InvoicingObject):
+    """A line of a credit note: part of a line of the invoice (`type` `invoice_line`), or a line of its
+    own (`custom`). Tax is the invoice line's rate, rounded as the invoice was."""
+
+    id: str  # cnli_…
+    object: str = "credit_note_line"
+    type: str  # invoice_line or custom
+    invoice_line: str | None = None  # the invoice line credited, ii_…; None for a line of its own
+    description: str
+    quantity: Number | None = None  # units credited, when credited by quantity
+    unit: str
+    unit_amount: int | None = None  # the invoice line's unit price; None for a line of its own
+    discount_percent: Number
+    amount: int  # credited before tax
+    tax_rate: Number
+    tax_category: str | None = None
+    tax_exemption_reason: str | None = None
+    tax_amount: int
+
+
+class CreditNoteLines(InvoicingObject):
+    data: list[CreditNoteLine]
+
+
+class Refund(InvoicingObject):
+    """The part of a credit note refunded outside the service."""
+
+    reference: str | None = None
+    refunded_on: dt.date
+
+
+class CreditNote(InvoicingObject):
+    """A credit note: a document of its own, numbered in its own series (`CN-0001`), that corrects an
+    open or paid invoice. Its `total` went to `credit_amount` (off what was due), `refund_amount`
+    (refunded outside the service, see `refund`) and `balance_amount` (the customer's credit, applied
+    to their next invoice in this currency; `balance_remaining` is what is not applied yet)."""
+
+    id: str  # cn_…
+    object: str = "credit_note"
+    number: str
+    status: str  # issued or void
+    invoice: str
+    invoice_number: str
+    invoice_issue_date: dt.date
+    customer: str
+    customer_details: CustomerDetails
+    issuer: Business | None = None
+    currency: str
+    reason: str | None = None  # duplicate, order_change, product_unsatisfactory or fraudulent
+    memo: str | None = None
+    issue_date: dt.date
+    subtotal: int
+    tax: int
+    total: int
+    credit_amount: int
+    refund_amount: int
+    refund: Refund | None = None
+    balance_amount: int
+    balance_remaining: int
+    amount_in_words: str | None = None
+    public_url: str | None = None
+    public_pdf_url: str | None = None
+    voided_at: dt.datetime | None = None
+    created: dt.datetime
+    updated: dt.datetime
+    lines: CreditNoteLines
+
+
+class SentCreditNote(CreditNote):
+    """The credit note after `send`, with the address it was e-mailed to."""
+
+    emailed_to: str
+
+
+class CreditNotePreviewLine(CreditNoteLine):
+    """A line of a preview: saved nowhere, so without an id."""
+
+    id: str | None = None  # type: ignore[assignment]
+
+
+class CreditNotePreviewLines(InvoicingObject):
+    data: list[CreditNotePreviewLine]
+
+
+class CreditNotePreview(CreditNote):
+    """What `create` would issue, computed exactly so and saved nowhere: `id`, `number`, `created`
+    and `updated` are None."""
+
+    id: str | None = None  # type: ignore[assignment]
+    number: str | None = None  # type: ignore[assignment]
+    created: dt.datetime | None = None  # type: ignore[assignment]
+    updated: dt.datetime | None = None  # type: ignore[assignment]
+    lines: CreditNotePreviewLines  # type: ignore[assignment]
 
 
 class WebhookEndpoint(InvoicingObject):

@@ -16,6 +16,8 @@ from pydantic import BaseModel, ValidationError
 from invoicing_client._http import Call, path, unexpected
 from invoicing_client.models import (
     Business,
+    CreditNote,
+    CreditNotePreview,
     Customer,
     DeletedInvoice,
     DeletedWebhookEndpoint,
@@ -27,6 +29,7 @@ from invoicing_client.models import (
     Page,
     Price,
     Product,
+    SentCreditNote,
     SentInvoice,
     WebhookEndpoint,
 )
@@ -85,9 +88,13 @@ def _parsed(model: type[T], answer: Any, request: str | None) -> T:
         raise unexpected(exc, request) from None
 
 
-def _sent(answer: Any, request: str | None) -> SentInvoice:
+S = TypeVar("S", SentInvoice, SentCreditNote)
+
+
+def _sent(model: type[S], answer: Any, request: str | None) -> S:
+    """The answer of a send, `{"data": …, "emailed_to": …}`, as one object."""
     try:
-        return SentInvoice.from_api({**answer["data"], "emailed_to": answer.get("emailed_to")})
+        return model.from_api({**answer["data"], "emailed_to": answer.get("emailed_to")})
     except (ValidationError, KeyError, TypeError, AttributeError) as exc:
         raise unexpected(exc, request) from None
 
@@ -254,7 +261,7 @@ class Invoices(_Resource):
              idempotency_key: str | None = None) -> SentInvoice:
         """E-mail it with its PDF (to the customer's address unless `to`); a draft is finalized first."""
         call = Call.post(path("/invoices/{}/send", id), given(to=to, cc=cc, message=message), idempotency_key)
-        return _sent(self._client.request(call), self._client.last_request_id)
+        return _sent(SentInvoice, self._client.request(call), self._client.last_request_id)
 
     def pay(self, id: str, *, paid_on: dt.date | str | None = None, reference: str | None = None,
             idempotency_key: str | None = None) -> Invoice:
@@ -310,7 +317,7 @@ class AsyncInvoices(_AsyncResource):
     async def send(self, id: str, *, to: str | None = None, cc: Strings | None = None, message: str | None = None,
                    idempotency_key: str | None = None) -> SentInvoice:
         call = Call.post(path("/invoices/{}/send", id), given(to=to, cc=cc, message=message), idempotency_key)
-        return _sent(await self._client.request(call), self._client.last_request_id)
+        return _sent(SentInvoice, await self._client.request(call), self._client.last_request_id)
 
     async def pay(self, id: str, *, paid_on: dt.date | str | None = None, reference: str | None = None,
                   idempotency_key: str | None = None) -> Invoice:
@@ -329,6 +336,102 @@ class AsyncInvoices(_AsyncResource):
 
     def events(self, id: str, *, limit: int | None = None) -> AsyncPager[InvoiceEvent]:
         return self._pager(path("/invoices/{}/events", id), InvoiceEvent, {"limit": limit})
+
+
+# --- credit notes ----------------------------------------------------------------------------------
+
+class CreditNotes(_Resource):
+    """Credit notes correct an open or paid invoice with a document of their own (`CN-0001`). `create`
+    issues one (an idempotency key is generated unless you pass `idempotency_key=`), `preview`
+    computes it and saves nothing, `void` undoes its effects, `send` e-mails it; `pdf` and
+    `e_invoice` are its documents' bytes."""
+
+    def create(self, *, invoice: str, lines: Lines | None = None, idempotency_key: str | None = None,
+               **fields: Any) -> CreditNote:
+        """Issue a credit note on `invoice`. `lines`: `{"invoice_line": "ii_…"}` with `quantity` or
+        `amount` (neither: all that remains of it), or a line of its own `{"description", "amount",
+        "tax_rate", "tax_category", "tax_exemption_reason"}`; omitted, all that remains of the invoice.
+        Where the money goes: `credit_amount`, `refund_amount` (with `refund_reference`, `refunded_on`)
+        and `balance_amount`, adding up to its total; also `reason` and `memo`."""
+        body = {**given(invoice=invoice, lines=lines), **jsonable(fields)}
+        return self._one(Call.post("/credit-notes", body, idempotency_key), CreditNote)
+
+    def preview(self, *, invoice: str, lines: Lines | None = None, **fields: Any) -> CreditNotePreview:
+        """What `create` would issue with these arguments, computed exactly so and saved nowhere."""
+        body = {**given(invoice=invoice, lines=lines), **jsonable(fields)}
+        return self._one(Call.post("/credit-notes/preview", body), CreditNotePreview)
+
+    def retrieve(self, id: str) -> CreditNote:
+        return self._one(Call.get(path("/credit-notes/{}", id)), CreditNote)
+
+    def list(self, *, limit: int | None = None, invoice: str | None = None,
+             customer: str | None = None) -> Pager[CreditNote]:
+        return self._pager("/credit-notes", CreditNote, {"limit": limit, "invoice": invoice, "customer": customer})
+
+    def list_page(self, *, cursor: str | None = None, limit: int | None = None, **filters: Any) -> Page[CreditNote]:
+        return self._list_page("/credit-notes", CreditNote, {"cursor": cursor, "limit": limit, **filters})
+
+    def list_for_invoice(self, invoice: str, *, limit: int | None = None) -> Pager[CreditNote]:
+        """The credit notes of one invoice, newest first (`GET /invoices/{id}/credit-notes`)."""
+        return self._pager(path("/invoices/{}/credit-notes", invoice), CreditNote, {"limit": limit})
+
+    def void(self, id: str, *, idempotency_key: str | None = None) -> CreditNote:
+        """Undo its effects: what it took off the invoice is due again, its balance leaves the customer's."""
+        return self._one(Call.post(path("/credit-notes/{}/void", id), idempotency_key=idempotency_key), CreditNote)
+
+    def send(self, id: str, *, to: str | None = None, cc: Strings | None = None, message: str | None = None,
+             idempotency_key: str | None = None) -> SentCreditNote:
+        """E-mail it with its PDF, to the customer's address unless `to`."""
+        call = Call.post(path("/credit-notes/{}/send", id), given(to=to, cc=cc, message=message), idempotency_key)
+        return _sent(SentCreditNote, self._client.request(call), self._client.last_request_id)
+
+    def pdf(self, id: str) -> bytes:
+        return self._client.request(Call.get(path("/credit-notes/{}/pdf", id), binary=True))
+
+    def e_invoice(self, id: str, *, format: str = "peppol") -> bytes:
+        """As an EN 16931 credit note naming its invoice: `peppol` (UBL XML), `cii` (XML) or `facturx` (PDF)."""
+        return self._client.request(Call.get(path("/credit-notes/{}/e-invoice", id), {"format": format}, binary=True))
+
+
+class AsyncCreditNotes(_AsyncResource):
+    async def create(self, *, invoice: str, lines: Lines | None = None, idempotency_key: str | None = None,
+                     **fields: Any) -> CreditNote:
+        body = {**given(invoice=invoice, lines=lines), **jsonable(fields)}
+        return await self._one(Call.post("/credit-notes", body, idempotency_key), CreditNote)
+
+    async def preview(self, *, invoice: str, lines: Lines | None = None, **fields: Any) -> CreditNotePreview:
+        body = {**given(invoice=invoice, lines=lines), **jsonable(fields)}
+        return await self._one(Call.post("/credit-notes/preview", body), CreditNotePreview)
+
+    async def retrieve(self, id: str) -> CreditNote:
+        return await self._one(Call.get(path("/credit-notes/{}", id)), CreditNote)
+
+    def list(self, *, limit: int | None = None, invoice: str | None = None,
+             customer: str | None = None) -> AsyncPager[CreditNote]:
+        return self._pager("/credit-notes", CreditNote, {"limit": limit, "invoice": invoice, "customer": customer})
+
+    async def list_page(self, *, cursor: str | None = None, limit: int | None = None,
+                        **filters: Any) -> Page[CreditNote]:
+        return await self._list_page("/credit-notes", CreditNote, {"cursor": cursor, "limit": limit, **filters})
+
+    def list_for_invoice(self, invoice: str, *, limit: int | None = None) -> AsyncPager[CreditNote]:
+        return self._pager(path("/invoices/{}/credit-notes", invoice), CreditNote, {"limit": limit})
+
+    async def void(self, id: str, *, idempotency_key: str | None = None) -> CreditNote:
+        return await self._one(Call.post(path("/credit-notes/{}/void", id), idempotency_key=idempotency_key),
+                               CreditNote)
+
+    async def send(self, id: str, *, to: str | None = None, cc: Strings | None = None, message: str | None = None,
+                   idempotency_key: str | None = None) -> SentCreditNote:
+        call = Call.post(path("/credit-notes/{}/send", id), given(to=to, cc=cc, message=message), idempotency_key)
+        return _sent(SentCreditNote, await self._client.request(call), self._client.last_request_id)
+
+    async def pdf(self, id: str) -> bytes:
+        return await self._client.request(Call.get(path("/credit-notes/{}/pdf", id), binary=True))
+
+    async def e_invoice(self, id: str, *, format: str = "peppol") -> bytes:
+        return await self._client.request(Call.get(path("/credit-notes/{}/e-invoice", id), {"format": format},
+                                                   binary=True))
 
 
 # --- invoice items ----------------------------------------------------------------------------------

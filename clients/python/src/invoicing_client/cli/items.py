@@ -1,4 +1,4 @@
-"""Invoice lines written on the command line, and read from JSON files."""
+"""Invoice and credit note lines written on the command line, and read from JSON files."""
 
 from __future__ import annotations
 
@@ -30,6 +30,48 @@ def parse_item(text: str) -> dict[str, Any]:
             "unit_amount": _amount(unit_amount, text)}
 
 
+CREDIT_LINE_FORMAT = ("ii_ID for all that remains of a line of the invoice, ii_ID:QUANTITY for some of its units, "
+                      "ii_ID:amount=AMOUNT for part of its amount before tax, or DESCRIPTION:AMOUNT[@TAX_RATE] for a "
+                      "line of its own (\"Goodwill:700@20\": 7.00 at 20 %; amounts in minor units)")
+
+
+def parse_credit_line(text: str) -> dict[str, Any]:
+    """`ii_…` → {"invoice_line": "ii_…"}; `ii_…:2` → with "quantity": 2; `ii_…:amount=2500` → with
+    "amount": 2500; `Goodwill:700@20` → {"description": "Goodwill", "amount": 700, "tax_rate": 20}."""
+    text = text.strip()
+    if text.startswith("ii_"):
+        line, _, part = text.partition(":")
+        part = part.strip()
+        if not part:
+            return {"invoice_line": line}
+        name, equals, value = part.partition("=")
+        if equals and name.strip().lower() == "amount":
+            return {"invoice_line": line, "amount": _amount(value, text, "amount")}
+        if equals and name.strip().lower() == "quantity":
+            return {"invoice_line": line, "quantity": _quantity(value, text)}
+        if equals:
+            raise typer.BadParameter(f"{text!r}: write ii_ID:QUANTITY or ii_ID:amount=AMOUNT.")
+        return {"invoice_line": line, "quantity": _quantity(part, text)}
+    description, colon, amounts = text.rpartition(":")
+    if not colon or not description.strip():
+        raise typer.BadParameter(f"{text!r} is not a credit note line. Write {CREDIT_LINE_FORMAT}.")
+    amount, at, rate = amounts.partition("@")
+    line: dict[str, Any] = {"description": description.strip(), "amount": _amount(amount, text, "amount")}
+    if at:
+        line["tax_rate"] = _rate(rate, text)
+    return line
+
+
+def _rate(value: str, text: str) -> int | float:
+    try:
+        number = Decimal(value.strip().removesuffix("%").strip())
+    except InvalidOperation:
+        raise typer.BadParameter(f"The tax rate in {text!r} is not a number.") from None
+    if not number.is_finite() or not 0 <= number <= 100:
+        raise typer.BadParameter(f"The tax rate in {text!r} must be a percent from 0 to 100.")
+    return int(number) if number == number.to_integral_value() else float(number)
+
+
 def _quantity(value: str, text: str) -> int | float:
     try:
         number = Decimal(value.strip())
@@ -40,11 +82,11 @@ def _quantity(value: str, text: str) -> int | float:
     return int(number) if number == number.to_integral_value() else float(number)
 
 
-def _amount(value: str, text: str) -> int:
+def _amount(value: str, text: str, what: str = "unit amount") -> int:
     value = value.strip().replace("_", "")
     if not value.isdigit():
         hint = " Amounts are in minor units: 800.00 is 80000." if "." in value or "," in value else ""
-        raise typer.BadParameter(f"The unit amount in {text!r} is not a whole number.{hint}")
+        raise typer.BadParameter(f"The {what} in {text!r} is not a whole number.{hint}")
     return int(value)
 
 

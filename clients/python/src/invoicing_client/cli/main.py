@@ -23,9 +23,9 @@ from invoicing_client import InvoicingClient, __version__
 from invoicing_client._http import DEFAULT_BASE_URL, api_base
 from invoicing_client.cli import cleartext, credentials, oauth
 from invoicing_client.cli import output as show
-from invoicing_client.cli.items import ITEM_FORMAT, parse_item, read_json
+from invoicing_client.cli.items import CREDIT_LINE_FORMAT, ITEM_FORMAT, parse_credit_line, parse_item, read_json
 from invoicing_client.errors import APIConnectionError, AuthenticationError, InvoicingError
-from invoicing_client.models import Customer, Invoice, InvoicingObject, Price, Product, WebhookEndpoint
+from invoicing_client.models import CreditNote, Customer, Invoice, InvoicingObject, Price, Product, WebhookEndpoint
 from invoicing_client.pagination import Pager
 
 # Typer's usage errors (click's, vendored by recent Typer): shown as click shows them, exit code 2.
@@ -38,18 +38,22 @@ def _group(help_text: str) -> typer.Typer:
     return typer.Typer(help=help_text, no_args_is_help=True, context_settings=CONTEXT, rich_markup_mode="markdown")
 
 
-app = _group("The Invoicing API from your terminal: customers, products, prices, invoices and webhooks.\n\n"
+app = _group("The Invoicing API from your terminal: customers, products, prices, invoices, credit notes and "
+             "webhooks.\n\n"
              "Start with `invoicing-cli login`, or put an API key in the environment (`export "
              "INVOICING_API_KEY=inv_live_…`, never on the command line), then for example `invoicing-cli invoices list`.")
 customers_app = _group("Customers: the people and companies you invoice.")
 products_app = _group("Products: what you sell, by name.")
 prices_app = _group("Prices: a product's amount in one currency.")
 invoices_app = _group("Invoices: draft, finalize, send, record payment, void, download.")
-webhooks_app = _group("Webhook endpoints: where invoice events are delivered.")
+credit_notes_app = _group("Credit notes: correct an open or paid invoice with a document of its own (CN-0001): "
+                          "preview, issue, void, send, download.")
+webhooks_app = _group("Webhook endpoints: where invoice and credit note events are delivered.")
 app.add_typer(customers_app, name="customers")
 app.add_typer(products_app, name="products")
 app.add_typer(prices_app, name="prices")
 app.add_typer(invoices_app, name="invoices")
+app.add_typer(credit_notes_app, name="credit-notes")
 app.add_typer(webhooks_app, name="webhooks")
 
 
@@ -164,6 +168,10 @@ INVOICE_COLUMNS: list[show.Column] = [
     ("ID", lambda i: i.id), ("Number", lambda i: i.number or "(draft)"), ("Status", lambda i: i.status),
     ("Customer", lambda i: i.customer_details.name), ("Total", lambda i: show.money(i.total, i.currency)),
     ("Due", lambda i: show.when(i.due_date))]
+CREDIT_NOTE_COLUMNS: list[show.Column] = [
+    ("ID", lambda n: n.id), ("Number", lambda n: n.number), ("Status", lambda n: n.status),
+    ("Invoice", lambda n: n.invoice_number), ("Customer", lambda n: n.customer_details.name),
+    ("Total", lambda n: show.money(n.total, n.currency)), ("Issued", lambda n: show.when(n.issue_date))]
 WEBHOOK_COLUMNS: list[show.Column] = [("ID", lambda w: w.id), ("URL", lambda w: w.url),
                                       ("Events", lambda w: w.events or "all"), ("Active", lambda w: w.active)]
 
@@ -200,16 +208,44 @@ def show_invoice(invoice: Invoice) -> None:
         ("Status", lambda i: i.status), ("Customer", lambda i: f"{i.customer_details.name} ({i.customer})"),
         ("Issued", lambda i: show.when(i.issue_date)), ("Due", lambda i: show.when(i.due_date)),
         ("Subtotal", lambda i: money(i.subtotal)), ("Discount", lambda i: money(i.discount) if i.discount else None),
-        ("Tax", lambda i: money(i.tax)), ("Total", lambda i: money(i.total)), ("Amount due", lambda i: money(i.amount_due)),
+        ("Tax", lambda i: money(i.tax)), ("Total", lambda i: money(i.total)),
+        ("Credited", lambda i: money(i.amount_credited) if i.amount_credited else None),
+        ("Balance applied", lambda i: money(i.balance_applied) if i.balance_applied else None),
+        ("Amount due", lambda i: money(i.amount_due)),
         ("Paid", lambda i: show.when(i.paid_at)), ("Voided", lambda i: i.voided_at and f"{show.when(i.voided_at)} "
                                                    f"{i.void_reason or ''}"),
         ("Public page", lambda i: i.public_url)])
     if invoice.lines is not None:
         show.out.print()
-        show.table(invoice.lines.data, [
-            ("Description", lambda line: line.description), ("Quantity", lambda line: line.quantity),
+        show.table(invoice.lines.data, [  # the line ids are what `credit-notes create --line` takes
+            ("Line", lambda line: line.id), ("Description", lambda line: line.description),
+            ("Quantity", lambda line: line.quantity),
             ("Unit amount", lambda line: money(line.unit_amount)), ("Tax", lambda line: f"{line.tax_rate}%"),
             ("Amount", lambda line: money(line.amount))], empty="No lines yet.")
+
+
+def show_credit_note(note: CreditNote) -> None:
+    money = lambda amount: show.money(amount, note.currency)  # noqa: E731
+    show.fields(note, [
+        ("ID", lambda n: n.id), ("Number", lambda n: n.number or "(preview: numbered when issued)"),
+        ("Status", lambda n: n.status if n.id else "preview"),
+        ("Invoice", lambda n: f"{n.invoice_number} ({n.invoice}), issued {show.when(n.invoice_issue_date)}"),
+        ("Customer", lambda n: f"{n.customer_details.name} ({n.customer})"), ("Issued", lambda n: show.when(n.issue_date)),
+        ("Reason", lambda n: n.reason), ("Memo", lambda n: n.memo),
+        ("Subtotal", lambda n: money(n.subtotal)), ("Tax", lambda n: money(n.tax)), ("Total", lambda n: money(n.total)),
+        ("Credited", lambda n: f"{money(n.credit_amount)} off what is due on {n.invoice_number}"
+                               if n.credit_amount else None),
+        ("Refunded", lambda n: " ".join(part for part in (
+            money(n.refund_amount), n.refund and n.refund.reference,
+            n.refund and f"on {show.when(n.refund.refunded_on)}") if part) if n.refund_amount else None),
+        ("To balance", lambda n: f"{money(n.balance_amount)} to the customer's credit "
+                                 f"({money(n.balance_remaining)} not yet applied)" if n.balance_amount else None),
+        ("Voided", lambda n: show.when(n.voided_at)), ("Public page", lambda n: n.public_url)])
+    show.out.print()
+    show.table(note.lines.data, [
+        ("Description", lambda line: line.description), ("Quantity", lambda line: line.quantity),
+        ("Tax", lambda line: f"{line.tax_rate}%"), ("Tax amount", lambda line: money(line.tax_amount)),
+        ("Amount", lambda line: money(line.amount))], empty="No lines.")
 
 
 def show_webhook(endpoint: WebhookEndpoint) -> None:
@@ -611,6 +647,197 @@ def invoices_events(id: Annotated[str, typer.Argument(help="The invoice's id.")]
     present_list(lambda c, size: c.invoices.events(id, limit=size),
                  [("When", lambda e: show.when(e.created_at)), ("Event", lambda e: e.type),
                   ("By", lambda e: (e.meta or {}).get("actor"))], limit=limit, every=every, as_json=as_json, noun="events")
+
+
+# --- credit notes ---------------------------------------------------------------------------------------
+
+REASONS = ("duplicate", "order_change", "product_unsatisfactory", "fraudulent")
+CreditInvoice = Annotated[str | None, typer.Option(help="The invoice's id, open or paid (or in --file).")]
+CreditLine = Annotated[list[str] | None, typer.Option("--line", "-l", help=f"A line, repeatable: {CREDIT_LINE_FORMAT}. "
+                                                                          "None: all that remains of the invoice.")]
+CreditFile = Annotated[str | None, typer.Option(help="JSON: an array of lines, or the whole request (invoice, lines, "
+                                                     "reason, credit_amount, …); - reads standard input.")]
+Reason = Annotated[str | None, typer.Option(help="duplicate, order_change, product_unsatisfactory or fraudulent.")]
+Memo = Annotated[str | None, typer.Option(help="Printed on the credit note.")]
+MONEY_PANEL = "Where the money goes (minor units; adding up to the total)"
+CreditAmount = Annotated[int | None, typer.Option(min=0, rich_help_panel=MONEY_PANEL,
+                                                  help="Off what is due on an open invoice (all of it when none is "
+                                                       "given on an open invoice).")]
+RefundAmount = Annotated[int | None, typer.Option(min=0, rich_help_panel=MONEY_PANEL,
+                                                  help="Refunded to the customer outside the service.")]
+RefundReference = Annotated[str | None, typer.Option(rich_help_panel=MONEY_PANEL, help="The refund's reference.")]
+RefundedOn = Annotated[str | None, typer.Option(rich_help_panel=MONEY_PANEL, help="YYYY-MM-DD; default today.")]
+BalanceAmount = Annotated[int | None, typer.Option(min=0, rich_help_panel=MONEY_PANEL,
+                                                   help="To the customer's credit, taken off their next invoice in "
+                                                        "this currency.")]
+
+
+def _credit_note_body(invoice: str | None, line: list[str] | None, file: str | None, reason: str | None,
+                      memo: str | None, credit_amount: int | None, refund_amount: int | None,
+                      refund_reference: str | None, refunded_on: str | None, balance_amount: int | None) -> dict[str, Any]:
+    body: dict[str, Any] = {}
+    if file is not None:
+        content = read_json(file)
+        if isinstance(content, list):
+            body["lines"] = content
+        elif isinstance(content, dict):
+            body.update(content)
+        else:
+            raise typer.BadParameter(f"{file} must hold a JSON array of lines or an object.")
+    if reason is not None and reason not in REASONS:
+        raise typer.BadParameter(f"--reason is one of {', '.join(REASONS)}, not {reason!r}.")
+    body.update(_given(invoice=invoice, reason=reason, memo=memo, credit_amount=credit_amount,
+                       refund_amount=refund_amount, refund_reference=refund_reference, refunded_on=refunded_on,
+                       balance_amount=balance_amount))
+    if line:
+        body["lines"] = [*body.get("lines", []), *(parse_credit_line(text) for text in line)]
+    if not body.get("invoice"):
+        raise typer.BadParameter("Name the invoice: --invoice in_… (or \"invoice\" in --file).")
+    return body
+
+
+def _preview_credit_note(body: dict[str, Any], as_json: bool) -> None:
+    present(call(lambda c: c.credit_notes.preview(**body)), as_json, show_credit_note)
+    show.say("A preview: nothing was issued.")
+
+
+@credit_notes_app.command("list", epilog=examples("invoicing-cli credit-notes list",
+                                                  "invoicing-cli credit-notes list --invoice in_…",
+                                                  "invoicing-cli credit-notes list --customer cus_… --all --json"))
+def credit_notes_list(invoice: Annotated[str | None, typer.Option(help="Only this invoice's.")] = None,
+                      customer: Annotated[str | None, typer.Option(help="Only this customer's.")] = None,
+                      limit: Limit = 25, every: All = False, as_json: Json = False) -> None:
+    """List credit notes, newest first."""
+    present_list(lambda c, size: c.credit_notes.list(limit=size, invoice=invoice, customer=customer),
+                 CREDIT_NOTE_COLUMNS, limit=limit, every=every, as_json=as_json, noun="credit notes")
+
+
+@credit_notes_app.command("create", epilog=examples(
+    "invoicing-cli credit-notes create --invoice in_…",
+    "invoicing-cli credit-notes create --invoice in_… --line ii_…:1 --reason order_change --memo 'One hour less'",
+    "invoicing-cli credit-notes create --invoice in_… --line 'Goodwill:700@20' --balance-amount 840",
+    "invoicing-cli credit-notes create --invoice in_… --refund-amount 4100 --refund-reference 'SEPA 77'",
+    "invoicing-cli credit-notes create --file credit-note.json",
+    "invoicing-cli credit-notes create --invoice in_… --line ii_…:amount=2500 --preview"))
+def credit_notes_create(
+    invoice: CreditInvoice = None, line: CreditLine = None, file: CreditFile = None, reason: Reason = None,
+    memo: Memo = None, credit_amount: CreditAmount = None, refund_amount: RefundAmount = None,
+    refund_reference: RefundReference = None, refunded_on: RefundedOn = None, balance_amount: BalanceAmount = None,
+    preview: Annotated[bool, typer.Option("--preview", help="Show what would be issued, and issue nothing.")] = False,
+    as_json: Json = False,
+) -> None:
+    """Issue a credit note on an open or paid invoice, numbered in a series of its own (CN-0001).
+
+    Without --line it credits all that remains of the invoice. On an open invoice the credit comes off what is due
+    unless you say where the money goes; a paid invoice takes only --refund-amount and --balance-amount."""
+    body = _credit_note_body(invoice, line, file, reason, memo, credit_amount, refund_amount, refund_reference,
+                             refunded_on, balance_amount)
+    if preview:
+        _preview_credit_note(body, as_json)
+        return
+    note = call(lambda c: c.credit_notes.create(**body))
+    present(note, as_json, show_credit_note)
+    show.done(f"Issued {note.number} ({show.money(note.total, note.currency)}) on {note.invoice_number}.")
+
+
+@credit_notes_app.command("preview", epilog=examples(
+    "invoicing-cli credit-notes preview --invoice in_…",
+    "invoicing-cli credit-notes preview --invoice in_… --line ii_…:2 --json"))
+def credit_notes_preview(
+    invoice: CreditInvoice = None, line: CreditLine = None, file: CreditFile = None, reason: Reason = None,
+    memo: Memo = None, credit_amount: CreditAmount = None, refund_amount: RefundAmount = None,
+    refund_reference: RefundReference = None, refunded_on: RefundedOn = None, balance_amount: BalanceAmount = None,
+    as_json: Json = False,
+) -> None:
+    """Show the credit note `create` would issue with the same options, computed exactly so; nothing is issued."""
+    _preview_credit_note(_credit_note_body(invoice, line, file, reason, memo, credit_amount, refund_amount,
+                                           refund_reference, refunded_on, balance_amount), as_json)
+
+
+@credit_notes_app.command("show", epilog=examples("invoicing-cli credit-notes show cn_…",
+                                                  "invoicing-cli credit-notes show cn_… --json"))
+def credit_notes_show(id: Annotated[str, typer.Argument(help="The credit note's id.")], as_json: Json = False) -> None:
+    """Show a credit note with its lines and where its money went."""
+    present(call(lambda c: c.credit_notes.retrieve(id)), as_json, show_credit_note)
+
+
+@credit_notes_app.command("get", epilog=examples("invoicing-cli credit-notes get cn_…",
+                                                 "invoicing-cli credit-notes get cn_… --json"))
+def credit_notes_get(id: Annotated[str, typer.Argument(help="The credit note's id.")], as_json: Json = False) -> None:
+    """Show a credit note (the same as `show`, named as the other groups' `get`)."""
+    credit_notes_show(id, as_json)
+
+
+@credit_notes_app.command("void", epilog=examples("invoicing-cli credit-notes void cn_…"))
+def credit_notes_void(id: Annotated[str, typer.Argument(help="The credit note's id.")], as_json: Json = False) -> None:
+    """Void a credit note: what it took off the invoice is due again (an invoice it settled reopens) and its
+    balance leaves the customer's. Refused once its balance was applied to another invoice."""
+    note = call(lambda c: c.credit_notes.void(id))
+    present(note, as_json, show_credit_note)
+    show.done(f"Voided {note.number}; its effects on {note.invoice_number} are undone.")
+
+
+@credit_notes_app.command("send", epilog=examples(
+    "invoicing-cli credit-notes send cn_…",
+    "invoicing-cli credit-notes send cn_… --to ap@globex.example --cc me@example.com --message 'As agreed'"))
+def credit_notes_send(id: Annotated[str, typer.Argument(help="The credit note's id.")],
+                      to: Annotated[str | None, typer.Option(help="Default: the customer's e-mail.")] = None,
+                      cc: Annotated[list[str] | None, typer.Option(help="Repeatable.")] = None,
+                      message: Annotated[str | None, typer.Option(help="A note above the credit note in the e-mail.")]
+                      = None,
+                      as_json: Json = False) -> None:
+    """E-mail a credit note with its PDF."""
+    note = call(lambda c: c.credit_notes.send(id, to=to, cc=cc or None, message=message))
+    present(note, as_json, show_credit_note)
+    show.done(f"Sent {note.number} to {note.emailed_to}.")
+
+
+@credit_notes_app.command("pdf", epilog=examples("invoicing-cli credit-notes pdf cn_…",
+                                                 "invoicing-cli credit-notes pdf cn_… -o refund.pdf"))
+def credit_notes_pdf(id: Annotated[str, typer.Argument(help="The credit note's id.")],
+                     output: Annotated[Path | None, typer.Option("--output", "-o", help="Default: NUMBER.pdf here.")]
+                     = None,
+                     force: Force = False, as_json: Json = False) -> None:
+    """Download a credit note's PDF."""
+    with client() as api:
+        if output is None:
+            output = Path(f"{api.credit_notes.retrieve(id).number}.pdf")
+        _writable(output, force)
+        document = api.credit_notes.pdf(id)
+    _save(output, document)
+    if as_json or OPTIONS.json:
+        show.print_json({"credit_note": id, "path": str(output.resolve()), "bytes": len(document)})
+    size = f"{len(document) / 1024:.0f} KB" if len(document) >= 1024 else f"{len(document)} bytes"
+    show.done(f"Saved the PDF to {output} ({size}).")
+
+
+@credit_notes_app.command("e-invoice", epilog=examples(
+    "invoicing-cli credit-notes e-invoice cn_… --format peppol",
+    "invoicing-cli credit-notes e-invoice cn_… --format facturx -o CN-0001.pdf"))
+def credit_notes_e_invoice(id: Annotated[str, typer.Argument(help="The credit note's id.")],
+                           format: Annotated[str, typer.Option(help="peppol (UBL XML), cii (XML) or facturx "
+                                                                    "(PDF/A-3).")] = "peppol",
+                           output: Annotated[Path | None, typer.Option("--output", "-o", help="Default: NUMBER-FORMAT"
+                                                                       ".xml (.pdf for facturx) here.")] = None,
+                           force: Force = False, as_json: Json = False) -> None:
+    """Download a credit note as an EN 16931 e-invoice naming the invoice it corrects."""
+    with client() as api:
+        if output is None:
+            number = api.credit_notes.retrieve(id).number
+            output = Path(f"{number}-{format}.{'pdf' if format == 'facturx' else 'xml'}")
+        _writable(output, force)
+        document = api.credit_notes.e_invoice(id, format=format)
+    _save(output, document)
+    if as_json or OPTIONS.json:
+        show.print_json({"credit_note": id, "format": format, "path": str(output.resolve()), "bytes": len(document)})
+    show.done(f"Saved the {format} e-invoice to {output}.")
+
+
+def _save(output: Path, document: bytes) -> None:
+    try:
+        output.write_bytes(document)
+    except OSError as exc:
+        raise typer.BadParameter(f"Cannot write {output}: {exc.strerror}.") from None
 
 
 # --- webhooks -------------------------------------------------------------------------------------------

@@ -51,7 +51,7 @@ def as_json(obj: InvoicingObject | Iterable[InvoicingObject]) -> Any:
 
 
 Column = tuple[str, Callable[[Any], Any]]
-MONEY_COLUMNS = ("Total", "Amount", "Unit amount")
+MONEY_COLUMNS = ("Total", "Amount", "Unit amount", "Tax amount")
 TEXT_COLUMNS = ("Name", "Email", "Customer", "Description", "Nickname", "URL", "Events", "Product")
 
 

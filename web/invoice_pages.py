@@ -25,6 +25,7 @@ from core.billing.invoice_lines import UNIT_CODES
 from core.billing.pdf import filename_for
 from core.billing.presentation import address_lines, total_rows
 from core.documents.export import EInvoiceQuery, e_invoice
+from operations import credit_notes as credit_note_operations
 from operations import customers as customer_operations
 from operations import invoices as invoice_operations
 from operations import products as product_operations
@@ -49,6 +50,11 @@ NOTICES = {
     "voided": "The invoice is void.",
     "deleted": "The draft is deleted.",
 }
+
+
+# How history names an event whose type does not read well as it is.
+EVENT_LABELS = {"credit_note.created": "credit note issued", "credit_note.voided": "credit note voided",
+                "credit_note.emailed": "credit note e-mailed", "credit_note.email_failed": "credit note e-mail failed"}
 
 
 def _notice(visit: Visit) -> str | None:
@@ -114,7 +120,7 @@ def drafts_for_review(visit: Visit) -> list[tuple[dict, str]]:
 
 # --- the list --------------------------------------------------------------------------------
 
-def _customer_choices(visit: Visit, *, include_archived: bool) -> list[dict]:
+def customer_choices(visit: Visit, *, include_archived: bool) -> list[dict]:
     query = {"limit": PICKER_LIMIT, "include_deleted": "true" if include_archived else ""}
     return act(visit, customer_operations.list_customers, query=query)["data"]
 
@@ -136,7 +142,7 @@ def invoice_list(visit: Visit) -> Response:
             for value, label in STATUS_TABS]
     return render(visit.request, "invoices.html", invoices=result["data"], creators=_creators(visit, result["data"]),
                   filters=filters, errors=errors, tabs=tabs, next_url=next_url,
-                  first_url=first_url, customers=_customer_choices(visit, include_archived=True),
+                  first_url=first_url, customers=customer_choices(visit, include_archived=True),
                   notice=_notice(visit))
 
 
@@ -162,7 +168,7 @@ def _new_draft_page(visit: Visit, values: dict, errors: dict, status_code: int =
     with transaction() as session:
         profile = find_profile(session, account_of(session, visit.user).id)
     return render(visit.request, "invoice_new.html", status_code=status_code, values=values, errors=errors,
-                  customers=_customer_choices(visit, include_archived=False), has_profile=profile is not None,
+                  customers=customer_choices(visit, include_archived=False), has_profile=profile is not None,
                   default_currency=profile.currency if profile else "", form_key=new_form_key())
 
 
@@ -190,6 +196,33 @@ def load_invoice(visit: Visit) -> dict:
     return act(visit, invoice_operations.get_invoice, params={"id": invoice_id_of(visit)})
 
 
+def notes_of_invoice(visit: Visit, invoice_id: str) -> list[dict]:
+    """Every credit note of the invoice, oldest first."""
+    notes: list[dict] = []
+    cursor = ""
+    while True:
+        result = act(visit, credit_note_operations.list_invoice_credit_notes, params={"id": invoice_id},
+                     query={"limit": "100", "cursor": cursor})
+        notes += result["data"]
+        cursor = result["next_cursor"]
+        if not cursor:
+            return notes[::-1]
+
+
+def creditable_total(invoice: dict, notes: list[dict]) -> int:
+    """What the invoice can still be credited: its total less its credit notes (void ones do not count)."""
+    return invoice["total"] - sum(note["total"] for note in notes if note["status"] == "issued")
+
+
+def where_it_went(note: dict) -> str:
+    """A credit note's money in a few words: `Credited 12.00 USD, refunded 5.00 USD`."""
+    parts = [(f"{verb} {format_money(note[name], note['currency'])}") for name, verb in (
+        ("credit_amount", "credited against the invoice"), ("refund_amount", "refunded"),
+        ("balance_amount", "to the customer's balance")) if note[name]]
+    said = ", ".join(parts)
+    return said[:1].upper() + said[1:]
+
+
 def _detail_page(visit: Visit, *, errors: dict | None = None, failed: str | None = None, values: dict | None = None,
                  status_code: int = 200) -> Response:
     """The invoice's page; a failed form (`failed`: details, add, or a line id) is shown again with
@@ -204,10 +237,13 @@ def _detail_page(visit: Visit, *, errors: dict | None = None, failed: str | None
     draft = invoice["status"] == "draft"
     context = {"customer_options": [], "price_options": [], "unit_choices": [(code, code) for code in UNIT_CODES]}
     if draft:
-        context["customer_options"] = [(c["id"], c["name"]) for c in _customer_choices(visit, include_archived=False)]
+        context["customer_options"] = [(c["id"], c["name"]) for c in customer_choices(visit, include_archived=False)]
         context["price_options"] = _price_options(visit, invoice["currency"])
+    notes = [] if draft else notes_of_invoice(visit, invoice["id"])
     return render(visit.request, "invoice.html", status_code=status_code, invoice=invoice, draft=draft,
-                  history=[(event, actor(event["meta"])) for event in history],
+                  history=[(event, actor(event["meta"])) for event in history], event_labels=EVENT_LABELS,
+                  credit_notes=notes, went=where_it_went, numbers={note["id"]: note["number"] for note in notes},
+                  can_credit=invoice["status"] in ("open", "overdue", "paid") and creditable_total(invoice, notes) > 0,
                   drafted_by=_creators(visit, [invoice]).get(invoice["id"]),
                   customer_address=address_lines(invoice["customer_details"].get("address")),
                   totals=total_rows(invoice), errors=errors or {}, failed=failed, values=values or {},

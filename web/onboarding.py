@@ -22,7 +22,7 @@ from web.invoice_pages import drafts_for_review
 from web.rendering import notice_of, render
 
 TOP_LEVEL_FIELDS = ("legal_name", "trade_name", "country_code", "currency", "tax_id", "email", "phone",
-                    "invoice_prefix", "peppol_id")
+                    "invoice_prefix", "credit_note_prefix", "peppol_id")
 FORM_FIELDS = (TOP_LEVEL_FIELDS + tuple(f"address.{k}" for k in ADDRESS_KEYS)
                + tuple(f"bank.{k}" for k in BANK_KEYS))
 
@@ -66,7 +66,8 @@ def onboarding_form(visit: Visit) -> Response:
     with transaction() as session:
         if find_profile(session, account_of(session, visit.user).id) is not None:
             return redirect("/")
-    values = {name: "" for name in FORM_FIELDS} | {"email": visit.user.email, "invoice_prefix": "INV"}
+    values = {name: "" for name in FORM_FIELDS} | {"email": visit.user.email, "invoice_prefix": "INV",
+                                                   "credit_note_prefix": "CN"}
     return render(visit.request, "onboarding.html", values=values, errors={}, notice=notice(visit))
 
 

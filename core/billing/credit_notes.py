@@ -220,9 +220,11 @@ def _own_line(note: CreditNote, item: CreditNoteLineInput) -> CreditNoteLine:
                           tax_exemption_reason=item.tax_exemption_reason or None)
 
 
-def build(session: Session, account_id: uuid.UUID, data: CreditNoteCreate, invoice: Invoice) -> tuple[CreditNote, list]:
+def build(session: Session, account_id: uuid.UUID, data: CreditNoteCreate, invoice: Invoice, *,
+          allocate: bool = True) -> tuple[CreditNote, list]:
     """The credit note `data` describes on `invoice` (open or paid), computed and checked in memory,
-    nothing saved and no number taken."""
+    nothing saved and no number taken; `allocate=False` leaves where the money goes unchecked and unset
+    (`credit_total`)."""
     sources = {line.id: line for line in lines_of(session, invoice)}
     taken = credited_of_lines(session, invoice.id)
     profile = find_profile(session, account_id)
@@ -273,7 +275,8 @@ def build(session: Session, account_id: uuid.UUID, data: CreditNoteCreate, invoi
         raise ValidationFailed.at("lines", f"credit {money.format_money(note.total, note.currency)} is more than "
                                            f"invoice {invoice.number} can still be credited "
                                            f"({money.format_money(max(can_credit, 0), note.currency)})")
-    _allocate(note, data, invoice)
+    if allocate:
+        _allocate(note, data, invoice)
     note.amount_in_words = money.amount_in_words(note.total, note.currency)
     return note, lines
 
@@ -318,6 +321,14 @@ def preview_credit_note(session: Session, principal: Principal, data: CreditNote
     numbering nothing (a read-only session will do)."""
     invoice = _creditable_invoice(session, principal.account_id, data.invoice, lock=False)
     return _preview_of(*build(session, principal.account_id, data, invoice))
+
+
+def credit_total(session: Session, account_id: uuid.UUID, data: CreditNoteCreate) -> int:
+    """The total `data` would credit, whatever it says of where the money goes: what a form that sends
+    all of it one way (the dashboard's) must name as the amount. The checks of `preview_credit_note`
+    but those of the amounts; nothing saved (a read-only session will do)."""
+    invoice = _creditable_invoice(session, account_id, data.invoice, lock=False)
+    return build(session, account_id, data, invoice, allocate=False)[0].total
 
 
 def _preview_of(note: CreditNote, lines: list) -> dict:

@@ -44,8 +44,8 @@ NEXT = {series: {"postgresql": _next(postgresql, counter), "sqlite": _next(sqlit
         for series, counter in (("invoice", InvoiceCounter), ("credit_note", CreditNoteCounter))}
 
 
-def upcoming_number(session: Session, account_id: uuid.UUID, prefix: str) -> str:
-    """The number the next finalization will take, unless another is finalized first (a preview for
-    people; never reserved)."""
-    row = session.get(InvoiceCounter, account_id)
+def upcoming_number(session: Session, account_id: uuid.UUID, prefix: str, series: str = "invoice") -> str:
+    """The number the next document of `series` will take (the next finalization, the next credit note),
+    unless another takes it first (a preview for people; never reserved)."""
+    row = session.get(CreditNoteCounter if series == "credit_note" else InvoiceCounter, account_id)
     return format_number(prefix, (row.last_number if row is not None else 0) + 1)

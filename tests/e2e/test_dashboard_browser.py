@@ -207,3 +207,38 @@ def test_a_person_manages_customers_and_products(origin):
             shot(page, "64-not-found")
         finally:
             browser.close()
+
+
+def test_a_person_credits_part_of_an_invoice(origin):
+    from playwright.sync_api import sync_playwright
+
+    tenant = make_tenant(None)
+    api = httpx.Client(base_url=f"{origin}/api/v1", headers={"Authorization": f"Bearer {tenant.key}"})
+    customer = api.post("/customers", json={"name": "Initech", "email": "ap@initech.example"}).json()["data"]
+    invoice = api.post("/invoices", headers={"Idempotency-Key": "cn-draft"}, json={
+        "customer": customer["id"], "items": [{"description": "Workshop", "unit_amount": 50000, "quantity": 2,
+                                               "tax_rate": 20}]}).json()["data"]
+    api.post(f"/invoices/{invoice['id']}/finalize", headers={"Idempotency-Key": "cn-finalize"})
+
+    with sync_playwright() as playwright:
+        browser, page = browser_page(playwright, DESKTOP)
+        try:
+            sign_in(page, origin, tenant.user_email)
+            page.goto(f"{origin}/invoices/{invoice['id']}")
+            page.get_by_role("link", name="Issue a credit note…").click()
+            page.get_by_label("Chosen lines, or a line of your own").check()
+            page.get_by_label("Line 1: quantity").fill("1")
+            page.get_by_label("Reason").select_option(label="Order change")
+            page.get_by_label("Memo").fill("One workshop day was cancelled")
+            shot(page, "76-credit-note-form")
+            page.get_by_role("button", name="Preview the credit note").click()
+            assert "600.00" in page.get_by_role("main").inner_text()
+            shot(page, "77-credit-note-preview")
+            page.get_by_role("button", name="Issue credit note").click()
+            page.get_by_role("heading", name=re.compile("CN-0001")).wait_for()
+            shot(page, "78-credit-note")
+            page.get_by_role("link", name=re.compile(invoice["id"] + "|INV-0001")).first.click()
+            assert "CN-0001" in page.get_by_role("main").inner_text()
+        finally:
+            browser.close()
+    assert api.get(f"/invoices/{invoice['id']}").json()["data"]["amount_due"] == 60000

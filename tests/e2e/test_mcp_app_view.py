@@ -173,4 +173,4 @@ def test_the_view_shows_an_invoices_credit_notes_and_what_they_took_off(live_ser
     inside.get_by_role("heading", name="Credit notes").wait_for()
     for text in (note["number"], "Credited", "1,000.00 USD"):
         assert inside.get_by_text(text).first.is_visible(), text
-    shot(page, "73-mcp-invoice-view-credit-notes")
+    shot(page, "75-mcp-invoice-view-credit-notes")

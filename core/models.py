@@ -303,7 +303,8 @@ class CreditNote(SQLModel, table=True):
     series of its own, its lines and amounts fixed when it is issued."""
 
     __tablename__ = "credit_notes"
-    __table_args__ = (Index("ix_credit_notes_account_created", "account_id", "created", "id"),
+    __table_args__ = (UniqueConstraint("account_id", "number", name="uq_credit_notes_account_number"),
+                      Index("ix_credit_notes_account_created", "account_id", "created", "id"),
                       Index("ix_credit_notes_invoice", "invoice_id"),
                       Index("ix_credit_notes_customer_balance", "customer_id", "currency", "balance_remaining"))
     id: uuid.UUID = Field(default_factory=_id, primary_key=True)

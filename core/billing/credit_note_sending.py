@@ -35,6 +35,10 @@ def send_credit_note(session: Session, principal: Principal, id_text: str, data:
     """E-mail the credit note to `to` or the customer's address; its API view and the primary address.
     `session`'s transactions are the caller's, as `sending.send_invoice` says."""
     data = data or SendInput()
+    note = credit_notes.get_credit_note(session, principal.account_id, id_text)
+    invoice = owned(session, Invoice, "invoice", principal.account_id, str(note.invoice_id), noun="invoice")
+    # The account (an app's limits) before the credit note, as every writer takes them.
+    executor.within(session, functools.partial(delegated_actions.act_for, amount=note.total), principal, "send", invoice)
     note = credit_notes.get_credit_note(session, principal.account_id, id_text, lock=True)
     if note.status != "issued":
         raise InvalidState(f"Credit note {note.number} is void: it is not sent.")
@@ -44,8 +48,6 @@ def send_credit_note(session: Session, principal: Principal, id_text: str, data:
     to, cc = recipients(view, data)
     if not to:
         raise ValidationFailed.at("to", "is required: the customer has no e-mail address")
-    invoice = owned(session, Invoice, "invoice", principal.account_id, str(note.invoice_id), noun="invoice")
-    executor.within(session, functools.partial(delegated_actions.act_for, amount=note.total), principal, "send", invoice)
     if confirmed is not None:
         confirmations.check(confirmed, view, "send_credit", data)
     usage = count_send(session, principal)

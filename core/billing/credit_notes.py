@@ -45,7 +45,7 @@ from core.billing.confirmations import Confirmed
 from core.billing.credit_note_inputs import CreditNoteCreate, CreditNoteLineInput, CreditNoteListQuery
 from core.billing.credit_note_render import credit_note_to_api
 from core.billing.invoice_lines import check_tax_categories
-from core.billing.invoice_render import amount_due, invoice_to_api, lines_of, status_of
+from core.billing.invoice_render import amount_due, lines_of, status_of
 from core.mechanisms.pagination import Page, paginate
 from core.models import CreditNote, CreditNoteLine, Customer, Invoice, InvoiceLine
 
@@ -127,6 +127,18 @@ def credited_of_lines(session: Session, invoice_id: uuid.UUID) -> dict[uuid.UUID
     return credited
 
 
+def credited_by_rate(session: Session, invoice_id: uuid.UUID) -> dict[Decimal, list[int]]:
+    """What the invoice's credit notes (not void) credited at each tax rate: [amount before tax, tax]."""
+    by_rate: dict[Decimal, list[int]] = {}
+    query = (select(CreditNoteLine.tax_rate, CreditNoteLine.amount, CreditNoteLine.tax_amount)
+             .join(CreditNote, CreditNote.id == CreditNoteLine.credit_note_id)
+             .where(CreditNote.invoice_id == invoice_id, CreditNote.status == "issued"))
+    for rate, amount, tax in session.exec(query):
+        sums = by_rate.setdefault(Decimal(rate), [0, 0])
+        sums[0], sums[1] = sums[0] + amount, sums[1] + tax
+    return by_rate
+
+
 def credited_total(session: Session, invoice_id: uuid.UUID) -> int:
     """The totals of the invoice's credit notes (not void)."""
     return session.exec(select(func.coalesce(func.sum(CreditNote.total), 0)).where(
@@ -157,6 +169,8 @@ def _line_problems(item: CreditNoteLineInput, path: str) -> list[FieldError]:
             problems.append(FieldError(f"{path}.quantity", "is for crediting an invoice line: name it in invoice_line"))
         problems += [FieldError(f"{path}.{name}", "is required for a line of its own")
                      for name in ("description", "amount") if getattr(item, name) is None]
+    if item.amount == 0:
+        problems.append(FieldError(f"{path}.amount", "must be above 0"))
     return problems
 
 
@@ -247,9 +261,13 @@ def build(session: Session, account_id: uuid.UUID, data: CreditNoteCreate, invoi
         if problems:
             raise failed(problems)
         named: dict[uuid.UUID, int] = {}
+        rates = sorted({Decimal(source.tax_rate) for source in sources.values()})
         for index, item in enumerate(data.lines):
             path = f"lines.{index}"
             if item.invoice_line is None:
+                if Decimal(item.tax_rate or 0) not in rates:
+                    raise ValidationFailed.at(f"{path}.tax_rate", "must be one of the invoice's tax rates: " + ", ".join(
+                        f"{money_text(rate)} %" for rate in rates))
                 lines.append(_own_line(note, item))
                 continue
             line_id = ids.try_parse("invoiceitem", item.invoice_line)
@@ -261,6 +279,7 @@ def build(session: Session, account_id: uuid.UUID, data: CreditNoteCreate, invoi
             named[line_id] = index
             lines.append(_from_invoice_line(note, item, sources[line_id], taken.get(line_id, Credited()), path))
     check_tax_categories(lines)
+    _within_each_rate(session, invoice, sources.values(), lines)
     for position, line in enumerate(lines):
         line.position = position
     note.subtotal = sum(line.amount for line in lines)
@@ -279,6 +298,27 @@ def build(session: Session, account_id: uuid.UUID, data: CreditNoteCreate, invoi
         _allocate(note, data, invoice)
     note.amount_in_words = money.amount_in_words(note.total, note.currency)
     return note, lines
+
+
+def _within_each_rate(session: Session, invoice: Invoice, sources, lines: list[CreditNoteLine]) -> None:
+    """At each tax rate, what all the invoice's credit notes credit, before tax and in tax, stays within
+    what the invoice has at that rate (lines of their own included): a credit note never corrects VAT
+    the invoice did not charge."""
+    has: dict[Decimal, list[int]] = {}
+    for source in sources:
+        sums = has.setdefault(Decimal(source.tax_rate), [0, 0])
+        sums[0], sums[1] = sums[0] + source.amount, sums[1] + source.tax_amount
+    credited = credited_by_rate(session, invoice.id)
+    for line in lines:
+        sums = credited.setdefault(Decimal(line.tax_rate), [0, 0])
+        sums[0], sums[1] = sums[0] + line.amount, sums[1] + line.tax_amount
+    for rate, (amount, tax) in credited.items():
+        limit = has.get(rate, [0, 0])
+        if amount > limit[0] or tax > limit[1]:
+            left = max(limit[0] - amount + sum(line.amount for line in lines if Decimal(line.tax_rate) == rate), 0)
+            raise ValidationFailed.at("lines", f"credits more at {money_text(rate)} % than invoice {invoice.number} "
+                                               f"has left at that rate ({money.format_money(left, invoice.currency)} "
+                                               "before tax)")
 
 
 def _allocate(note: CreditNote, data: CreditNoteCreate, invoice: Invoice) -> None:
@@ -373,18 +413,20 @@ def create_credit_note(session: Session, principal: Principal, data: CreditNoteC
 
 def void_credit_note(session: Session, principal: Principal, id_text: str, *,
                      confirmed: Confirmed | None = None) -> CreditNote:
-    """Void a credit note: what it took off the invoice is due again (a paid-by-credit invoice reopens)
-    and its balance leaves the customer's; refused once that balance was applied to another invoice."""
+    """Void a credit note: what it took off the invoice is due again (an invoice it settled reopens) and
+    its balance leaves the customer's; refused once that balance was applied to another invoice, and
+    when the invoice was marked paid for what remained after it (the payment covered less)."""
     note = get_credit_note(session, principal.account_id, id_text)
+    # The invoice, the account (an app's limits), then the credit note: the order of every writer.
     invoice = owned(session, Invoice, "invoice", principal.account_id, str(note.invoice_id), noun="invoice", lock=True)
-    note = get_credit_note(session, principal.account_id, id_text, lock=True)
-    if note.status != "issued":
-        raise InvalidState(f"Credit note {note.number} is void already.")
-    if note.balance_remaining != note.balance_amount:
-        applied = money.format_money(note.balance_amount - note.balance_remaining, note.currency)
-        raise InvalidState(f"Credit note {note.number} cannot be voided: {applied} of its balance was applied to "
-                           "another invoice of the customer.")
+    _refuse_void(note)
     executor.within(session, functools.partial(delegated_actions.act_for, amount=note.total), principal, "credit", invoice)
+    note = get_credit_note(session, principal.account_id, id_text, lock=True)
+    _refuse_void(note)
+    if note.credit_amount and invoice.status == "paid" and amount_due(invoice) != 0:
+        raise InvalidState(f"Credit note {note.number} cannot be voided: invoice {invoice.number} was marked paid "
+                           f"for what remained after it, so voiding it would ask the customer for its "
+                           f"{money.format_money(note.credit_amount, note.currency)} again.")
     if confirmed is not None:
         confirmations.check(confirmed, view_credit_note(session, note), "void_credit", None)
     note.status, note.balance_remaining = "void", 0
@@ -407,10 +449,10 @@ def void_credit_note(session: Session, principal: Principal, id_text: str, *,
     return note
 
 
-def invoice_with_credit_notes(session: Session, invoice: Invoice) -> dict:
-    """The invoice as the API shows it, with its lines and a summary of its credit notes (the views)."""
-    shown = invoice_to_api(session, invoice, with_lines=True)
-    shown["credit_notes"] = [{"id": ids.public_id("credit_note", note.id), "number": note.number,
-                              "status": note.status, "total": note.total, "issue_date": note.issue_date}
-                             for note in notes_of_invoice(session, invoice.id)]
-    return shown
+def _refuse_void(note: CreditNote) -> None:
+    if note.status != "issued":
+        raise InvalidState(f"Credit note {note.number} is void already.")
+    if note.balance_remaining != note.balance_amount:
+        applied = money.format_money(note.balance_amount - note.balance_remaining, note.currency)
+        raise InvalidState(f"Credit note {note.number} cannot be voided: {applied} of its balance was applied to "
+                           "another invoice of the customer.")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import uuid
 
-from sqlalchemy import bindparam, func, select, update
+from sqlalchemy import bindparam, select, update
 
 from core.base.executor import Db
 from core.models import CreditNote
@@ -26,12 +26,6 @@ AVAILABLE = (select(NOTES.c.id, NOTES.c.balance_remaining)
              .order_by(NOTES.c.created, NOTES.c.id).with_for_update())
 SPEND = (update(NOTES).where(NOTES.c.id == bindparam("note_id", type_=NOTES.c.id.type))
          .values(balance_remaining=bindparam("remaining", type_=NOTES.c.balance_remaining.type)))
-BY_CURRENCY = (select(NOTES.c.currency, func.sum(NOTES.c.balance_remaining))
-               .where(NOTES.c.customer_id == bindparam("customer_id", type_=NOTES.c.customer_id.type),
-                      NOTES.c.status == "issued", NOTES.c.balance_remaining > 0)
-               .group_by(NOTES.c.currency).order_by(NOTES.c.currency))
-
-
 def has_credit(customer_id, currency):
     """Whether the customer has balance left in `currency` (values or columns), as SQL."""
     from sqlalchemy import exists
@@ -61,8 +55,3 @@ async def spend(db: Db, spent: list[dict]) -> None:
     """Write what `allocate` used. A unit, in the finalization's transaction."""
     if spent:
         await db.execute_many(SPEND, spent)
-
-
-async def balances(db: Db, customer_id: uuid.UUID) -> dict[str, int]:
-    """The customer's balance in each currency that has one. A unit."""
-    return {currency: amount for currency, amount in await db.rows(BY_CURRENCY, {"customer_id": customer_id})}

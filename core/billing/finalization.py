@@ -94,7 +94,8 @@ async def finalize(db: Db, principal: Principal, id_text: str, *, as_action: str
         available, paid_subscribers = [], []
         if read.has_credit:
             available = await customer_balance.available(tx, invoice.customer_id, invoice.currency)
-            paid_subscribers = await outbox.subscribers(tx, invoice.account_id, "invoice.paid")
+            if customer_balance.allocate(available, invoice.total)[0] == invoice.total:  # paid at once
+                paid_subscribers = await outbox.subscribers(tx, invoice.account_id, "invoice.paid")
         opened(invoice, await numbering.take_next(tx, invoice.account_id, profile.invoice_prefix), customer, profile)
         invoice.balance_applied, spent = customer_balance.allocate(available, invoice.total)
         if invoice.balance_applied and invoice.balance_applied == invoice.total:

@@ -50,7 +50,7 @@ from core.billing.invoice_render import (  # noqa: F401 (re-exported)
     status_of,
 )
 from core.mechanisms.pagination import Position, clamp_limit, decode_cursor, encode_cursor, last_page_row
-from core.models import BusinessProfile, Customer, Invoice, InvoiceLine, Price, inserted_values, plain
+from core.models import BusinessProfile, CreditNote, Customer, Invoice, InvoiceLine, Price, inserted_values, plain
 
 __all__ = [
     "add_item", "create_invoice", "delete_draft", "get_by_public_token", "get_invoice", "get_item",
@@ -482,6 +482,19 @@ def _require_open(invoice: Invoice, action: str) -> None:
                            f"only an open or overdue invoice can be {action}.")
 
 
+def _require_uncorrected(session: Session, invoice: Invoice) -> None:
+    """An invoice with credit notes, or paid in part by the customer's balance, is not voided: what those
+    moved (a balance given or used) would stay moved. Void its credit notes, or credit the rest."""
+    if invoice.balance_applied:
+        raise InvalidState(f"Invoice {invoice.number} used the customer's balance when it was finalized: correct it "
+                           "with a credit note (balance_amount gives the balance back) rather than voiding it.")
+    issued = session.exec(select(func.count()).select_from(CreditNote).where(
+        CreditNote.invoice_id == invoice.id, CreditNote.status == "issued")).one()
+    if issued:
+        raise InvalidState(f"Invoice {invoice.number} has credit notes: void them first, or credit what remains "
+                           "rather than voiding it.")
+
+
 def mark_paid(session: Session, principal: Principal, invoice: Invoice, data: PayInput | None = None, *,
               confirmed: Confirmed | None = None) -> Invoice:
     """Record a payment received outside the service (no money moves)."""
@@ -506,6 +519,7 @@ def void(session: Session, principal: Principal, invoice: Invoice, data: VoidInp
     data = data or VoidInput()
     _locked(session, invoice)
     _require_open(invoice, "voided")
+    _require_uncorrected(session, invoice)
     executor.within(session, delegated_actions.act_for, principal, "void", invoice)
     require_as_confirmed(session, invoice, "void", data, confirmed)
     invoice.status = "void"

@@ -59,6 +59,7 @@ def upgrade() -> None:
         sa.Column("voided_at", core.base.db.UTCDateTime(), nullable=True),
         sa.Column("created", core.base.db.UTCDateTime(), nullable=False),
         sa.Column("updated", core.base.db.UTCDateTime(), nullable=False),
+        sa.UniqueConstraint("account_id", "number", name="uq_credit_notes_account_number"),
     )
     op.create_index("ix_credit_notes_account_created", "credit_notes", ["account_id", "created", "id"])
     op.create_index("ix_credit_notes_invoice", "credit_notes", ["invoice_id"])

@@ -39,7 +39,8 @@ def test_what_is_issued_adds_up_and_never_exceeds_the_invoice(client, lines, ask
     issued = []
     for index, kind, size in asks:
         if kind == "custom":
-            body = {"invoice": invoice["id"], "lines": [{"description": "Own", "amount": size, "tax_rate": 10}]}
+            rate = invoice_lines[index % len(invoice_lines)]["tax_rate"]
+            body = {"invoice": invoice["id"], "lines": [{"description": "Own", "amount": size, "tax_rate": rate}]}
         else:
             body = {"invoice": invoice["id"], "lines": [_line_ask(kind, invoice_lines[index % len(invoice_lines)], size)]}
         response = tenant.post("/credit-notes", json=body, idem=True)

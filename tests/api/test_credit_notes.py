@@ -404,3 +404,59 @@ def test_created_event_carries_the_credit_note_to_webhooks(tenant):
     payload = next(e.payload for e in stored_events(tenant.account_id) if e.type == "credit_note.created")
     assert payload["data"]["object"]["id"] == note["id"]
     assert payload["data"]["object"]["invoice"] == invoice["id"]
+
+
+# --- what the review found --------------------------------------------------------------------------
+
+
+def test_a_line_of_its_own_takes_one_of_the_invoices_rates(tenant):
+    invoice = invoice_with_lines(tenant)  # 20 % and 0 %
+    response = credit(tenant, {"invoice": invoice["id"], "lines": [{"description": "VAT", "amount": 100,
+                                                                    "tax_rate": 100, "tax_category": "S"}]})
+    assert response.status_code == 422 and error_paths(response) == ["lines.0.tax_rate"]
+
+
+def test_lines_of_their_own_never_credit_more_at_a_rate_than_the_invoice_has(tenant):
+    invoice = invoice_with_lines(tenant)  # 5.00 at 0 %
+    response = credit(tenant, {"invoice": invoice["id"], "lines": [{"description": "Goodwill", "amount": 501}]})
+    assert response.status_code == 422 and error_paths(response) == ["lines"]
+    assert "at 0 %" in response.json()["errors"][0]["message"]
+    issued(tenant, {"invoice": invoice["id"], "lines": [{"description": "Goodwill", "amount": 500}]})
+    again = credit(tenant, {"invoice": invoice["id"], "lines": [{"invoice_line": line_ids(invoice)[1], "amount": 1}]})
+    assert again.status_code == 422
+
+
+def test_a_zero_amount_is_refused(tenant):
+    invoice = invoice_with_lines(tenant)
+    response = credit(tenant, {"invoice": invoice["id"], "lines": [{"invoice_line": line_ids(invoice)[0], "amount": 0},
+                                                                   {"description": "Goodwill", "amount": 100}]})
+    assert response.status_code == 422 and error_paths(response) == ["lines.0.amount"]
+
+
+def test_void_is_refused_when_the_invoice_was_then_marked_paid_for_the_rest(tenant):
+    invoice = invoice_with_lines(tenant)
+    note = issued(tenant, {"invoice": invoice["id"], "lines": [{"invoice_line": line_ids(invoice)[1]}]})
+    assert pay(tenant, invoice["id"]).status_code == 200  # paid what remained: 36.00
+    response = tenant.post(f"/credit-notes/{note['id']}/void", idem=True)
+    assert response.status_code == 409 and response.json()["code"] == "invalid_state"
+    assert invoice_now(tenant, invoice["id"])["status"] == "paid"
+
+
+def test_an_invoice_with_credit_notes_is_not_voided(tenant):
+    invoice = invoice_with_lines(tenant)
+    note = issued(tenant, {"invoice": invoice["id"], "lines": [{"invoice_line": line_ids(invoice)[1]}],
+                           "balance_amount": 500})
+    refused = void(tenant, invoice["id"])
+    assert refused.status_code == 409 and "credit notes" in refused.json()["detail"]
+    assert tenant.post(f"/credit-notes/{note['id']}/void", idem=True).status_code == 200
+    assert void(tenant, invoice["id"]).status_code == 200
+
+
+def test_an_invoice_paid_in_part_by_the_balance_is_not_voided(tenant):
+    buyer = customer(tenant)
+    first = invoice_with_lines(tenant, customer=buyer["id"])
+    assert pay(tenant, first["id"]).status_code == 200
+    issued(tenant, {"invoice": first["id"], "balance_amount": 4100})
+    second = open_invoice(tenant, customer=buyer["id"], items=[adhoc("Retainer", 10000)])
+    refused = void(tenant, second["id"])
+    assert refused.status_code == 409 and "balance" in refused.json()["detail"]

@@ -57,7 +57,7 @@ def _credit_note(tenant) -> dict:
     return {"credit_note": note.json()["data"]["id"]}
 
 
-PARTIAL = {"lines": [{"description": "Goodwill", "amount": 1000, "tax_rate": 20}], "reason": "order_change",
+PARTIAL = {"lines": [{"description": "Goodwill", "amount": 1000}], "reason": "order_change",
            "memo": "One hour less"}
 
 

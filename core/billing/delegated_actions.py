@@ -136,8 +136,10 @@ async def _record(db: Db, principal: Principal, action: str, invoice, outcome: s
 
 
 ACTIONS = DelegatedAction.__table__
+# FOR NO KEY UPDATE (PostgreSQL): it serializes an app's actions as FOR UPDATE would, without waiting on
+# (or holding up) the key-share locks every insert that points at the account takes (an event, a credit note).
 ACCOUNT_LOCK = (select(Account.__table__.c.id).where(Account.__table__.c.id == bindparam("account_id"))
-                .with_for_update())
+                .with_for_update(key_share=True))
 INSERT_ACTION = insert(ACTIONS)
 
 

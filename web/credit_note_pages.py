@@ -25,12 +25,11 @@ from core.billing import credit_notes as core_credit_notes
 from core.billing import documents, numbering
 from core.billing.business import find_profile
 from core.billing.credit_note_inputs import CreditNoteCreate
-from core.billing.pdf import filename_for
 from core.billing.presentation import address_lines, exact_number, total_rows
 from operations import credit_notes as credit_note_operations
 from pages.routing import Visit, errors_by_field, errors_of, page, redirect
 from web.acting import act, new_form_key
-from web.documents import pdf_response
+from web.documents import framed_pdf
 from web.invoice_pages import creditable_total, customer_choices, load_invoice, major_text, notes_of_invoice
 from web.rendering import not_found, notice_of, render
 
@@ -383,12 +382,7 @@ def credit_note_pdf(visit: Visit) -> Response:
         view = load_note(visit)
     except NotFound:
         return not_found(visit, "credit note", "/credit-notes")
-    inline = visit.request.query_params.get("download") != "1"
-    disposition = f'{"inline" if inline else "attachment"}; filename="{filename_for(view)}"'
-    # Shown inside the credit note's own page: framing by this origin only.
-    return pdf_response(visit.request, documents.credit_note_pdf(view), disposition,
-                        {"Content-Security-Policy": "frame-ancestors 'self'", "X-Frame-Options": "SAMEORIGIN",
-                         "X-Content-Type-Options": "nosniff"})
+    return framed_pdf(visit.request, documents.credit_note_pdf(view), view)
 
 
 # --- void and send, confirmed first --------------------------------------------------------------

@@ -22,7 +22,6 @@ from core.base.validation import parse
 from core.billing import documents, events
 from core.billing.business import find_profile
 from core.billing.invoice_lines import UNIT_CODES
-from core.billing.pdf import filename_for
 from core.billing.presentation import address_lines, total_rows
 from core.documents.export import EInvoiceQuery, e_invoice
 from operations import credit_notes as credit_note_operations
@@ -31,7 +30,7 @@ from operations import invoices as invoice_operations
 from operations import products as product_operations
 from pages.routing import Visit, errors_by_field, errors_of, page, redirect
 from web.acting import act, new_form_key
-from web.documents import pdf_response
+from web.documents import framed_pdf
 from web.rendering import not_found, notice_of, render
 
 STATUS_TABS = (("", "All"), ("draft", "Drafts"), ("open", "Open"), ("overdue", "Overdue"), ("paid", "Paid"),
@@ -280,12 +279,7 @@ def invoice_pdf(visit: Visit) -> Response:
         view = load_invoice(visit)
     except NotFound:
         return not_found(visit, "invoice", "/invoices")
-    inline = visit.request.query_params.get("download") != "1"
-    disposition = f'{"inline" if inline else "attachment"}; filename="{filename_for(view)}"'
-    # Shown inside the invoice's own page: framing by this origin only.
-    return pdf_response(visit.request, documents.invoice_pdf(view), disposition,
-                        {"Content-Security-Policy": "frame-ancestors 'self'", "X-Frame-Options": "SAMEORIGIN",
-                         "X-Content-Type-Options": "nosniff"})
+    return framed_pdf(visit.request, documents.invoice_pdf(view), view)
 
 
 def invoice_e_invoice(visit: Visit) -> Response:

@@ -9,11 +9,9 @@ is recorded as `credit_note.email_failed` and reported as `502 upstream_failed`.
 from __future__ import annotations
 
 import functools
-from email.utils import formataddr
 
 from sqlmodel import Session
 
-from config.settings import get_settings
 from core.access import accounts
 from core.access.principal import Principal
 from core.base import executor
@@ -22,12 +20,10 @@ from core.base.lookup import owned
 from core.base.money import format_money
 from core.billing import confirmations, credit_notes, delegated_actions, documents, events
 from core.billing.confirmations import Confirmed
-from core.billing.pdf import filename_for
-from core.billing.presentation import document_locale, issuer_name, readable_date
-from core.billing.sending import TEMPLATES, SendInput, count_send, email_note, plain_text, recipients
+from core.billing.sending import SendInput, count_send, document_message, recipients
 from core.models import Invoice
 from core.outbound import mailer
-from core.outbound.mailer import Attachment, MailRejected
+from core.outbound.mailer import MailRejected
 
 
 def send_credit_note(session: Session, principal: Principal, id_text: str, data: SendInput | None = None, *,
@@ -66,25 +62,10 @@ def send_credit_note(session: Session, principal: Principal, id_text: str, data:
 
 
 def credit_note_message(view: dict, *, to: str, cc: list[str], note: str | None):
-    """The credit note e-mail, as the invoice e-mail is made: plain text and HTML, the PDF attached."""
-    issuer = view.get("issuer") or {}
-    sender_name = issuer_name(view, "Your supplier")
-    customer = (view.get("customer_details") or {}).get("name") or ""
-    locale = document_locale(view)
-    context = {
-        "kind": "credit note", "sender_name": sender_name, "number": view["number"],
-        "invoice_number": view["invoice_number"], "greeting": f"Hello {customer}," if customer else "Hello,",
-        "total": format_money(view["total"], view["currency"]), "due_date": None, "note": email_note(note),
-        "link": view["public_url"],
-        "summary": [("Credit note number", view["number"]), ("Issue date", readable_date(view["issue_date"], locale)),
-                    ("Corrects invoice", view["invoice_number"]),
-                    ("Total credited", format_money(view["total"], view["currency"]))],
-        "contact": " · ".join(filter(None, (issuer.get("email"), issuer.get("phone")))),
-    }
-    pdf = documents.credit_note_pdf(view).content
-    return mailer.compose(
-        to=to, cc=cc, subject=f"Credit note {view['number']} from {sender_name}", body=plain_text(context),
-        html=TEMPLATES.get_template("invoice_email.html").render(context),
-        reply_to=issuer.get("email"), sender=formataddr((sender_name, get_settings().sender_address)),
-        attachments=[Attachment(filename_for(view), pdf)],
-    )
+    """The credit note e-mail, as the invoice e-mail is made (`sending.document_message`)."""
+    total = format_money(view["total"], view["currency"])
+    return document_message(
+        view, kind="credit note", to=to, cc=cc, note=note, link=view["public_url"],
+        pdf=documents.credit_note_pdf(view).content, facts={"invoice_number": view["invoice_number"]},
+        summary=[("Credit note number", view["number"]), ("Issue date", None),
+                 ("Corrects invoice", view["invoice_number"]), ("Total credited", total)])

@@ -143,26 +143,34 @@ TEMPLATES = jinja2.Environment(loader=jinja2.PackageLoader("core.billing", "temp
 
 
 def invoice_message(view: dict, *, to: str, cc: list[str], note: str | None):
-    """The invoice e-mail: plain text and HTML saying the same, the PDF attached, from the issuer's
-    name at the service's address, replies going to the issuer."""
+    """The invoice e-mail (`document_message`): its due date and what is due."""
+    due_date = readable_date(view["due_date"], document_locale(view)) if view.get("due_date") else None
+    return document_message(
+        view, kind="invoice", to=to, cc=cc, note=note, link=public_url(view["public_url_token"]),
+        pdf=documents.invoice_pdf(view).content, facts={"due_date": due_date},
+        summary=[("Invoice number", view["number"]), ("Issue date", None),
+                 *([("Due date", due_date)] if due_date else []),
+                 ("Amount due", format_money(view["amount_due"], view["currency"]))])
+
+
+def document_message(view: dict, *, kind: str, to: str, cc: list[str], note: str | None, link: str, pdf: bytes,
+                     summary: list[tuple[str, str | None]], facts: dict):
+    """An e-mail of a document (`kind`: invoice or credit note): plain text and HTML saying the same, the
+    PDF attached, from the issuer's name at the service's address, replies going to the issuer.
+    `summary`: its rows (an "Issue date" row of None is filled in); `facts`: what the wording needs."""
     issuer = view.get("issuer") or {}
     sender_name = issuer_name(view, "Your supplier")
     customer = (view.get("customer_details") or {}).get("name") or ""
-    locale = document_locale(view)
-    due_date = readable_date(view["due_date"], locale) if view.get("due_date") else None
+    issued = readable_date(view["issue_date"], document_locale(view))
     context = {
-        "kind": "invoice", "sender_name": sender_name, "number": view["number"],
+        "kind": kind, "sender_name": sender_name, "number": view["number"], "due_date": None, **facts,
         "greeting": f"Hello {customer}," if customer else "Hello,",
-        "total": format_money(view["total"], view["currency"]), "due_date": due_date,
-        "note": email_note(note), "link": public_url(view["public_url_token"]),
-        "summary": [("Invoice number", view["number"]), ("Issue date", readable_date(view["issue_date"], locale)),
-                    *([("Due date", due_date)] if due_date else []),
-                    ("Amount due", format_money(view["amount_due"], view["currency"]))],
+        "total": format_money(view["total"], view["currency"]), "note": email_note(note), "link": link,
+        "summary": [(label, issued if label == "Issue date" and value is None else value) for label, value in summary],
         "contact": " · ".join(filter(None, (issuer.get("email"), issuer.get("phone")))),
     }
-    pdf = documents.invoice_pdf(view).content
     return mailer.compose(
-        to=to, cc=cc, subject=f"Invoice {view['number']} from {sender_name}", body=plain_text(context),
+        to=to, cc=cc, subject=f"{kind.capitalize()} {view['number']} from {sender_name}", body=plain_text(context),
         html=TEMPLATES.get_template("invoice_email.html").render(context),
         reply_to=issuer.get("email"), sender=formataddr((sender_name, get_settings().sender_address)),
         attachments=[Attachment(filename_for(view), pdf)],

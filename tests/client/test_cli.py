@@ -171,17 +171,17 @@ def test_a_credit_note_from_preview_to_void(cli, home):
 def test_a_paid_invoice_refunded_and_to_balance_with_lines_of_its_own(cli, home):
     invoice = open_invoice(cli)
     cli("invoices", "pay", invoice["id"])
-    (home / "credit.json").write_text(json.dumps([{"description": "Goodwill", "amount": 700, "tax_rate": 20}]))
-    made = cli("credit-notes", "create", "--invoice", invoice["id"], "--file", "credit.json", "--line", "Extra:100@20",
+    (home / "credit.json").write_text(json.dumps([{"description": "Goodwill", "amount": 700, "tax_rate": 0}]))
+    made = cli("credit-notes", "create", "--invoice", invoice["id"], "--file", "credit.json", "--line", "Extra:100@0",
                "--refund-amount", "500", "--refund-reference", "SEPA-RET-77", "--refunded-on", "2026-11-20",
-               "--balance-amount", "460", "--json")
+               "--balance-amount", "300", "--json")
     note = data(made)
     assert [(line["type"], line["amount"], line["tax_amount"]) for line in note["lines"]["data"]] == \
-        [("custom", 700, 140), ("custom", 100, 20)]
-    assert note["refund"] == {"reference": "SEPA-RET-77", "refunded_on": "2026-11-20"} and note["balance_amount"] == 460
+        [("custom", 700, 0), ("custom", 100, 0)]
+    assert note["refund"] == {"reference": "SEPA-RET-77", "refunded_on": "2026-11-20"} and note["balance_amount"] == 300
     shown = cli("credit-notes", "show", note["id"]).stdout
     assert re.search(r"Refunded\s+5.00 USD SEPA-RET-77 on 2026-11-20", shown)
-    assert re.search(r"To balance\s+4.60 USD to the customer's credit \(4.60 USD not yet applied\)", shown)
+    assert re.search(r"To balance\s+3.00 USD to the customer's credit \(3.00 USD not yet applied\)", shown)
     (home / "whole.json").write_text(json.dumps({"invoice": invoice["id"], "lines": [{"description": "A", "amount": 1}],
                                                  "balance_amount": 1}))
     assert data(cli("credit-notes", "create", "--file", "whole.json", "--json"))["number"] == "CN-0002"

@@ -1,6 +1,6 @@
 """Limits on the consent page: what a person allows an app to do with money, next to the scope it narrows.
 
-Each consequential scope the app asks for (finalize, send, mark paid) gets a row: "up to [amount]"
+Each consequential scope the app asks for (finalize, send, mark paid, credit) gets a row: "up to [amount]"
 and "at most [n] a day". A limit the app asked for (RFC 9396 `authorization_details`) is shown in
 words and filled in; the person may lower it, never raise or drop it. A person may set limits where
 the app asked for none. When any limit is set (or asked for), the grant carries authorization details

@@ -587,3 +587,11 @@ def test_an_app_not_allowed_to_credit_is_refused(browser, app_client, tenant, cl
     token = rest_token(browser, app_client, authorization_details=FINALIZE_1000)  # no credit_notes:write at all
     response = credit_as(as_token(client, token["access_token"]), open_of(tenant, 1000)["id"], 100, "a")
     assert response.status_code == 403 and response.json()["code"] == "forbidden"
+
+
+def test_a_person_may_limit_crediting_on_the_consent_page(browser, app_client):
+    token = obtain(browser, app_client, resource=resources.rest_api(), scopes=["invoices:read", "credit_notes:write"],
+                   fields={"credit_notes-write.amount": "50", "credit_notes-write.currency": "USD",
+                           "credit_notes-write.per_day": "2"})
+    assert token["authorization_details"] == [{"type": "invoice_actions", "actions": ["credit"],
+                                                "max_amount": {"currency": "USD", "amount": 5000}, "max_per_day": 2}]

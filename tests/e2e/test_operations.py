@@ -113,6 +113,8 @@ def test_one_view_of_both_processes_in_metrics_and_logs(operated, hooks):
                             "params": {"name": "get_business", "arguments": {}}})
     assert tool.status_code == 200 and not tool.json()["result"].get("isError")
     wait_for(lambda: hooks.types() == ["invoice.created"])
+    # The worker counts the delivery once the receiver has answered: wait for the count, not the receipt.
+    wait_for(lambda: value(scrape(origin), "invoicing_webhook_delivery_attempts_total", outcome="succeeded") == 1)
 
     business = {"route": "/api/v1/business", "method": "GET", "status": "200"}
     for _ in range(4):  # each scrape is answered by either process, and sees both

@@ -25,17 +25,15 @@ from core.billing import credit_notes as core_credit_notes
 from core.billing import documents, numbering
 from core.billing.business import find_profile
 from core.billing.credit_note_inputs import CreditNoteCreate
-from core.billing.presentation import address_lines, exact_number, total_rows
+from core.billing.presentation import REASON_LABELS, address_lines, exact_number, settlement_rows, total_rows
 from operations import credit_notes as credit_note_operations
 from pages.routing import Visit, errors_by_field, errors_of, page, redirect
 from web.acting import act, new_form_key
 from web.documents import framed_pdf
-from web.invoice_pages import creditable_total, customer_choices, load_invoice, major_text, notes_of_invoice
+from web.invoice_pages import customer_choices, load_invoice, major_text
 from web.rendering import not_found, notice_of, render
 
-REASONS = (("duplicate", "Duplicate invoice"), ("order_change", "Order change"),
-           ("product_unsatisfactory", "Product unsatisfactory"), ("fraudulent", "Fraudulent charge"))
-REASON_LABELS = dict(REASONS)
+REASONS = tuple(REASON_LABELS.items())
 DESTINATIONS = {"credit": "Credit against the invoice", "refund": "Refunded to the customer",
                 "balance": "Customer balance"}
 CREDITABLE = ("open", "overdue", "paid")
@@ -63,28 +61,23 @@ def load_note(visit: Visit) -> dict:
     return act(visit, credit_note_operations.get_credit_note, params={"id": credit_note_id_of(visit)})
 
 
-def money_parts(note: dict) -> list[tuple[str, int]]:
-    """Where a credit note's money went, as (label, amount) for each part above 0."""
-    parts = [("Credited against invoice " + note["invoice_number"], note["credit_amount"]),
-             ("Refunded to the customer", note["refund_amount"]), ("Customer balance", note["balance_amount"])]
-    return [(label, amount) for label, amount in parts if amount]
-
-
 # --- what remains of each line -------------------------------------------------------------------
 
-@dataclass
+@dataclass(frozen=True)
 class Creditable:
-    """An invoice line and what its credit notes (not void) left of it."""
+    """An invoice line and what its credit notes (not void) left of it (`credit_notes.what_remains`)."""
 
     line: dict
     number: int  # its position on the invoice, from 1
-    amount: int  # before tax
-    tax: int
-    quantity: Decimal | None  # None once part of it was credited by amount
+    remains: core_credit_notes.Remaining
 
     @property
     def done(self) -> bool:
-        return self.amount <= 0 and self.tax <= 0
+        return self.remains.done
+
+    @property
+    def quantity(self) -> Decimal | None:
+        return self.remains.quantity
 
     def units_left(self) -> str | None:
         """`2 of 3 HRS`; None when credited in full, or once part of it was credited by amount."""
@@ -95,28 +88,18 @@ class Creditable:
     def money_left(self, currency: str) -> str:
         if self.done:
             return "Credited in full"
-        return format_money(self.amount, currency) + (f" + {format_money(self.tax, currency)} tax" if self.tax else "")
+        amount, tax = self.remains.amount, self.remains.tax
+        return format_money(amount, currency) + (f" + {format_money(tax, currency)} tax" if tax else "")
 
 
-def creditable_lines(invoice: dict, notes: list[dict]) -> list[Creditable]:
-    """Each line of the invoice with what remains creditable of it (the core's arithmetic: `credited_of_lines`)."""
-    result = []
-    for number, line in enumerate(invoice["lines"]["data"], start=1):
-        item = Creditable(line, number, line["amount"], line["tax_amount"], Decimal(str(line["quantity"])))
-        for note in notes:
-            if note["status"] != "issued":
-                continue
-            for taken in note["lines"]["data"]:
-                if taken["invoice_line"] != line["id"]:
-                    continue
-                item.amount -= taken["amount"]
-                item.tax -= taken["tax_amount"]
-                if taken["quantity"] is None or item.quantity is None:
-                    item.quantity = None
-                else:
-                    item.quantity -= Decimal(str(taken["quantity"]))
-        result.append(item)
-    return result
+def creditable(visit: Visit, invoice: dict) -> tuple[list[Creditable], int]:
+    """Each line of the invoice with what remains creditable of it, and what the invoice can still be
+    credited: the core's figures (read-only, as the form's total is)."""
+    with closing(new_session(read_only=True)) as session:
+        remains, can_credit = core_credit_notes.what_remains(session, account_of(session, visit.user).id,
+                                                             invoice["id"])
+    return [Creditable(line, number, remains[line["id"]])
+            for number, line in enumerate(invoice["lines"]["data"], start=1)], can_credit
 
 
 # --- the form ------------------------------------------------------------------------------------
@@ -253,17 +236,16 @@ def _labels(lines: list[Creditable]) -> dict[str, str]:
     return labels
 
 
-def _form_page(visit: Visit, invoice: dict, notes: list[dict], values: dict, errors: dict,
-               status_code: int = 200) -> Response:
-    lines = creditable_lines(invoice, notes)
+def _form_page(visit: Visit, invoice: dict, values: dict, errors: dict, status_code: int = 200) -> Response:
+    lines, can_credit = creditable(visit, invoice)
     # Crediting the whole invoice credits what remains of each line: more than the invoice can still be
     # credited once an earlier credit note credited a line of its own.
-    whole = sum(item.amount + item.tax for item in lines if not item.done)
+    whole = sum(item.remains.amount + item.remains.tax for item in lines if not item.done)
     return render(visit.request, "credit_note_new.html", status_code=status_code, invoice=invoice, lines=lines,
                   whole=whole,
                   lines_on_form=len(lines) <= LINES_ON_FORM_MAX, values=values, errors=errors,
                   labels=_labels(lines), reasons=REASONS, destinations=_destinations(invoice),
-                  can_credit=creditable_total(invoice, notes), form_key=new_form_key())
+                  can_credit=can_credit, form_key=new_form_key())
 
 
 def credit_note_form(visit: Visit) -> Response:
@@ -273,7 +255,7 @@ def credit_note_form(visit: Visit) -> Response:
         return not_found(visit, "invoice", "/invoices")
     if invoice["status"] not in CREDITABLE:
         return redirect(f"/invoices/{invoice['id']}")
-    return _form_page(visit, invoice, notes_of_invoice(visit, invoice["id"]), _default_values(invoice), {})
+    return _form_page(visit, invoice, _default_values(invoice), {})
 
 
 def _upcoming_number(visit: Visit) -> str | None:
@@ -320,12 +302,11 @@ def credit_note_submit(visit: Visit) -> Response:
         invoice = load_invoice(visit)
     except NotFound:
         return not_found(visit, "invoice", "/invoices")
-    notes = notes_of_invoice(visit, invoice["id"])
-    lines = creditable_lines(invoice, notes)
+    lines, _can_credit = creditable(visit, invoice)
     values = _values(visit, lines)
     step = visit.text("step", 20)
     if step == "edit":
-        return _form_page(visit, invoice, notes, values, {})
+        return _form_page(visit, invoice, values, {})
     sources: list[str] = []
     try:
         body = _body(invoice, values, lines, sources)
@@ -340,7 +321,7 @@ def credit_note_submit(visit: Visit) -> Response:
             return redirect(note_url(note["id"], "issued"))
         preview = act(visit, credit_note_operations.preview_credit_note, body=body)
     except DomainError as exc:
-        return _form_page(visit, invoice, notes, values, _form_errors(exc, sources), status_code=exc.status)
+        return _form_page(visit, invoice, values, _form_errors(exc, sources), status_code=exc.status)
     values["previewed_total"] = str(preview["total"])
     return _preview_page(visit, invoice, values, preview)
 
@@ -372,7 +353,7 @@ def credit_note_detail(visit: Visit) -> Response:
         note = load_note(visit)
     except NotFound:
         return not_found(visit, "credit note", "/credit-notes")
-    return render(visit.request, "credit_note.html", note=note, totals=total_rows(note), parts=money_parts(note),
+    return render(visit.request, "credit_note.html", note=note, totals=total_rows(note), parts=settlement_rows(note),
                   customer_address=address_lines(note["customer_details"].get("address")),
                   reason_labels=REASON_LABELS, notice=notice_of(visit, NOTICES))
 

@@ -21,26 +21,23 @@ from core.base.db import transaction
 from core.base.errors import NotFound
 from core.base.money import format_money
 from core.billing import credit_notes, documents, public
-from core.billing.pdf import (
-    CREDIT_NOTE_STATUS_LABELS,
-    NOT_APPLICABLE,
-    corrects_text,
-    filename_for,
-    reason_text,
-    settlement_rows,
-    void_text,
-)
+from core.billing.pdf import NOT_APPLICABLE, filename_for
 from core.billing.presentation import (
+    CREDIT_NOTE_STATUS_LABELS,
     STATUS_LABELS,
     UNIT_NAMES,
     address_lines,
     bank_rows,
+    corrects_text,
     discount_note,
     document_locale,
     exact_number,
     issuer_name,
     readable_date,
+    reason_text,
+    settlement_rows,
     total_rows,
+    void_text,
 )
 from core.mechanisms import ratelimit
 from core.models import Invoice

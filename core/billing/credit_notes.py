@@ -60,6 +60,26 @@ class Credited:
     by_amount: bool = False  # some of it was credited by amount: its quantity no longer tells what remains
 
 
+@dataclass(frozen=True)
+class Remaining:
+    """What an invoice line still has to credit: before tax, tax, and units (None once part of it was
+    credited by amount: its quantity no longer tells what remains)."""
+
+    amount: int
+    tax: int
+    quantity: Decimal | None
+
+    @property
+    def done(self) -> bool:
+        return self.amount <= 0 and self.tax <= 0
+
+
+def remaining_of(source: InvoiceLine, taken: Credited) -> Remaining:
+    """What remains of the invoice line `source` after what its credit notes took (`taken`)."""
+    return Remaining(source.amount - taken.amount, source.tax_amount - taken.tax,
+                     None if taken.by_amount else Decimal(source.quantity) - taken.quantity)
+
+
 # --- look-ups ------------------------------------------------------------------------------
 
 
@@ -139,6 +159,16 @@ def credited_by_rate(session: Session, invoice_id: uuid.UUID) -> dict[Decimal, l
     return by_rate
 
 
+def what_remains(session: Session, account_id: uuid.UUID, invoice_id_text: str) -> tuple[dict[str, Remaining], int]:
+    """What each line of the account's invoice still has to credit (by `ii_…` id), and what the invoice
+    as a whole can still be credited: the figures a form to credit it shows (read-only)."""
+    invoice = owned(session, Invoice, "invoice", account_id, invoice_id_text, noun="invoice")
+    taken = credited_of_lines(session, invoice.id)
+    remains = {ids.public_id("invoiceitem", source.id): remaining_of(source, taken.get(source.id, Credited()))
+               for source in lines_of(session, invoice)}
+    return remains, invoice.total - credited_total(session, invoice.id)
+
+
 def credited_total(session: Session, invoice_id: uuid.UUID) -> int:
     """The totals of the invoice's credit notes (not void)."""
     return session.exec(select(func.coalesce(func.sum(CreditNote.total), 0)).where(
@@ -177,22 +207,22 @@ def _line_problems(item: CreditNoteLineInput, path: str) -> list[FieldError]:
 def _from_invoice_line(note: CreditNote, item: CreditNoteLineInput | None, source: InvoiceLine, taken: Credited,
                        path: str) -> CreditNoteLine:
     """The part of `source` that `item` credits (None: all that remains of it)."""
-    remaining_amount, remaining_tax = source.amount - taken.amount, source.tax_amount - taken.tax
+    remains = remaining_of(source, taken)
+    remaining_amount, remaining_tax = remains.amount, remains.tax
     line = CreditNoteLine(account_id=note.account_id, credit_note_id=note.id, type="invoice_line",
                           invoice_line_id=source.id, description=source.description, unit=source.unit,
                           unit_amount=source.unit_amount, discount_percent=source.discount_percent,
                           tax_rate=source.tax_rate, tax_category=source.tax_category,
                           tax_exemption_reason=source.tax_exemption_reason)
-    if remaining_amount <= 0 and remaining_tax <= 0:
+    if remains.done:
         raise ValidationFailed.at(path, f"invoice line {ids.public_id('invoiceitem', source.id)} is credited in full "
                                         "already")
     if item is None or (item.quantity is None and item.amount is None):
-        line.amount, line.tax_amount = remaining_amount, remaining_tax
-        line.quantity = None if taken.by_amount else source.quantity - taken.quantity
+        line.amount, line.tax_amount, line.quantity = remaining_amount, remaining_tax, remains.quantity
         return line
     if item.quantity is not None:
-        left = source.quantity - taken.quantity
-        if taken.by_amount:
+        left = remains.quantity
+        if left is None:
             raise ValidationFailed.at(f"{path}.quantity", "part of the invoice line was credited by amount: credit "
                                                           "the rest by amount too")
         if item.quantity > left:
@@ -251,9 +281,7 @@ def build(session: Session, account_id: uuid.UUID, data: CreditNoteCreate, invoi
     lines: list[CreditNoteLine] = []
     if data.lines is None:
         lines = [_from_invoice_line(note, None, source, taken.get(source.id, Credited()), "lines")
-                 for source in sources.values()
-                 if source.amount + source.tax_amount > taken.get(source.id, Credited()).amount
-                 + taken.get(source.id, Credited()).tax]
+                 for source in sources.values() if not remaining_of(source, taken.get(source.id, Credited())).done]
         if not lines:
             raise ValidationFailed.at("lines", "the invoice is credited in full already")
     else:

@@ -25,10 +25,12 @@ from fpdf.enums import Align, MethodReturnValue, TableBordersLayout, WrapMode, X
 from core.base.money import format_money
 from core.billing.invoice_lines import exemption_notes
 from core.billing.presentation import (
+    CREDIT_NOTE_STATUS_LABELS,
     STATUS_LABELS,
     UNIT_NAMES,
     address_lines,
     bank_rows,
+    corrects_text,
     credit_note_url,
     discount_note,
     document_locale,
@@ -36,7 +38,10 @@ from core.billing.presentation import (
     plain_text,
     public_url,
     readable_date,
+    reason_text,
+    settlement_rows,
     total_rows,
+    void_text,
 )
 
 FONTS = Path(__file__).parent / "fonts"
@@ -57,12 +62,6 @@ COLUMN_ALIGN = ("RIGHT", "LEFT", "RIGHT", "LEFT", "RIGHT", "RIGHT", "RIGHT", "RI
 
 
 NOT_APPLICABLE = "—"  # a cell with nothing to say: the quantity of a line credited by amount
-
-# How a credit note reads: its status, its reason (the API's codes, as UN/CEFACT's credit reasons name them).
-CREDIT_NOTE_STATUS_LABELS = {"issued": "Issued", "void": "Void"}
-REASON_LABELS = {"duplicate": "Duplicate invoice", "order_change": "Order change",
-                 "product_unsatisfactory": "Product unsatisfactory", "fraudulent": "Fraudulent charge"}
-
 
 def is_credit_note(view: dict) -> bool:
     return view.get("object") == "credit_note"
@@ -108,47 +107,6 @@ def render_credit_note(view: dict, *, origin: str | None = None, compliance: str
     document.settlement()
     document.notes(origin)
     return bytes(document.output())
-
-
-# --- how a credit note reads (the PDF and the public page) ----------------------------------------
-
-
-def corrects_text(view: dict) -> str:
-    """'Corrects invoice INV-0003 of 12 November 2026'."""
-    issued = readable_date(view.get("invoice_issue_date"), document_locale(view))
-    return f"Corrects invoice {plain_text(view.get('invoice_number'))} of {issued}"
-
-
-def reason_text(view: dict) -> str:
-    """The reason in words ('Order change'), or '' when none was given."""
-    reason = view.get("reason")
-    return REASON_LABELS.get(reason, plain_text(reason).replace("_", " ").capitalize()) if reason else ""
-
-
-def void_text(view: dict) -> str | None:
-    """'Voided on 15 November 2026: this credit note no longer applies.' for a void one."""
-    if view.get("status") != "void":
-        return None
-    when = readable_date(view["voided_at"], document_locale(view)) if view.get("voided_at") else None
-    return f"Voided{f' on {when}' if when else ''}: this credit note no longer applies."
-
-
-def settlement_rows(view: dict) -> list[tuple[str, int]]:
-    """Where the credit note's money went, (label, amount) for each part above zero: taken off the
-    invoice, refunded (with its reference and date), credited to the customer's balance."""
-    locale, rows = document_locale(view), []
-    if view.get("credit_amount"):
-        rows.append((f"Credited against invoice {plain_text(view.get('invoice_number'))}", view["credit_amount"]))
-    if view.get("refund_amount"):
-        refund = view.get("refund") or {}
-        details = [f"reference {plain_text(refund['reference'])}" if plain_text(refund.get("reference")) else "",
-                   readable_date(refund["refunded_on"], locale) if refund.get("refunded_on") else ""]
-        shown = ", ".join(filter(None, details))
-        rows.append((f"Refunded ({shown})" if shown else "Refunded", view["refund_amount"]))
-    if view.get("balance_amount"):
-        rows.append((f"Credited to the customer's balance, for their next invoices in {plain_text(view['currency'])}",
-                     view["balance_amount"]))
-    return rows
 
 
 # --- formatting ------------------------------------------------------------------------------

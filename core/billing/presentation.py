@@ -183,3 +183,50 @@ def bank_rows(bank: dict | None) -> list[tuple[str, str]]:
     """(label, value) for each bank detail given."""
     bank = bank or {}
     return [(label, plain_text(bank[key])) for key, label in BANK_LABELS if bank.get(key)]
+
+
+# How a credit note reads: its status, its reason (the API's codes, as UN/CEFACT's credit reasons name them).
+CREDIT_NOTE_STATUS_LABELS = {"issued": "Issued", "void": "Void"}
+REASON_LABELS = {"duplicate": "Duplicate invoice", "order_change": "Order change",
+                 "product_unsatisfactory": "Product unsatisfactory", "fraudulent": "Fraudulent charge"}
+
+
+# --- how a credit note reads (the PDF, the public page, the dashboard, e-invoices) ----------------------------------------
+
+
+def corrects_text(view: dict) -> str:
+    """'Corrects invoice INV-0003 of 12 November 2026'."""
+    issued = readable_date(view.get("invoice_issue_date"), document_locale(view))
+    return f"Corrects invoice {plain_text(view.get('invoice_number'))} of {issued}"
+
+
+def reason_text(view: dict) -> str:
+    """The reason in words ('Order change'), or '' when none was given."""
+    reason = view.get("reason")
+    return REASON_LABELS.get(reason, plain_text(reason).replace("_", " ").capitalize()) if reason else ""
+
+
+def void_text(view: dict) -> str | None:
+    """'Voided on 15 November 2026: this credit note no longer applies.' for a void one."""
+    if view.get("status") != "void":
+        return None
+    when = readable_date(view["voided_at"], document_locale(view)) if view.get("voided_at") else None
+    return f"Voided{f' on {when}' if when else ''}: this credit note no longer applies."
+
+
+def settlement_rows(view: dict) -> list[tuple[str, int]]:
+    """Where the credit note's money went, (label, amount) for each part above zero: taken off the
+    invoice, refunded (with its reference and date), credited to the customer's balance."""
+    locale, rows = document_locale(view), []
+    if view.get("credit_amount"):
+        rows.append((f"Credited against invoice {plain_text(view.get('invoice_number'))}", view["credit_amount"]))
+    if view.get("refund_amount"):
+        refund = view.get("refund") or {}
+        details = [f"reference {plain_text(refund['reference'])}" if plain_text(refund.get("reference")) else "",
+                   readable_date(refund["refunded_on"], locale) if refund.get("refunded_on") else ""]
+        shown = ", ".join(filter(None, details))
+        rows.append((f"Refunded ({shown})" if shown else "Refunded", view["refund_amount"]))
+    if view.get("balance_amount"):
+        rows.append((f"Credited to the customer's balance, for their next invoices in {plain_text(view['currency'])}",
+                     view["balance_amount"]))
+    return rows

@@ -34,8 +34,7 @@ from core.base.errors import FieldError
 from core.base.money import currency_exponent, format_money
 from core.base.validation import failed
 from core.billing.invoice_lines import EXEMPTION_DEFAULTS, given_exemption_reasons
-from core.billing.pdf import reason_text, settlement_rows
-from core.billing.presentation import country_code
+from core.billing.presentation import country_code, reason_text, settlement_rows
 from core.documents import codes
 
 CENT = Decimal("0.01")

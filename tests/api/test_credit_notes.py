@@ -141,14 +141,16 @@ def test_free_lines_beyond_what_the_invoice_can_still_be_credited_are_422_at_lin
 
 
 def test_credit_amount_above_amount_due_is_422_at_credit_amount(tenant):
-    invoice = invoice_with_lines(tenant)
-    issued(tenant, {"invoice": invoice["id"], "lines": [{"invoice_line": line_ids(invoice)[0], "quantity": 3}]})
-    response = credit(tenant, {"invoice": invoice["id"], "lines": [{"invoice_line": line_ids(invoice)[1]}],
-                               "credit_amount": 500})
-    assert response.status_code == 201  # exactly what is still due
-    third = credit(tenant, {"invoice": invoice["id"], "lines": [{"description": "More", "amount": 1}],
-                            "credit_amount": 1})
-    assert third.status_code in (409, 422)
+    # The customer's balance paid 41.00 of the next invoice: 59.00 is due, though 100.00 can be credited.
+    buyer = customer(tenant)
+    first = invoice_with_lines(tenant, customer=buyer["id"])
+    assert pay(tenant, first["id"]).status_code == 200
+    issued(tenant, {"invoice": first["id"], "balance_amount": 4100})
+    second = open_invoice(tenant, customer=buyer["id"], items=[adhoc("Retainer", 10000)])
+    assert second["amount_due"] == 5900
+    response = credit(tenant, {"invoice": second["id"], "credit_amount": 10000})
+    assert response.status_code == 422 and error_paths(response) == ["credit_amount"]
+    assert issued(tenant, {"invoice": second["id"], "credit_amount": 5900, "balance_amount": 4100})["total"] == 10000
 
 
 def test_amounts_that_do_not_add_up_to_the_total_are_422(tenant):

@@ -1,12 +1,10 @@
 """Credit notes: preview, issue, list, retrieve, void and e-mail them; their e-invoices."""
 
-from pydantic import BaseModel, Field
-
-from core.base.api_types import EmailText
 from core.base.validation import PageQuery
 from core.billing import credit_note_sending, credit_notes
 from core.billing.credit_note_inputs import CreditNoteCreate, CreditNoteListQuery
 from core.billing.credit_note_render import CreditNoteOut
+from core.billing.credit_note_sending import CreditNoteSendOut
 from core.billing.sending import SendInput, send_limit_usage
 from core.documents.export import EDocument, EInvoiceOut, EInvoiceQuery, e_invoice
 from operations.pipeline import Call, Operation
@@ -15,26 +13,17 @@ from operations.rendering import page
 READ, WRITE = "invoices:read", "credit_notes:write"
 
 
-class CreditNoteSendOut(BaseModel):
-    """The credit note as sent and where it went."""
-
-    data: CreditNoteOut = Field(description="The credit note")
-    emailed_to: EmailText = Field(description="The primary recipient")
+def _note(call: Call):
+    return credit_notes.get_credit_note(call.session, call.principal.account_id, call.params["id"])
 
 
-def _note(call: Call, *, lock: bool = False):
-    return credit_notes.get_credit_note(call.session, call.principal.account_id, call.params["id"], lock=lock)
-
-
-def _list(call: Call) -> dict:
-    result = credit_notes.list_credit_notes(call.session, call.principal.account_id, call.query)
+def _list(call: Call, query: CreditNoteListQuery | None = None) -> dict:
+    result = credit_notes.list_credit_notes(call.session, call.principal.account_id, query or call.query)
     return page(result, lambda note: credit_notes.view_credit_note(call.session, note))
 
 
 def _list_of_invoice(call: Call) -> dict:
-    query = CreditNoteListQuery(invoice=call.params["id"], cursor=call.query.cursor, limit=call.query.limit)
-    result = credit_notes.list_credit_notes(call.session, call.principal.account_id, query)
-    return page(result, lambda note: credit_notes.view_credit_note(call.session, note))
+    return _list(call, CreditNoteListQuery(invoice=call.params["id"], cursor=call.query.cursor, limit=call.query.limit))
 
 
 def _create(call: Call) -> dict:

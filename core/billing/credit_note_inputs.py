@@ -82,7 +82,3 @@ class CreditNoteListQuery(PageQuery):
     invoice: str | None = Field(default=None, description="in_ id or UUID: only this invoice's credit notes; an "
                                                           "invoice not in the account is 404")
     customer: str | None = Field(default=None, description="cus_ id or UUID; a customer not in the account is 404")
-
-
-class CreditNoteVoid(Input):
-    """Nothing to say: a credit note is voided as it is."""

@@ -89,10 +89,6 @@ class CreditNoteOut(BaseModel):
     lines: CreditNoteLinesOut = Field(description="The lines, in order")
 
 
-class CreditNoteListItemOut(CreditNoteOut):
-    """A credit note as lists show it (with its lines: a credit note has few)."""
-
-
 def line_to_api(line: CreditNoteLine) -> dict:
     return {
         "id": ids.public_id("credit_note_line", line.id) if line.id else None, "object": "credit_note_line",

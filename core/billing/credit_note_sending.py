@@ -10,20 +10,30 @@ from __future__ import annotations
 
 import functools
 
+from pydantic import BaseModel, Field
 from sqlmodel import Session
 
 from core.access import accounts
 from core.access.principal import Principal
 from core.base import executor
+from core.base.api_types import EmailText
 from core.base.errors import InvalidState, UpstreamFailed, ValidationFailed
 from core.base.lookup import owned
 from core.base.money import format_money
 from core.billing import confirmations, credit_notes, delegated_actions, documents, events
 from core.billing.confirmations import Confirmed
+from core.billing.credit_note_render import CreditNoteOut
 from core.billing.sending import SendInput, count_send, document_message, recipients
 from core.models import Invoice
 from core.outbound import mailer
 from core.outbound.mailer import MailRejected
+
+
+class CreditNoteSendOut(BaseModel):
+    """The credit note as sent and where it went."""
+
+    data: CreditNoteOut = Field(description="The credit note")
+    emailed_to: EmailText = Field(description="The primary recipient")
 
 
 def send_credit_note(session: Session, principal: Principal, id_text: str, data: SendInput | None = None, *,
@@ -53,11 +63,11 @@ def send_credit_note(session: Session, principal: Principal, id_text: str, data:
     try:
         mailer.send(message, kind="credit_note")
     except MailRejected as exc:
-        events.record_shown(session, invoice, "credit_note.email_failed", {**meta, "error": exc.detail}, view)
+        events.record(session, invoice, "credit_note.email_failed", {**meta, "error": exc.detail}, view)
         session.commit()
         raise UpstreamFailed(f"The e-mail provider did not accept the credit note e-mail ({exc.detail}); retry the "
                              "send.", usage=usage) from None
-    events.record_shown(session, invoice, "credit_note.emailed", meta, view)
+    events.record(session, invoice, "credit_note.emailed", meta, view)
     return view, to
 
 

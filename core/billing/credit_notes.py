@@ -46,6 +46,7 @@ from core.billing.credit_note_inputs import CreditNoteCreate, CreditNoteLineInpu
 from core.billing.credit_note_render import credit_note_to_api
 from core.billing.invoice_lines import check_tax_categories
 from core.billing.invoice_render import amount_due, lines_of, status_of
+from core.billing.presentation import exact_number
 from core.mechanisms.pagination import Page, paginate
 from core.models import CreditNote, CreditNoteLine, Customer, Invoice, InvoiceLine
 
@@ -227,7 +228,7 @@ def _from_invoice_line(note: CreditNote, item: CreditNoteLineInput | None, sourc
                                                           "the rest by amount too")
         if item.quantity > left:
             raise ValidationFailed.at(f"{path}.quantity", f"is more than remains of the invoice line "
-                                                          f"({money_text(left)})")
+                                                          f"({exact_number(left)})")
         line.quantity = item.quantity
         if item.quantity == left:
             line.amount, line.tax_amount = remaining_amount, remaining_tax
@@ -246,10 +247,6 @@ def _from_invoice_line(note: CreditNote, item: CreditNoteLineInput | None, sourc
     line.tax_amount = (remaining_tax if item.amount == remaining_amount
                        else min(_tax(item.amount, source.tax_rate), remaining_tax))
     return line
-
-
-def money_text(value: Decimal) -> str:
-    return format(value.normalize(), "f")
 
 
 def _tax(amount: int, rate: Decimal) -> int:
@@ -295,7 +292,7 @@ def build(session: Session, account_id: uuid.UUID, data: CreditNoteCreate, invoi
             if item.invoice_line is None:
                 if Decimal(item.tax_rate or 0) not in rates:
                     raise ValidationFailed.at(f"{path}.tax_rate", "must be one of the invoice's tax rates: " + ", ".join(
-                        f"{money_text(rate)} %" for rate in rates))
+                        f"{exact_number(rate)} %" for rate in rates))
                 lines.append(_own_line(note, item))
                 continue
             line_id = ids.try_parse("invoiceitem", item.invoice_line)
@@ -344,7 +341,7 @@ def _within_each_rate(session: Session, invoice: Invoice, sources, lines: list[C
         limit = has.get(rate, [0, 0])
         if amount > limit[0] or tax > limit[1]:
             left = max(limit[0] - amount + sum(line.amount for line in lines if Decimal(line.tax_rate) == rate), 0)
-            raise ValidationFailed.at("lines", f"credits more at {money_text(rate)} % than invoice {invoice.number} "
+            raise ValidationFailed.at("lines", f"credits more at {exact_number(rate)} % than invoice {invoice.number} "
                                                f"has left at that rate ({money.format_money(left, invoice.currency)} "
                                                "before tax)")
 
@@ -425,7 +422,7 @@ def create_credit_note(session: Session, principal: Principal, data: CreditNoteC
     session.add_all(lines)
     session.flush()
     meta = principal.event_meta()
-    events.record_shown(session, invoice, "credit_note.created", meta, credit_note_to_api(note, lines))
+    events.record(session, invoice, "credit_note.created", meta, credit_note_to_api(note, lines))
     if note.credit_amount:
         invoice.amount_credited += note.credit_amount
         invoice.updated = now()
@@ -462,7 +459,7 @@ def void_credit_note(session: Session, principal: Principal, id_text: str, *,
     session.add(note)
     session.flush()
     meta = principal.event_meta()
-    events.record_shown(session, invoice, "credit_note.voided", meta, view_credit_note(session, note))
+    events.record(session, invoice, "credit_note.voided", meta, view_credit_note(session, note))
     if note.credit_amount:
         invoice.amount_credited -= note.credit_amount
         invoice.updated = now()

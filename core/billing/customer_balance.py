@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import uuid
 
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import bindparam, exists, select, update
 
 from core.base.executor import Db
 from core.models import CreditNote
@@ -28,7 +28,6 @@ SPEND = (update(NOTES).where(NOTES.c.id == bindparam("note_id", type_=NOTES.c.id
          .values(balance_remaining=bindparam("remaining", type_=NOTES.c.balance_remaining.type)))
 def has_credit(customer_id, currency):
     """Whether the customer has balance left in `currency` (values or columns), as SQL."""
-    from sqlalchemy import exists
     return exists().where(NOTES.c.customer_id == customer_id, NOTES.c.currency == currency,
                           NOTES.c.status == "issued", NOTES.c.balance_remaining > 0)
 

@@ -53,22 +53,17 @@ def stamp_after(latest: datetime | None) -> datetime:
     return stamp if latest is None or stamp > latest else latest + timedelta(milliseconds=1)
 
 
-def record(session: Session, invoice: Invoice, type: str, meta: dict | None):
-    """Write the history row of `invoice` (as it is now) and its webhook outbox rows; the row (plain)."""
+def record(session: Session, invoice: Invoice, type: str, meta: dict | None, shown: dict | None = None):
+    """Write the history row of `invoice` (as it is now) and its webhook outbox rows; the row (plain).
+    `shown`: what the event carries as `data.object` when it is about something of the invoice's (a
+    credit note's API object); by default the invoice without lines."""
     if type not in EVENT_TYPES:
         raise ValueError(f"unknown event type {type!r}")
     session.flush()
     latest = None if type == "invoice.created" else session.exec(select(latest_time(invoice.id))).one()
-    return _write(session, invoice, type, meta, invoice_to_api(session, invoice, with_lines=False), latest)
-
-
-def record_shown(session: Session, invoice: Invoice, type: str, meta: dict | None, shown: dict):
-    """`record` of an event about something of `invoice` shown as `shown` (a credit note: its API
-    object is the event's `data.object`)."""
-    if type not in EVENT_TYPES:
-        raise ValueError(f"unknown event type {type!r}")
-    session.flush()
-    return _write(session, invoice, type, meta, shown, session.exec(select(latest_time(invoice.id))).one())
+    if shown is None:
+        shown = invoice_to_api(session, invoice, with_lines=False)
+    return _write(session, invoice, type, meta, shown, latest)
 
 
 async def record_created(db: Db, invoice, meta: dict | None, shown: dict):

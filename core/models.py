@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic_core import PydanticUndefined
 from sqlalchemy import JSON, BigInteger, Index, LargeBinary, Text, UniqueConstraint, event, func
+from sqlalchemy import text as sa_text
 from sqlalchemy import true as sa_true
 from sqlmodel import Field, SQLModel
 
@@ -200,11 +201,17 @@ class CreditNoteCounter(SQLModel, table=True):
     last_number: int = 0
 
 
+RECEIVABLE_COLUMNS = ("account_id", "currency", "customer_id", "due_date", "total", "amount_credited", "amount_paid")
+
+
 class Invoice(SQLModel, table=True):
     __tablename__ = "invoices"
     __table_args__ = (
         Index("ix_invoices_account_created", "account_id", "created", "id"),
         UniqueConstraint("account_id", "number", name="uq_invoices_account_number"),
+        # Receivables (core.billing.receivables) read only open invoices, whatever the history beside them.
+        Index("ix_invoices_open_receivable", *RECEIVABLE_COLUMNS, postgresql_where=sa_text("status = 'open'"),
+              sqlite_where=sa_text("status = 'open'")),
     )
     id: uuid.UUID = Field(default_factory=_id, primary_key=True)
     account_id: uuid.UUID = Field(foreign_key="accounts.id")
@@ -228,13 +235,16 @@ class Invoice(SQLModel, table=True):
     # when it was finalized (EN 16931 BT-113, paid in advance).
     amount_credited: int = _money(sa_column_kwargs={"server_default": "0"})
     balance_applied: int = _money(sa_column_kwargs={"server_default": "0"})
+    # What has been paid: the balance applied and the payments not reversed (core.billing.payments);
+    # amount_due = total - amount_credited - amount_paid while open.
+    amount_paid: int = _money(sa_column_kwargs={"server_default": "0"})
     amount_in_words: str | None = Field(default=None, max_length=1000)
     public_url_token: str | None = Field(default=None, max_length=64, unique=True)
     customer_snapshot: dict | None = Field(default=None, sa_type=JSON)
     issuer_snapshot: dict | None = Field(default=None, sa_type=JSON)
     finalized_at: datetime | None = _ts_null()
     paid_at: datetime | None = _ts_null()
-    payment_reference: str | None = Field(default=None, max_length=200)
+    payment_reference: str | None = Field(default=None, max_length=200)  # unused since payments (0011 moved it there)
     voided_at: datetime | None = _ts_null()
     void_reason: str | None = Field(default=None, max_length=5000)
     last_viewed_event_at: datetime | None = _ts_null()
@@ -275,6 +285,7 @@ EventType = Literal[
     "invoice.created", "invoice.updated", "invoice.finalized", "invoice.emailed", "invoice.email_failed",
     "invoice.viewed", "invoice.downloaded", "invoice.paid", "invoice.voided", "invoice.reopened",
     "credit_note.created", "credit_note.voided", "credit_note.emailed", "credit_note.email_failed",
+    "payment.recorded", "payment.reversed",
 ]
 # The kinds of invoice history, which are also the webhook event kinds.
 EVENT_TYPES: tuple[str, ...] = EventType.__args__
@@ -357,6 +368,38 @@ class CreditNoteLine(SQLModel, table=True):
     tax_category: str | None = Field(default=None, max_length=2)
     tax_exemption_reason: str | None = Field(default=None, max_length=1000)
     tax_amount: int = _money()
+
+
+# --- payments ------------------------------------------------------------------------------
+
+
+class Payment(SQLModel, table=True):
+    """Money received for an invoice outside the service (core.billing.payments): part or all of what
+    is due, any excess put on the customer's balance; reversed (a bounced transfer), it stays here."""
+
+    __tablename__ = "payments"
+    __table_args__ = (Index("ix_payments_account_created", "account_id", "created", "id"),
+                      Index("ix_payments_invoice", "invoice_id"),
+                      Index("ix_payments_customer_balance", "customer_id", "currency", "balance_remaining"))
+    id: uuid.UUID = Field(default_factory=_id, primary_key=True)
+    account_id: uuid.UUID = Field(foreign_key="accounts.id")
+    invoice_id: uuid.UUID = Field(foreign_key="invoices.id")
+    customer_id: uuid.UUID = Field(foreign_key="customers.id")
+    invoice_number: str = Field(max_length=64)  # the invoice's, as issued
+    status: str = Field(default="recorded", max_length=16)  # recorded, reversed
+    currency: str = Field(max_length=3)
+    amount: int = _money()  # received
+    amount_applied: int = _money()  # of amount, taken off what the invoice had due
+    balance_amount: int = _money()  # of amount, the excess put on the customer's balance
+    balance_remaining: int = _money()  # of balance_amount, not yet applied to a later invoice
+    paid_at: datetime = Field(sa_type=UTCDateTime)  # when it was received, as given
+    method: str = Field(max_length=16)
+    reference: str | None = Field(default=None, max_length=200)
+    note: str | None = Field(default=None, max_length=5000)
+    reversed_at: datetime | None = _ts_null()
+    reversal_reason: str | None = Field(default=None, max_length=1000)
+    created: datetime = _ts()
+    updated: datetime = _ts()
 
 
 # --- webhooks ------------------------------------------------------------------------------

@@ -167,8 +167,8 @@ def _pay(view: dict, inputs: PayInput) -> str | None:
 
 
 def _void(view: dict, inputs: VoidInput) -> str | None:
-    if view["status"] not in ("open", "overdue") or view.get("amount_credited") or view.get("balance_applied"):
-        return None  # corrected by credit notes, or paid in part by the balance: refused (invoices.void)
+    if view["status"] not in ("open", "overdue") or view.get("amount_credited") or view.get("amount_paid"):
+        return None  # corrected by credit notes, or paid in part: refused (invoices.void)
     reason = f", reason: {inputs.reason}" if inputs.reason else ""
     return f"Void {view['number']} ({_money(view)}{reason})? It keeps its number and can no longer be paid."
 

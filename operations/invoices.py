@@ -5,7 +5,7 @@ from core.base import executor
 from core.base.ids import public_id
 from core.base.jsonout import Encoded
 from core.base.validation import PageQuery
-from core.billing import events, finalization, invoice_reads, invoices, sending
+from core.billing import events, finalization, invoice_reads, invoices, payments, sending
 from core.billing.events import EventOut
 from core.billing.invoice_inputs import (
     InvoiceCreate,
@@ -101,7 +101,7 @@ finalize_invoice = Operation("finalize_invoice", _finalize_invoice, scope="invoi
                              idempotency="required", response=InvoiceOut)
 pay_invoice = Operation(
     "pay_invoice",
-    lambda call: _view(call, invoices.mark_paid(call.session, call.principal, _invoice(call, lock=True), call.body,
+    lambda call: _view(call, payments.mark_paid(call.session, call.principal, _invoice(call, lock=True), call.body,
                                                 confirmed=call.confirmed), with_lines=False),
     scope="payments:write", idempotency="required", body=PayInput, response=InvoiceOut)
 void_invoice = Operation(

@@ -16,6 +16,7 @@ from rest import (
     invoice_items,
     invoices,
     openapi,
+    payments,
     prices,
     products,
     reference,
@@ -25,7 +26,7 @@ from rest.framework import Endpoint, unrouted
 
 # Endpoint modules, each with its own `api`. New resources add themselves here.
 MODULES = [business, customers, products, prices, webhook_endpoints, invoices, invoice_items, invoice_documents,
-           credit_notes]
+           credit_notes, payments]
 
 
 def operations() -> list[Endpoint]:

@@ -50,7 +50,8 @@ INVOICE = {
     "issuer": BUSINESS, "currency": "GBP", "collection_method": "send_invoice",
     "issue_date": "2026-11-02", "due_date": "2026-12-02", "description": "November work",
     "footer": "Payment within 30 days by bank transfer.",
-    "subtotal": 242250, "discount": 24000, "taxable": 218250, "tax": 43650, "total": 261900, "amount_due": 261900,
+    "subtotal": 242250, "discount": 24000, "taxable": 218250, "tax": 43650, "total": 261900, "amount_credited": 0,
+    "balance_applied": 0, "amount_paid": 0, "amount_due": 261900,
     "amount_in_words": "Two thousand six hundred and nineteen British pounds", "public_url_token": _TOKEN,
     "public_url": f"{_ORIGIN}/i/{_TOKEN}", "public_pdf_url": f"{_ORIGIN}/i/{_TOKEN}/pdf",
     "finalized_at": "2026-11-02T10:00:00.000Z", "paid_at": None, "voided_at": None, "void_reason": None,
@@ -77,6 +78,14 @@ CREDIT_NOTE = {
                         "quantity": 1, "unit": "DAY", "unit_amount": 80000, "discount_percent": 10, "amount": 72000,
                         "tax_rate": 20, "tax_category": None, "tax_exemption_reason": None, "tax_amount": 14400}]},
 }
+PAYMENT = {
+    "id": "py_6a8c0e2a4c6e8a0c2e4a6c8e0a2c4e6a", "object": "payment", "status": "recorded", "invoice": _INVOICE_ID,
+    "invoice_number": "INV-0042", "customer": _CUSTOMER_ID, "currency": "GBP", "amount": 100000,
+    "amount_applied": 100000, "balance_amount": 0, "balance_remaining": 0, "paid_on": "2026-11-20",
+    "paid_at": "2026-11-20T00:00:00.000Z", "method": "bank_transfer", "reference": "NW-TRF-88213", "note": None,
+    "reversed_at": None, "reversal_reason": None, "created": "2026-11-21T09:30:00.000Z",
+    "updated": "2026-11-21T09:30:00.000Z",
+}
 WEBHOOK_ENDPOINT = {"id": "3c2b1a09-8f7e-6d5c-4b3a-291807f6e5d4", "url": "https://example.com/hooks/invoicing",
                     "events": ["invoice.finalized", "invoice.paid"], "active": True, "disabled_at": None,
                     "failure_count": 0, "created_at": _CREATED}
@@ -101,6 +110,7 @@ RESOURCES: dict[str, dict] = {
     "CreditNote": CREDIT_NOTE,
     "CreditNoteLine": CREDIT_NOTE["lines"]["data"][0],
     "CreditNoteSendResult": {"data": CREDIT_NOTE, "emailed_to": "ap@northwind.example"},
+    "Payment": PAYMENT,
 }
 
 _ITEMS = [{"price": _PRICE_ID, "quantity": 3, "unit": "DAY", "discount_percent": 10},
@@ -131,4 +141,7 @@ REQUESTS: dict[str, dict] = {
                            "reason": "order_change", "memo": "One consulting day less, as agreed"},
     "preview_credit_note": {"invoice": _INVOICE_ID, "lines": [{"invoice_line": LINES[0]["id"], "quantity": 1}]},
     "send_credit_note": {"to": "ap@northwind.example", "message": "As agreed on the phone."},
+    "record_payment": {"invoice": _INVOICE_ID, "amount": 100000, "currency": "GBP", "paid_on": "2026-11-20",
+                       "method": "bank_transfer", "reference": "NW-TRF-88213"},
+    "reverse_payment": {"reason": "The transfer bounced (returned by the bank on 2026-11-24)"},
 }

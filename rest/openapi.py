@@ -40,6 +40,7 @@ SCHEMA_NAMES = {
     "CreditNoteOut": "CreditNote", "CreditNoteLineOut": "CreditNoteLine", "CreditNoteLinesOut": "CreditNoteLines",
     "CreditNoteCreate": "CreditNoteCreate", "CreditNoteLineInput": "CreditNoteLineInput", "RefundOut": "Refund",
     "CreditNoteSendOut": "CreditNoteSendResult",
+    "PaymentOut": "Payment", "PaymentCreate": "PaymentCreate", "PaymentReverse": "PaymentReverse",
 }
 TAGS = [
     {"name": "Business", "description": "The business profile: the issuer printed on every invoice. Read-only "
@@ -53,6 +54,8 @@ TAGS = [
     {"name": "Invoice items", "description": "The lines of a draft invoice, one at a time."},
     {"name": "Credit notes", "description": "Corrections of issued invoices: documents of their own, numbered in "
                                             "their own series, that credit part or all of an invoice."},
+    {"name": "Payments", "description": "Money received for invoices outside the service, in part or in full; "
+                                        "reversible (a bounced transfer). No money moves here."},
     {"name": "Webhook endpoints", "description": "Where signed event notifications (see `webhooks`) are sent."},
 ]
 DESCRIPTION = """\
@@ -297,13 +300,21 @@ def _links(created: Endpoint, operations: list[Endpoint]) -> dict:
     return links
 
 
+# What each kind of event carries as `data.object`: its notification's schema and an example.
+NOTIFIED = {"invoice": ("InvoiceEventNotification", examples.INVOICE),
+            "credit_note": ("CreditNoteEventNotification", examples.CREDIT_NOTE),
+            "payment": ("PaymentEventNotification", examples.PAYMENT)}
+
+
 def _webhooks(schemas: dict) -> dict:
     """One entry per event kind: what the service POSTs to a webhook endpoint."""
     for name, model, kinds, about in (
             ("InvoiceEventNotification", "Invoice", [k for k in EVENT_TYPES if k.startswith("invoice.")],
              "The invoice as at the event, without lines"),
             ("CreditNoteEventNotification", "CreditNote", [k for k in EVENT_TYPES if k.startswith("credit_note.")],
-             "The credit note as at the event, naming its invoice")):
+             "The credit note as at the event, naming its invoice"),
+            ("PaymentEventNotification", "Payment", [k for k in EVENT_TYPES if k.startswith("payment.")],
+             "The payment as at the event, naming its invoice")):
         schemas[name] = {
             "type": "object",
             "description": "The body of a webhook delivery. Verify `webhook-signature` before trusting it.",
@@ -330,10 +341,10 @@ def _webhooks(schemas: dict) -> dict:
     ]
     result = {}
     for kind in EVENT_TYPES:
-        about_credit_note = kind.startswith("credit_note.")
+        about = kind.split(".")[0]
         example = {"id": "msg_2b7c9e4f1a3d5c6e", "type": kind, "created_at": "2026-11-02T10:00:00.000Z",
-                   "data": {"object": examples.CREDIT_NOTE if about_credit_note else examples.INVOICE}}
-        notification = "CreditNoteEventNotification" if about_credit_note else "InvoiceEventNotification"
+                   "data": {"object": NOTIFIED[about][1]}}
+        notification = NOTIFIED[about][0]
         result[kind] = {"post": {
             "summary": f"{kind} notification", "operationId": f"webhook_{kind.replace('.', '_')}",
             "description": f"Sent to every active endpoint subscribed to `{kind}`. Answer with any 2xx within 15 "

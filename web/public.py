@@ -24,7 +24,6 @@ from core.billing import credit_notes, documents, public
 from core.billing.pdf import NOT_APPLICABLE, filename_for
 from core.billing.presentation import (
     CREDIT_NOTE_STATUS_LABELS,
-    STATUS_LABELS,
     UNIT_NAMES,
     address_lines,
     bank_rows,
@@ -36,6 +35,7 @@ from core.billing.presentation import (
     readable_date,
     reason_text,
     settlement_rows,
+    status_label,
     total_rows,
     void_text,
 )
@@ -74,7 +74,7 @@ def page_context(view: dict, token: str, notes: list[dict] | None = None) -> dic
     return {
         **_parties_and_totals(view),
         "invoice": view,
-        "status_label": STATUS_LABELS.get(view["status"], view["status"]),
+        "status_label": status_label(view),
         "bank": bank_rows((view.get("issuer") or {}).get("bank")),
         "lines": [{
             "description": line["description"], "quantity": exact_number(line["quantity"]),

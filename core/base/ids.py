@@ -14,6 +14,7 @@ PREFIXES = {
     "invoiceitem": "ii",
     "credit_note": "cn",
     "credit_note_line": "cnli",
+    "payment": "py",
 }
 
 

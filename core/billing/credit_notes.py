@@ -18,8 +18,10 @@ Where the money goes, adding up to the total:
 - `balance_amount` is the customer's credit in that currency, applied to their next invoice in
   that currency when it is finalized (`customer_balance`).
 
-A paid invoice has nothing due: only refund and balance. Voiding a credit note undoes its effects
-(a paid-by-credit invoice reopens), unless its balance was applied to another invoice already.
+A paid invoice has nothing due: only refund and balance, which give back money paid, so all of an
+invoice's credit notes refund or keep on the balance at most what it has been paid
+(`payments`). Voiding a credit note undoes its effects (a paid invoice reopens for what it credited),
+unless its balance was applied to another invoice already.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from core.base.clock import now, today
 from core.base.errors import FieldError, InvalidState, ValidationFailed
 from core.base.lookup import owned
 from core.base.validation import MAX_SAFE_INTEGER, failed
-from core.billing import confirmations, delegated_actions, events, numbering
+from core.billing import confirmations, delegated_actions, events, numbering, payments
 from core.billing.business import business_to_api, find_profile
 from core.billing.confirmations import Confirmed
 from core.billing.credit_note_inputs import CreditNoteCreate, CreditNoteLineInput, CreditNoteListQuery
@@ -320,7 +322,7 @@ def build(session: Session, account_id: uuid.UUID, data: CreditNoteCreate, invoi
                                            f"invoice {invoice.number} can still be credited "
                                            f"({money.format_money(max(can_credit, 0), note.currency)})")
     if allocate:
-        _allocate(note, data, invoice)
+        _allocate(session, note, data, invoice)
     note.amount_in_words = money.amount_in_words(note.total, note.currency)
     return note, lines
 
@@ -346,9 +348,10 @@ def _within_each_rate(session: Session, invoice: Invoice, sources, lines: list[C
                                                "before tax)")
 
 
-def _allocate(note: CreditNote, data: CreditNoteCreate, invoice: Invoice) -> None:
+def _allocate(session: Session, note: CreditNote, data: CreditNoteCreate, invoice: Invoice) -> None:
     """Where the money goes: the amounts given must add up to the total; none given, on an open invoice
-    all of it lowers what is due."""
+    all of it lowers what is due. What is refunded or put on the balance went back from what was paid,
+    so all the invoice's credit notes give back at most what it has been paid."""
     given = {name: getattr(data, name) for name in ("credit_amount", "refund_amount", "balance_amount")}
     if not data.refund_amount:
         problems = [FieldError(name, "goes with a refund_amount above 0")
@@ -373,6 +376,15 @@ def _allocate(note: CreditNote, data: CreditNoteCreate, invoice: Invoice) -> Non
         first = next(name for name, value in given.items() if value is not None)
         raise ValidationFailed.at(first, f"credit_amount + refund_amount + balance_amount must add up to the credit "
                                          f"note's total, {total_text}")
+    went_back = note.refund_amount + note.balance_amount
+    if went_back:
+        paid = invoice.amount_paid - payments.refunded_or_kept(session, invoice.id)
+        if went_back > paid:
+            first = "refund_amount" if note.refund_amount else "balance_amount"
+            raise ValidationFailed.at(first, f"refund_amount + balance_amount is more than invoice {invoice.number} "
+                                             f"has been paid and not yet refunded "
+                                             f"({money.format_money(max(paid, 0), note.currency)}); record the "
+                                             "payment first")
     note.balance_remaining = note.balance_amount
     if note.refund_amount:
         note.refund_reference, note.refunded_on = data.refund_reference, data.refunded_on or today()
@@ -438,9 +450,9 @@ def create_credit_note(session: Session, principal: Principal, data: CreditNoteC
 
 def void_credit_note(session: Session, principal: Principal, id_text: str, *,
                      confirmed: Confirmed | None = None) -> CreditNote:
-    """Void a credit note: what it took off the invoice is due again (an invoice it settled reopens) and
-    its balance leaves the customer's; refused once that balance was applied to another invoice, and
-    when the invoice was marked paid for what remained after it (the payment covered less)."""
+    """Void a credit note: what it took off the invoice is due again (a paid invoice reopens: what it
+    credited is owed again) and its balance leaves the customer's; refused once that balance was
+    applied to another invoice."""
     note = get_credit_note(session, principal.account_id, id_text)
     # The invoice, the account (an app's limits), then the credit note: the order of every writer.
     invoice = owned(session, Invoice, "invoice", principal.account_id, str(note.invoice_id), noun="invoice", lock=True)
@@ -448,10 +460,6 @@ def void_credit_note(session: Session, principal: Principal, id_text: str, *,
     executor.within(session, functools.partial(delegated_actions.act_for, amount=note.total), principal, "credit", invoice)
     note = get_credit_note(session, principal.account_id, id_text, lock=True)
     _refuse_void(note)
-    if note.credit_amount and invoice.status == "paid" and amount_due(invoice) != 0:
-        raise InvalidState(f"Credit note {note.number} cannot be voided: invoice {invoice.number} was marked paid "
-                           f"for what remained after it, so voiding it would ask the customer for its "
-                           f"{money.format_money(note.credit_amount, note.currency)} again.")
     if confirmed is not None:
         confirmations.check(confirmed, view_credit_note(session, note), "void_credit", None)
     note.status, note.balance_remaining = "void", 0
@@ -463,7 +471,7 @@ def void_credit_note(session: Session, principal: Principal, id_text: str, *,
     if note.credit_amount:
         invoice.amount_credited -= note.credit_amount
         invoice.updated = now()
-        reopened = invoice.status == "paid"
+        reopened = invoice.status == "paid" and amount_due(invoice) > 0
         if reopened:
             invoice.status, invoice.paid_at = "open", None
         session.add(invoice)

@@ -34,7 +34,7 @@ from core.billing.pdf import render_credit_note, render_invoice
 from core.models import InvoiceDocument
 
 RENDER_POOL = WorkPool("pdf-render", 2)
-LAYOUT_VERSION = 1  # raise when the PDF's layout changes, so kept documents are made again
+LAYOUT_VERSION = 2  # raise when the PDF's layout changes, so kept documents are made again
 CREDIT_NOTE_LAYOUT_VERSION = 1  # the same, for credit notes
 
 
@@ -59,12 +59,13 @@ def _origin() -> str:
 
 def _variant(view: dict) -> str | None:
     """What a finalized invoice's PDF depends on besides the invoice; None for a draft. What was taken
-    off it (the customer's balance, credit notes) prints under its totals, without changing its status."""
+    off it (the customer's balance, credit notes, payments) prints under its totals, and what remains due
+    is in its payment QR code, without changing its status."""
     if view.get("status") == "draft" or not view.get("number"):
         return None
     variant = f"{view['status']}:{LAYOUT_VERSION}:{_origin()}"
-    taken = (view.get("balance_applied") or 0, view.get("amount_credited") or 0)
-    return f"{variant}:less:{taken[0]}:{taken[1]}" if any(taken) else variant
+    taken = (view.get("balance_applied") or 0, view.get("amount_credited") or 0, view.get("amount_paid") or 0)
+    return f"{variant}:less:{taken[0]}:{taken[1]}:{taken[2]}" if any(taken) else variant
 
 
 def _credit_note_key(view: dict) -> tuple[uuid.UUID, str]:

@@ -48,7 +48,7 @@ from core.webhooks import outbox
 INVOICES = invoice_reads.INVOICES
 # What finalizing changes on a draft (`opened`), and so what a writer of a finalization writes.
 FINALIZED_COLUMNS = ("number", "customer_snapshot", "issuer_snapshot", "public_url_token", "status", "finalized_at",
-                     "updated", "balance_applied", "paid_at")
+                     "updated", "balance_applied", "amount_paid", "paid_at")
 _ROW = plain(Invoice)
 
 
@@ -98,6 +98,7 @@ async def finalize(db: Db, principal: Principal, id_text: str, *, as_action: str
                 paid_subscribers = await outbox.subscribers(tx, invoice.account_id, "invoice.paid")
         opened(invoice, await numbering.take_next(tx, invoice.account_id, profile.invoice_prefix), customer, profile)
         invoice.balance_applied, spent = customer_balance.allocate(available, invoice.total)
+        invoice.amount_paid = invoice.balance_applied
         if invoice.balance_applied and invoice.balance_applied == invoice.total:
             invoice.status, invoice.paid_at = "paid", invoice.finalized_at
         await tx.execute(FINALIZED, {"invoice_id": invoice.id,

@@ -26,6 +26,9 @@ from core.billing.invoice_lines import ItemFields
 CollectionMethod = Literal["send_invoice", "charge_automatically"]
 DEFAULT_DAYS_UNTIL_DUE = 30
 REFERENCE_MAX = 200
+# When a payment was received: a date (midnight UTC) or a timestamp, kept to the millisecond; None: now.
+PaidOn = Annotated[datetime | None, BeforeValidator(utc_moment),
+                   WithJsonSchema({"type": "string", "description": "ISO 8601 date or timestamp"})]
 
 
 def _due_date(value: object) -> object:
@@ -109,11 +112,10 @@ class ItemDeleteQuery(QueryInput):
 
 
 class PayInput(Input):
-    """When and how the invoice was paid (outside the service)."""
+    """When the invoice was paid in full (outside the service), and the payment's reference: one payment
+    of all that is due (`core.billing.payments.mark_paid`)."""
 
-    paid_on: Annotated[datetime | None, BeforeValidator(utc_moment),
-                       WithJsonSchema({"type": "string", "description": "ISO 8601 date or timestamp"})] = Field(
-        default=None, description="When the payment was received; default now")
+    paid_on: PaidOn = Field(default=None, description="When the payment was received; default now")
     reference: str | None = Field(default=None, max_length=REFERENCE_MAX,
                                   description="Payment reference, up to 200 characters")
 

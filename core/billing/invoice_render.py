@@ -105,9 +105,13 @@ class _InvoiceFields(BaseModel):
     amount_credited: int = Field(default=0, description="What credit notes took off what is due (their "
                                                         "credit_amount), in minor units")
     balance_applied: int = Field(default=0, description="The customer's credit balance in this currency applied when "
-                                                        "it was finalized, in minor units (paid in advance)")
-    amount_due: int = Field(description="total − amount_credited − balance_applied while open or overdue; 0 for "
-                                        "draft, paid and void")
+                                                        "it was finalized, in minor units (paid in advance; part of "
+                                                        "amount_paid)")
+    amount_paid: int = Field(default=0, description="What has been paid, in minor units: the balance applied and the "
+                                                    "payments recorded and not reversed. Above 0 on an open invoice: "
+                                                    "part-paid")
+    amount_due: int = Field(description="total − amount_credited − amount_paid while open or overdue; 0 for draft, "
+                                        "paid and void")
     amount_in_words: str | None = Field(description="The total in English words with the currency's name")
     public_url_token: str | None = Field(description="Secret token of the customer's public link; null until finalized")
     public_url: UriText | None = Field(description="The customer's page for the invoice, `{origin}/i/{token}`; "
@@ -115,7 +119,9 @@ class _InvoiceFields(BaseModel):
     public_pdf_url: UriText | None = Field(description="The customer's PDF download, `{origin}/i/{token}/pdf`; "
                                                        "null until finalized")
     finalized_at: Timestamp | None = Field(description="When it was finalized; null while draft")
-    paid_at: Timestamp | None = Field(description="When it was marked paid")
+    paid_at: Timestamp | None = Field(description="When it was paid: the date of the payment that settled it (or when a "
+                                                  "credit note or the customer's balance did); null while anything is "
+                                                  "due")
     voided_at: Timestamp | None = Field(description="When it was voided")
     void_reason: str | None = Field(description="Why it was voided")
     created: Timestamp = Field(description="When the draft was created")
@@ -187,9 +193,9 @@ def is_frozen(invoice: Invoice) -> bool:
 
 
 def amount_due(invoice: Invoice) -> int:
-    """What an open invoice still asks for: its total less credit notes' credit and the customer
-    balance applied to it."""
-    return invoice.total - invoice.amount_credited - invoice.balance_applied
+    """What an open invoice still asks for: its total less credit notes' credit and what was paid (the
+    customer balance applied to it and its payments not reversed)."""
+    return invoice.total - invoice.amount_credited - invoice.amount_paid
 
 
 def invoice_fields(invoice: Invoice, today: date | None = None) -> dict:
@@ -205,7 +211,7 @@ def invoice_fields(invoice: Invoice, today: date | None = None) -> dict:
         "buyer_reference": invoice.buyer_reference, "order_reference": invoice.order_reference,
         "subtotal": invoice.subtotal, "discount": invoice.discount, "taxable": invoice.taxable, "tax": invoice.tax,
         "total": invoice.total, "amount_credited": invoice.amount_credited, "balance_applied": invoice.balance_applied,
-        "amount_due": amount_due(invoice) if status in ("open", "overdue") else 0,
+        "amount_paid": invoice.amount_paid, "amount_due": amount_due(invoice) if status in ("open", "overdue") else 0,
         "amount_in_words": invoice.amount_in_words, "public_url_token": token,
         "public_url": public_url(token) if token else None, "public_pdf_url": public_pdf_url(token) if token else None,
         "finalized_at": iso(invoice.finalized_at), "paid_at": iso(invoice.paid_at), "voided_at": iso(invoice.voided_at),

@@ -34,7 +34,6 @@ from core.billing.invoice_inputs import (
     InvoiceListQuery,
     InvoiceUpdate,
     ItemAdd,
-    PayInput,
     VoidInput,
 )
 from core.billing.invoice_lines import ItemFields, build_line, compute, price_book, price_ids, refresh_prices, renumber
@@ -50,11 +49,11 @@ from core.billing.invoice_render import (  # noqa: F401 (re-exported)
     status_of,
 )
 from core.mechanisms.pagination import Position, clamp_limit, decode_cursor, encode_cursor, last_page_row
-from core.models import BusinessProfile, CreditNote, Customer, Invoice, InvoiceLine, Price, inserted_values, plain
+from core.models import BusinessProfile, CreditNote, Customer, Invoice, InvoiceLine, Payment, Price, inserted_values, plain
 
 __all__ = [
     "add_item", "create_invoice", "delete_draft", "get_by_public_token", "get_invoice", "get_item",
-    "invoice_to_api", "lines_of", "list_invoices", "list_items", "mark_paid", "remove_item", "status_of",
+    "invoice_to_api", "lines_of", "list_invoices", "list_items", "remove_item", "status_of",
     "update_invoice", "view_invoice", "void",
 ]
 
@@ -483,8 +482,9 @@ def _require_open(invoice: Invoice, action: str) -> None:
 
 
 def _require_uncorrected(session: Session, invoice: Invoice) -> None:
-    """An invoice with credit notes, or paid in part by the customer's balance, is not voided: what those
-    moved (a balance given or used) would stay moved. Void its credit notes, or credit the rest."""
+    """An invoice with credit notes, payments, or paid in part by the customer's balance, is not voided:
+    what those moved (money received, a balance given or used) would stay moved. Reverse its payments,
+    void its credit notes, or credit the rest."""
     if invoice.balance_applied:
         raise InvalidState(f"Invoice {invoice.number} used the customer's balance when it was finalized: correct it "
                            "with a credit note (balance_amount gives the balance back) rather than voiding it.")
@@ -493,24 +493,10 @@ def _require_uncorrected(session: Session, invoice: Invoice) -> None:
     if issued:
         raise InvalidState(f"Invoice {invoice.number} has credit notes: void them first, or credit what remains "
                            "rather than voiding it.")
-
-
-def mark_paid(session: Session, principal: Principal, invoice: Invoice, data: PayInput | None = None, *,
-              confirmed: Confirmed | None = None) -> Invoice:
-    """Record a payment received outside the service (no money moves)."""
-    data = data or PayInput()
-    _locked(session, invoice)
-    _require_open(invoice, "marked paid")
-    executor.within(session, delegated_actions.act_for, principal, "pay", invoice)
-    require_as_confirmed(session, invoice, "pay", data, confirmed)
-    invoice.status = "paid"
-    invoice.paid_at = data.paid_on or now()
-    invoice.payment_reference = data.reference
-    invoice.updated = now()
-    session.add(invoice)
-    session.flush()
-    events.record(session, invoice, "invoice.paid", {**principal.event_meta(), "reference": data.reference})
-    return invoice
+    if session.exec(select(func.count()).select_from(Payment).where(Payment.invoice_id == invoice.id,
+                                                                      Payment.status == "recorded")).one():
+        raise InvalidState(f"Invoice {invoice.number} has payments: reverse them first, or correct it with a credit "
+                           "note rather than voiding it.")
 
 
 def void(session: Session, principal: Principal, invoice: Invoice, data: VoidInput | None = None, *,

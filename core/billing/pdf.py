@@ -26,7 +26,6 @@ from core.base.money import format_money
 from core.billing.invoice_lines import exemption_notes
 from core.billing.presentation import (
     CREDIT_NOTE_STATUS_LABELS,
-    STATUS_LABELS,
     UNIT_NAMES,
     address_lines,
     bank_rows,
@@ -40,6 +39,7 @@ from core.billing.presentation import (
     readable_date,
     reason_text,
     settlement_rows,
+    status_label,
     total_rows,
     void_text,
 )
@@ -378,7 +378,7 @@ class _InvoiceDocument(_Document):
 
     def facts(self) -> list[str]:
         view = self.view
-        status = STATUS_LABELS.get(view.get("status")) or printable(view.get("status"))
+        status = printable(status_label(view))
         return [f"Issue date: {readable_date(view.get('issue_date'), self.locale, with_iso=True)}",
                 f"Due date: {readable_date(view.get('due_date'), self.locale, with_iso=True)}",
                 f"Status: {status}", f"Currency: {printable(self.currency)}"]

@@ -14,6 +14,17 @@ from babel.dates import format_date
 from config.settings import get_settings
 
 STATUS_LABELS = {"draft": "Draft", "open": "Open", "overdue": "Overdue", "paid": "Paid", "void": "Void"}
+PART_PAID_LABELS = {"open": "Part paid", "overdue": "Overdue, part paid"}
+
+
+def status_label(view: dict) -> str:
+    """An invoice's status in words: an open (or overdue) one with something paid reads part paid."""
+    status = view.get("status")
+    if view.get("amount_paid") and status in PART_PAID_LABELS:
+        return PART_PAID_LABELS[status]
+    return STATUS_LABELS.get(status) or str(status)
+
+
 UNIT_NAMES = {
     "NOS": "pcs", "PCS": "pcs", "KGS": "kg", "GMS": "g", "LTR": "l", "MTR": "m", "SQF": "sq ft",
     "SQM": "m²", "HRS": "h", "DAY": "days", "MON": "months", "BOX": "boxes", "SET": "sets", "OTH": "",
@@ -167,6 +178,9 @@ def total_rows(view: dict) -> list[TotalRow]:
         rows.append(TotalRow("Paid in advance (customer balance)", -view["balance_applied"]))
     if view.get("amount_credited"):
         rows.append(TotalRow("Credited (credit notes)", -view["amount_credited"]))
+    paid = (view.get("amount_paid") or 0) - (view.get("balance_applied") or 0)
+    if paid:
+        rows.append(TotalRow("Paid", -paid))
     if view.get("status") not in (None, "draft"):
         rows.append(TotalRow("Amount due", view["amount_due"], strong=True))
     return rows

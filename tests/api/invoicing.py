@@ -57,6 +57,17 @@ def pay(tenant, invoice_id: str, body: dict | None = None):
     return tenant.post(f"/invoices/{invoice_id}/pay", json=body, idem=True)
 
 
+def record_payment(tenant, invoice_id: str, amount: int, **fields):
+    return tenant.post("/payments", json={"invoice": invoice_id, "amount": amount, **fields}, idem=True)
+
+
+def paid_part(tenant, invoice_id: str, amount: int, **fields) -> dict:
+    """A payment of `amount` recorded for the invoice (asserted)."""
+    response = record_payment(tenant, invoice_id, amount, **fields)
+    assert response.status_code == 201, response.text
+    return response.json()["data"]
+
+
 def void(tenant, invoice_id: str, body: dict | None = None):
     return tenant.post(f"/invoices/{invoice_id}/void", json=body, idem=True)
 

@@ -14,6 +14,7 @@ from tests.api.invoicing import (
     history,
     open_invoice,
     outbox_rows,
+    paid_part,
     pay,
     void,
 )
@@ -248,10 +249,29 @@ def test_refund_details_without_a_refund_are_422(tenant):
 
 def test_mixed_credit_refund_and_balance_on_an_open_invoice(tenant):
     invoice = invoice_with_lines(tenant)
-    note = issued(tenant, {"invoice": invoice["id"], "credit_amount": 2000, "refund_amount": 1000,
-                           "balance_amount": 1100})
-    assert note["total"] == 4100
-    assert invoice_now(tenant, invoice["id"])["amount_due"] == 2100
+    paid_part(tenant, invoice["id"], 2100)
+    note = issued(tenant, {"invoice": invoice["id"], "credit_amount": 1020, "refund_amount": 1000,
+                           "balance_amount": 1100, "lines": [{"invoice_line": line_ids(invoice)[0], "amount": 2600}]})
+    assert note["total"] == 3120
+    now = invoice_now(tenant, invoice["id"])
+    assert (now["amount_paid"], now["amount_credited"], now["amount_due"]) == (2100, 1020, 980)
+
+
+def test_refund_and_balance_on_an_open_invoice_are_bounded_by_what_was_paid(tenant):
+    invoice = invoice_with_lines(tenant)
+    paid_part(tenant, invoice["id"], 1000)
+    response = credit(tenant, {"invoice": invoice["id"], "refund_amount": 600, "balance_amount": 500,
+                               "credit_amount": 3000})
+    assert response.status_code == 422 and error_paths(response) == ["refund_amount"]
+    assert issued(tenant, {"invoice": invoice["id"], "refund_amount": 600, "balance_amount": 400,
+                           "credit_amount": 3100})["total"] == 4100
+
+
+def test_refund_on_an_unpaid_invoice_is_refused_until_a_payment_is_recorded(tenant):
+    invoice = invoice_with_lines(tenant)
+    response = credit(tenant, {"invoice": invoice["id"], "refund_amount": 4100})
+    assert response.status_code == 422 and error_paths(response) == ["refund_amount"]
+    assert "record the payment" in response.json()["errors"][0]["message"]
 
 
 def test_the_balance_is_applied_to_the_next_invoice_in_that_currency(tenant):
@@ -435,22 +455,25 @@ def test_a_zero_amount_is_refused(tenant):
     assert response.status_code == 422 and error_paths(response) == ["lines.0.amount"]
 
 
-def test_void_is_refused_when_the_invoice_was_then_marked_paid_for_the_rest(tenant):
+def test_voiding_a_credit_note_reopens_an_invoice_paid_for_the_rest(tenant):
     invoice = invoice_with_lines(tenant)
     note = issued(tenant, {"invoice": invoice["id"], "lines": [{"invoice_line": line_ids(invoice)[1]}]})
     assert pay(tenant, invoice["id"]).status_code == 200  # paid what remained: 36.00
-    response = tenant.post(f"/credit-notes/{note['id']}/void", idem=True)
-    assert response.status_code == 409 and response.json()["code"] == "invalid_state"
-    assert invoice_now(tenant, invoice["id"])["status"] == "paid"
+    assert tenant.post(f"/credit-notes/{note['id']}/void", idem=True).status_code == 200
+    now = invoice_now(tenant, invoice["id"])
+    assert (now["status"], now["amount_paid"], now["amount_due"], now["paid_at"]) == ("open", 3600, 500, None)
+    assert history(tenant, invoice["id"])[0]["type"] == "invoice.reopened"
 
 
 def test_an_invoice_with_credit_notes_is_not_voided(tenant):
     invoice = invoice_with_lines(tenant)
+    payment = paid_part(tenant, invoice["id"], 500)
     note = issued(tenant, {"invoice": invoice["id"], "lines": [{"invoice_line": line_ids(invoice)[1]}],
                            "balance_amount": 500})
     refused = void(tenant, invoice["id"])
     assert refused.status_code == 409 and "credit notes" in refused.json()["detail"]
     assert tenant.post(f"/credit-notes/{note['id']}/void", idem=True).status_code == 200
+    assert tenant.post(f"/payments/{payment['id']}/reverse", json={"reason": "bounced"}, idem=True).status_code == 200
     assert void(tenant, invoice["id"]).status_code == 200
 
 

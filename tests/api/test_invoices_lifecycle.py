@@ -337,8 +337,8 @@ def test_history_records_each_operation_newest_first_with_meta(tenant):
     finalize(tenant, invoice["id"])
     pay(tenant, invoice["id"], {"reference": "REF-1"})
     events = history(tenant, invoice["id"])
-    assert [e["type"] for e in events] == ["invoice.paid", "invoice.finalized", "invoice.updated",
-                                           "invoice.updated", "invoice.created"]
+    assert [e["type"] for e in events] == ["invoice.paid", "payment.recorded", "invoice.finalized",
+                                           "invoice.updated", "invoice.updated", "invoice.created"]
     for event in events:
         assert set(event) == {"id", "type", "meta", "created_at"}
         assert event["meta"]["actor"] == "api_key"
@@ -394,7 +394,7 @@ def test_events_of_unknown_invoice_is_404(tenant):
 
 def test_no_outbox_rows_without_webhook_endpoints(tenant):
     paid_invoice(tenant)
-    assert len(stored_events(tenant.account_id)) == 3
+    assert len(stored_events(tenant.account_id)) == 4  # created, finalized, payment.recorded, paid
     assert outbox_rows(tenant.account_id) == []
 
 
@@ -409,7 +409,7 @@ def test_every_event_writes_an_outbox_row_per_subscribed_endpoint(tenant):
     void(tenant, other["id"])
     rows = outbox_rows(tenant.account_id)
     assert [kind for kind, endpoint in rows if endpoint == everything] == [
-        "invoice.created", "invoice.updated", "invoice.finalized", "invoice.paid",
+        "invoice.created", "invoice.updated", "invoice.finalized", "payment.recorded", "invoice.paid",
         "invoice.created", "invoice.finalized", "invoice.voided"]
     assert [kind for kind, endpoint in rows if endpoint == paid_only] == ["invoice.paid"]
 

@@ -286,10 +286,11 @@ def test_webhooks_describe_every_event_payload_and_signature_header(document):
         post = item["post"]
         assert {p["name"] for p in post["parameters"]} == {"webhook-id", "webhook-timestamp", "webhook-signature"}
         body = post["requestBody"]["content"]["application/json"]
-        about = "CreditNote" if kind.startswith("credit_note.") else "Invoice"
-        assert body["schema"] == {"$ref": f"#/components/schemas/{about}EventNotification"}
+        about = kind.split(".")[0]
+        schema = {"credit_note": "CreditNote", "payment": "Payment", "invoice": "Invoice"}[about]
+        assert body["schema"] == {"$ref": f"#/components/schemas/{schema}EventNotification"}
         assert body["example"]["type"] == kind
-        assert body["example"]["data"]["object"]["object"] == ("credit_note" if about == "CreditNote" else "invoice")
+        assert body["example"]["data"]["object"]["object"] == about
     for about in ("Invoice", "CreditNote"):
         payload = schemas_of(document)[f"{about}EventNotification"]
         assert payload["properties"]["data"]["properties"]["object"]["$ref"] == f"#/components/schemas/{about}"

@@ -10,6 +10,7 @@ visits record nothing: the invoice history has no event for them.
 
 from __future__ import annotations
 
+from markupsafe import Markup
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
@@ -20,7 +21,7 @@ from core.base.addresses import client_network
 from core.base.db import transaction
 from core.base.errors import NotFound
 from core.base.money import format_money
-from core.billing import credit_notes, documents, public
+from core.billing import credit_notes, documents, payment_qr, public
 from core.billing.pdf import NOT_APPLICABLE, filename_for
 from core.billing.presentation import (
     CREDIT_NOTE_STATUS_LABELS,
@@ -76,6 +77,7 @@ def page_context(view: dict, token: str, notes: list[dict] | None = None) -> dic
         "invoice": view,
         "status_label": status_label(view),
         "bank": bank_rows((view.get("issuer") or {}).get("bank")),
+        "payment_qr": _payment_qr(view), "payment_qr_caption": payment_qr.CAPTION,
         "lines": [{
             "description": line["description"], "quantity": exact_number(line["quantity"]),
             "unit": UNIT_NAMES.get(line["unit"], line["unit"]), "unit_amount": money(line["unit_amount"]),
@@ -88,6 +90,13 @@ def page_context(view: dict, token: str, notes: list[dict] | None = None) -> dic
         "pdf_url": f"/i/{token}/pdf",
         "credit_notes": notes or [],
     }
+
+
+def _payment_qr(view: dict) -> Markup | None:
+    """The invoice's payment QR code as inline SVG (the pages' Content-Security-Policy loads no image
+    from elsewhere, not even a data: URI), or None."""
+    code = payment_qr.epc_qr(view)
+    return Markup(payment_qr.svg(code)) if code is not None else None  # segno writes it; its title is escaped
 
 
 def credit_note_context(view: dict, token: str, invoice_token: str | None) -> dict:

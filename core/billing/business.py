@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, ValidationInfo, field_validator
 from sqlmodel import Session, select
 
 from core.base import money
@@ -13,6 +13,7 @@ from core.base.clock import iso, now
 from core.base.electronic_addresses import PEPPOL_ID_MAX, normalized_peppol_id
 from core.base.errors import NotFound
 from core.base.validation import EMAIL_MAX, NAME_MAX, PHONE_MAX, TAX_ID_MAX, Input, email_or_error
+from core.billing import bank_account
 from core.models import BusinessProfile
 
 ADDRESS_KEYS = ("line1", "line2", "city", "region", "postal_code", "country_code", "country")
@@ -30,10 +31,33 @@ class BusinessAddress(Input):
 
 
 class BankDetails(Input):
+    """An account number written as an IBAN must be a valid one (kept as printed: upper case, groups of
+    four), and with it a routing number is its BIC; other account numbers and routing or sort codes are
+    free text."""
+
     bank_name: str | None = Field(default=None, max_length=256)
     account_name: str | None = Field(default=None, max_length=256)
     account_number: str | None = Field(default=None, max_length=64)
     routing_number: str | None = Field(default=None, max_length=64)
+
+    @field_validator("account_number")
+    @classmethod
+    def _iban(cls, value: str | None) -> str | None:
+        if not value or not bank_account.looks_like_iban(value):
+            return value
+        if problem := bank_account.iban_problem(value):
+            raise ValueError(problem)
+        return bank_account.printed_iban(value)
+
+    @field_validator("routing_number")
+    @classmethod
+    def _bic(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if not value or not bank_account.iban_of(info.data.get("account_number")):
+            return value
+        if (bic := bank_account.bic_of(value)) is None:
+            raise ValueError("is not a valid BIC: with an IBAN, give the bank's BIC (8 or 11 letters and digits, "
+                             "such as COBADEFFXXX) or leave it empty")
+        return bic
 
 
 class BusinessInput(Input):

@@ -16,6 +16,7 @@ repeats its headings on every page it spans.
 from __future__ import annotations
 
 import functools
+import io
 import unicodedata
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from fpdf import FPDF, FontFace
 from fpdf.enums import Align, MethodReturnValue, TableBordersLayout, WrapMode, XPos, YPos
 
 from core.base.money import format_money
+from core.billing import payment_qr
 from core.billing.invoice_lines import exemption_notes
 from core.billing.presentation import (
     CREDIT_NOTE_STATUS_LABELS,
@@ -54,6 +56,9 @@ TABLE_FONT_SIZE = 8
 TABLE_LINE_HEIGHT = 4.2
 TABLE_PADDING = (1, 1)
 MISSING_GLYPH = "\ufffd"  # printed for a character the fonts lack
+QR_SIZE = 30  # millimetres: the payment QR code with its quiet zone
+QR_GAP = 8  # between the bank details and the code
+QR_CAPTION_HEIGHT = 7  # two lines of the caption under the code
 
 
 COLUMNS = ("#", "Description", "Qty", "Unit", "Unit price", "Disc.", "Tax", "Tax amount", "Amount")
@@ -396,13 +401,35 @@ class _InvoiceDocument(_Document):
             self._section("Notes", description)
         bank = [f"{label}: {printable(value)}" for label, value in bank_rows(issuer.get("bank")) if printable(value)]
         if bank:
-            self._section("Payment details", "\n".join(bank))
+            self.payment_details("\n".join(bank))
         footer = printable(view.get("footer"), multiline=True)
         if footer:
             self._section("Terms", footer)
         self._vat()
         if view.get("public_url_token") and not self.is_draft:
             self._section("View this invoice online", printable(public_url(view["public_url_token"], origin)))
+
+    def payment_details(self, bank: str) -> None:
+        """The bank details and, when the invoice has one, its payment QR code beside them (at the right
+        margin, captioned); the two stay together on one page."""
+        code = payment_qr.epc_qr(self.view)
+        if code is None:
+            self._section("Payment details", bank)
+            return
+        width = self.w - 2 * PAGE_MARGIN - QR_SIZE - QR_GAP
+        self.set_font(FONT, size=9)
+        text_height = 4.5 + self.multi_cell(width, 4.5, bank, dry_run=True, output=MethodReturnValue.HEIGHT,
+                                            wrapmode=WrapMode.WORD)
+        if self.will_page_break(max(text_height, QR_SIZE + QR_CAPTION_HEIGHT) + 3):
+            self.add_page()
+        top, x = self.get_y(), self.w - PAGE_MARGIN - QR_SIZE
+        text_bottom = self._column(PAGE_MARGIN, top, width, [("Payment details", {"size": 8, "bold": True}),
+                                                             (bank, {})])
+        self.image(io.BytesIO(payment_qr.png(code)), x=x, y=top, w=QR_SIZE, h=QR_SIZE,
+                   alt_text=f"Payment QR code: {payment_qr.CAPTION}")
+        caption_bottom = self._column(x - QR_GAP / 2, top + QR_SIZE, QR_SIZE + QR_GAP,
+                                      [(payment_qr.CAPTION, {"size": 7, "height": 3.2, "align": "C"})])
+        self.set_xy(PAGE_MARGIN, max(text_bottom, caption_bottom) + 3)
 
 
 class _CreditNoteDocument(_Document):

@@ -12,6 +12,7 @@ from babel import Locale, UnknownLocaleError
 from babel.dates import format_date
 
 from config.settings import get_settings
+from core.billing.bank_account import iban_of
 
 STATUS_LABELS = {"draft": "Draft", "open": "Open", "overdue": "Overdue", "paid": "Paid", "void": "Void"}
 PART_PAID_LABELS = {"open": "Part paid", "overdue": "Overdue, part paid"}
@@ -194,9 +195,12 @@ def discount_note(view: dict, money) -> str | None:
 
 
 def bank_rows(bank: dict | None) -> list[tuple[str, str]]:
-    """(label, value) for each bank detail given."""
+    """(label, value) for each bank detail given; an IBAN and its BIC are named so."""
     bank = bank or {}
-    return [(label, plain_text(bank[key])) for key, label in BANK_LABELS if bank.get(key)]
+    labels = dict(BANK_LABELS)
+    if bank.get("account_number") and iban_of(bank["account_number"]):
+        labels.update(account_number="IBAN", routing_number="BIC")
+    return [(labels[key], plain_text(bank[key])) for key, _ in BANK_LABELS if bank.get(key)]
 
 
 # How a credit note reads: its status, its reason (the API's codes, as UN/CEFACT's credit reasons name them).

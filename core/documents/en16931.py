@@ -33,6 +33,7 @@ from core.base.electronic_addresses import EAS_OF_VAT_PREFIX, derived_from_vat, 
 from core.base.errors import FieldError
 from core.base.money import currency_exponent, format_money
 from core.base.validation import failed
+from core.billing.bank_account import iban_of
 from core.billing.invoice_lines import EXEMPTION_DEFAULTS, given_exemption_reasons
 from core.billing.presentation import country_code, reason_text, settlement_rows
 from core.documents import codes
@@ -444,18 +445,10 @@ def _payment(bank: dict, number: str) -> Payment | None:
     account = _text(bank.get("account_number"))
     if not account:
         return None
-    compact = account.replace(" ", "").upper()
-    iban = _is_iban(compact)
+    iban = iban_of(account)
     return Payment(means_code=codes.SEPA_CREDIT_TRANSFER if iban else codes.CREDIT_TRANSFER,
-                   account=compact if iban else account, account_name=_text(bank.get("account_name")),
+                   account=iban or account, account_name=_text(bank.get("account_name")),
                    provider=_text(bank.get("routing_number")), remittance=number)
-
-
-def _is_iban(text: str) -> bool:
-    if not (15 <= len(text) <= 34 and text[:2].isalpha() and text[2:4].isdigit() and text.isalnum()):
-        return False
-    rearranged = text[4:] + text[:4]
-    return int("".join(str(int(ch, 36)) for ch in rearranged)) % 97 == 1
 
 
 def for_peppol(invoice: EInvoice) -> EInvoice:

@@ -63,7 +63,7 @@ def pre_ticked(scope: str) -> bool:
 SCOPE_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Look things up", LOOKUPS),
     ("Prepare drafts", DRAFT_WRITING),
-    ("Act for you: finalize, send, mark paid and credit",
+    ("Act for you: finalize, send, record payments and credit",
      ("invoices:finalize", "invoices:send", "payments:write", "credit_notes:write")),
     ("Manage the catalog and webhooks", ("products:write", "webhooks:manage")),
 )

@@ -33,7 +33,7 @@ ACTIONS_OF = {"invoices:finalize": ("finalize", "void"), "invoices:send": ("send
               "credit_notes:write": ("credit",)}
 MAX_DETAILS = 10
 MAX_PER_DAY = 100_000
-VERBS = {"finalize": "finalize", "send": "send", "pay": "mark paid", "void": "void", "credit": "credit"}
+VERBS = {"finalize": "finalize", "send": "send", "pay": "record payments of", "void": "void", "credit": "credit"}
 
 
 class InvalidAuthorizationDetails(ValueError):

@@ -29,7 +29,7 @@ SCOPE_DESCRIPTIONS: dict[str, str] = {
     "invoices:write": "Create, edit and delete draft invoices and their lines",
     "invoices:finalize": "Finalize (number) and void invoices",
     "invoices:send": "E-mail invoices to customers (finalizes drafts first)",
-    "payments:write": "Mark invoices paid",
+    "payments:write": "Record and reverse payments of invoices (mark them paid)",
     "credit_notes:write": "Issue and void credit notes correcting invoices",
     "webhooks:manage": "List, create and delete webhook endpoints",
 }

@@ -150,6 +150,8 @@ def invoice_message(view: dict, *, to: str, cc: list[str], note: str | None):
         pdf=documents.invoice_pdf(view).content, facts={"due_date": due_date},
         summary=[("Invoice number", view["number"]), ("Issue date", None),
                  *([("Due date", due_date)] if due_date else []),
+                 *([("Paid so far", format_money(view["amount_paid"], view["currency"]))]
+                   if view.get("amount_paid") else []),
                  ("Amount due", format_money(view["amount_due"], view["currency"]))])
 
 

@@ -301,7 +301,7 @@ def test_an_action_not_listed_is_refused(tenant):
     with db.transaction() as session, pytest.raises(GrantLimitExceeded) as refused:
         row = session.get(Invoice, uuid.UUID(invoice["id"].removeprefix("in_")))
         executor.within(session, delegated_actions.act_for, principal, "pay", row)
-    assert "did not allow this app to mark paid" in refused.value.detail
+    assert "did not allow this app to record payments of" in refused.value.detail
 
 
 def test_api_keys_are_unaffected(tenant):

@@ -258,3 +258,78 @@ def test_0009_downgrade_removes_the_index_and_its_triggers(before_0009):
     assert before_0009.objects() == set()
     wanted = before_0009.add(Customer, "Northwind Traders")
     assert before_0009.search(Customer, "northwind")[0] == set(wanted)
+
+
+# --- 0011: payments (issue 36) --------------------------------------------------------------------
+
+CUSTOMERS = sa.table("customers", *(sa.column(name, type_) for name, type_ in [
+    ("id", sa.Uuid()), ("account_id", sa.Uuid()), ("name", sa.String()), ("created", db.UTCDateTime()),
+    ("updated", db.UTCDateTime())]))
+INVOICES = sa.table("invoices", *(sa.column(name, type_) for name, type_ in [
+    ("id", sa.Uuid()), ("account_id", sa.Uuid()), ("customer_id", sa.Uuid()), ("number", sa.String()),
+    ("status", sa.String()), ("currency", sa.String()), ("collection_method", sa.String()),
+    ("issue_date", sa.Date()), ("subtotal", sa.BigInteger()), ("discount", sa.BigInteger()),
+    ("taxable", sa.BigInteger()), ("tax", sa.BigInteger()), ("total", sa.BigInteger()),
+    ("amount_credited", sa.BigInteger()), ("balance_applied", sa.BigInteger()), ("paid_at", db.UTCDateTime()),
+    ("payment_reference", sa.String()), ("created", db.UTCDateTime()), ("updated", db.UTCDateTime())]))
+PAYMENTS = sa.table("payments", *(sa.column(name, type_) for name, type_ in [
+    ("invoice_id", sa.Uuid()), ("invoice_number", sa.String()), ("amount", sa.BigInteger()),
+    ("amount_applied", sa.BigInteger()), ("method", sa.String()), ("reference", sa.String()),
+    ("paid_at", db.UTCDateTime()), ("status", sa.String())]))
+
+
+class Before0011(Before0008):
+    """A database at revision 0010 with one person, their business and a customer."""
+
+    def __init__(self, engine) -> None:
+        super().__init__(engine)
+        migrate(self.engine, "0010")
+        self.customer = uuid.uuid4()
+        with self.engine.begin() as connection:
+            connection.execute(CUSTOMERS.insert().values(id=self.customer, account_id=self.account, name="C",
+                                                         created=now(), updated=now()))
+
+    def invoice(self, status: str, total: int, *, credited: int = 0, balance: int = 0, reference: str | None = None,
+                paid_at=None) -> uuid.UUID:
+        invoice_id = uuid.uuid4()
+        with self.engine.begin() as connection:
+            connection.execute(INVOICES.insert().values(
+                id=invoice_id, account_id=self.account, customer_id=self.customer, number=f"INV-{invoice_id.hex[:4]}",
+                status=status, currency="EUR", collection_method="send_invoice", issue_date=now().date(), subtotal=total,
+                discount=0, taxable=total, tax=0, total=total, amount_credited=credited, balance_applied=balance,
+                paid_at=paid_at, payment_reference=reference, created=now(), updated=now()))
+        return invoice_id
+
+    def paid(self, invoice_id: uuid.UUID) -> tuple[int, list]:
+        with self.engine.connect() as connection:
+            amount_paid = connection.execute(sa.select(sa.column("amount_paid")).select_from(INVOICES)
+                                             .where(INVOICES.c.id == invoice_id)).scalar_one()
+            made = connection.execute(sa.select(PAYMENTS.c.amount, PAYMENTS.c.amount_applied, PAYMENTS.c.method,
+                                                PAYMENTS.c.reference, PAYMENTS.c.paid_at, PAYMENTS.c.status)
+                                      .where(PAYMENTS.c.invoice_id == invoice_id)).all()
+        return amount_paid, [tuple(row) for row in made]
+
+
+@pytest.fixture
+def before_0011(tmp_path):
+    with own_database(tmp_path, "before_0011") as engine:
+        yield Before0011(engine)
+
+
+def test_0011_gives_an_invoice_marked_paid_the_payment_of_what_remained_due(before_0011):
+    moment = now().replace(microsecond=0)
+    invoice = before_0011.invoice("paid", 5000, credited=1000, balance=500, reference="TRF-9", paid_at=moment)
+    migrate(before_0011.engine, "0011")
+    assert before_0011.paid(invoice) == (4000, [(3500, 3500, "other", "TRF-9", moment, "recorded")])
+
+
+def test_0011_counts_the_balance_applied_as_paid_and_makes_no_payment_for_it(before_0011):
+    invoice = before_0011.invoice("open", 5000, balance=1200)
+    migrate(before_0011.engine, "0011")
+    assert before_0011.paid(invoice) == (1200, [])
+
+
+def test_0011_makes_no_payment_for_an_invoice_credit_notes_settled(before_0011):
+    invoice = before_0011.invoice("paid", 5000, credited=5000, paid_at=now())
+    migrate(before_0011.engine, "0011")
+    assert before_0011.paid(invoice) == (0, [])

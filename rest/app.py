@@ -19,6 +19,7 @@ from rest import (
     payments,
     prices,
     products,
+    receivables,
     reference,
     webhook_endpoints,
 )
@@ -26,7 +27,7 @@ from rest.framework import Endpoint, unrouted
 
 # Endpoint modules, each with its own `api`. New resources add themselves here.
 MODULES = [business, customers, products, prices, webhook_endpoints, invoices, invoice_items, invoice_documents,
-           credit_notes, payments]
+           credit_notes, payments, receivables]
 
 
 def operations() -> list[Endpoint]:

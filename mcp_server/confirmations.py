@@ -1,5 +1,5 @@
 """Confirmation before consequential tools (finalize, send, mark paid, void; issue, send, void a credit
-note), however the client can ask.
+note; record, reverse a payment), however the client can ask.
 
 - A 2026-07-28 client that declared elicitation: the tool answers `InputRequiredResult` with the
   question (a form with one box); the client asks its person and calls again with the answer and
@@ -66,7 +66,8 @@ ANSWER_POLL_SECONDS = 0.2
 PAST = {"finalize": "the invoice was not finalized", "send": "the invoice was not sent",
         "pay": "the invoice was not marked paid", "void": "the invoice was not voided",
         "credit": "no credit note was issued", "send_credit": "the credit note was not sent",
-        "void_credit": "the credit note was not voided"}
+        "void_credit": "the credit note was not voided", "record_payment": "no payment was recorded",
+        "reverse_payment": "the payment was not reversed"}
 
 # Set by the gate on the request's scope.
 PRINCIPAL = "invoicing.principal"

@@ -99,11 +99,18 @@ def _draft(arguments: dict) -> str:
 def _chase() -> str:
     return "\n".join([
         "Chase overdue invoices:",
-        "1. List them with list_invoices and status overdue (follow next_cursor for more).",
-        "2. Group them by customer: number, amount due (the `formatted` amount), due date, days overdue.",
-        "3. Show the person that summary and propose, per customer, a short polite reminder.",
+        "1. Call get_receivables: per currency, what is `overdue` and how old (its `buckets`: days_1_30, "
+        "days_31_60, days_61_90, days_over_90 past due), and per customer the same, largest first (follow "
+        "next_cursor for more customers). Do not add up invoices yourself: these figures are the service's.",
+        "2. For each customer with something overdue, list their overdue invoices with list_invoices (`status` "
+        "overdue, `customer`): number, amount_due (the `formatted` amount), due date. A part-paid invoice "
+        "(amount_paid above 0) is owed only its amount_due.",
+        "3. Show the person, per customer, what is overdue and its oldest bucket, and propose a short polite "
+        "reminder for each, firmer for the older buckets.",
         "4. For each reminder the person approves, call send_invoice with the invoice and the reminder as "
         "`message`. The person is asked to confirm each e-mail; never send without their approval.",
+        "5. If the person says an invoice was paid meanwhile, do not remind: record what arrived with "
+        "record_payment (they are asked to confirm it) and leave it out.",
     ])
 
 
@@ -116,10 +123,16 @@ def _month_end(arguments: dict) -> str:
               "`from` the first and `to` the last day of the current month")
     return "\n".join([
         f"Summarize invoicing for {period}:",
-        f"1. List the invoices issued in it with list_invoices, {bounds} (follow next_cursor).",
-        "2. Count them and add up their totals by status: draft, open, overdue, paid, void, per currency.",
-        "3. List the overdue ones and the drafts still waiting for review.",
-        "4. Present the summary in a short table; do not change anything.",
+        f"1. Invoiced: list the invoices issued in it with list_invoices, {bounds} (follow next_cursor), and "
+        "give how many and their totals per currency, with the drafts still waiting for review apart.",
+        "2. Paid: list_payments (newest first; follow next_cursor until they were `created` before the month) and "
+        "count the payments with `status` recorded whose `paid_on` falls in the month, per currency and method; "
+        "say which ones were reversed.",
+        "3. Still due: call get_receivables for what customers owe on open invoices per currency, `outstanding` "
+        "and `overdue` with the aging `buckets`, and the largest customers; use its figures as they are "
+        "rather than adding up invoices. They are as of today (`as_of`), not the month's last day: say so.",
+        "4. Present the summary in a short table per currency (the `formatted` amounts); never add amounts of "
+        "different currencies. Do not change anything.",
     ])
 
 

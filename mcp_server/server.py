@@ -39,23 +39,26 @@ This server keeps a business's invoices: customers, a catalog of products and pr
 Workflow: find the customer (list_customers with `query`) or create it; look up prices (list_prices) when the user \
 names catalog items; show the user the lines and totals with preview_invoice (nothing is saved) before drafting; \
 draft the invoice (create_invoice, then update_invoice / add_invoice_item) and let them review the draft. Finalize, \
-send, void or mark paid only when the user asks for that step: these act for real (a finalized invoice gets a \
-permanent number; sending e-mails the customer), and the person is asked to confirm where your client can ask. \
+send, void, mark paid, record or reverse a payment only when the user asks for that step: these act for real (a \
+finalized invoice gets a permanent number; sending e-mails the customer), and the person is asked to confirm where \
+your client can ask. \
 A declined confirmation answers {"declined": true}: nothing changed. An issued invoice is never edited: correct it \
 with a credit note (preview_credit_note, then create_credit_note when the user asks), which credits part or all of \
-it, off what is due, refunded, or to the customer's balance. The PDF of an invoice is the resource \
+it, off what is due, refunded, or to the customer's balance. Money received is recorded with record_payment (part \
+or all of what is due; reverse_payment undoes one, reopening a paid invoice); what customers owe, overdue and by \
+age, is get_receivables: use it rather than adding up invoices. The PDF of an invoice is the resource \
 invoice://{id}/pdf, of a credit note credit-note://{id}/pdf; the prompts draft_invoice_from_notes, \
 chase_overdue_invoices and month_end_summary guide common tasks.
 
 Money is an integer in the currency's minor unit (250000 = 2,500.00 USD; JPY has no decimals; BHD has three); \
-results also carry `formatted` strings to show the user. Ids are prefixed (cus_, prod_, price_, in_, ii_, cn_). Pass an \
-`idempotency_key` on writes so a retry never acts twice. Errors carry a `code` (validation, not_found, \
+results also carry `formatted` strings to show the user. Ids are prefixed (cus_, prod_, price_, in_, ii_, cn_, \
+py_). Pass an `idempotency_key` on writes so a retry never acts twice. Errors carry a `code` (validation, not_found, \
 invalid_state, forbidden, rate_limited, …) and, for validation, the failing `errors[].path`.
 """
 
 MONEY_FIELDS = ("subtotal", "discount", "taxable", "tax", "total", "amount_due", "unit_amount", "amount", "tax_amount",
                 "amount_credited", "balance_applied", "credit_amount", "refund_amount", "balance_amount",
-                "balance_remaining")
+                "balance_remaining", "amount_paid", "amount_applied", "outstanding", "overdue")
 
 
 # Tools whose results the invoice view shows (MCP Apps hosts render it beside the text).

@@ -12,13 +12,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from operations import business, credit_notes, customers, invoices, products
+from operations import business, credit_notes, customers, invoices, payments, products, receivables
 from operations.confirmations import ACTIONS
 from operations.pipeline import Operation
 
 MINOR_UNITS = ("Money is always an integer in the currency's minor unit: 250000 is 2,500.00 USD, 5000 is 5,000 JPY "
                "(no decimals), 1250 is 1.250 BHD (three decimals).")
-IDS = "Ids are prefixed strings (cus_, prod_, price_, in_, ii_, cn_) or the underlying UUID."
+IDS = "Ids are prefixed strings (cus_, prod_, price_, in_, ii_, cn_, py_) or the underlying UUID."
 IDEMPOTENCY_KEY = {
     "type": "string", "minLength": 1, "maxLength": 255,
     "description": "Any unique string; a retry with the same key and arguments returns the first result instead of "
@@ -115,6 +115,7 @@ def _output_schema(model: type[BaseModel] | None, shape: str) -> dict:
 CUSTOMER = "The customer's id (cus_… or UUID)."
 INVOICE = "The invoice's id (in_… or UUID)."
 CREDIT_NOTE = "The credit note's id (cn_… or UUID)."
+PAYMENT = "The payment's id (py_… or UUID)."
 CREDITING = ("`lines` credit part of the invoice's lines (each `invoice_line` with `quantity` or `amount` before tax, "
              "or neither for all that remains of it) or add lines of their own (`description`, `amount`, `tax_rate`); "
              "omitted, all that remains of the invoice is credited. Where the money goes adds up to the total: "
@@ -193,8 +194,9 @@ TOOLS: tuple[Tool, ...] = (
          "Only when the user asked for it. At most 10 sends per hour per credential.",
          invoices.send_invoice, "invoice", INVOICE, open_world=True),
     Tool("mark_invoice_paid", "Mark an invoice paid",
-         "Record that an open or overdue invoice was paid outside the service (no money moves). Only when the user "
-         "says it was paid.",
+         "Record that an open or overdue invoice was paid in full outside the service (no money moves): one payment "
+         "of all it has due, which can be reversed later. For part of it, or a method, use record_payment. Only when "
+         "the user says it was paid.",
          invoices.pay_invoice, "invoice", INVOICE),
     Tool("list_credit_notes", "List credit notes",
          "Credit notes, newest first, each with its lines; filter by `invoice` or `customer`.",
@@ -219,5 +221,27 @@ TOOLS: tuple[Tool, ...] = (
          "Undo a credit note issued in error: what it took off the invoice is due again and its balance leaves the "
          "customer's. Refused once its balance paid another invoice. Only when the user asked for it.",
          credit_notes.void_credit_note, "credit_note", CREDIT_NOTE, destructive=True),
+    Tool("list_payments", "List payments",
+         "Payments recorded for invoices, newest first, reversed ones included (`status`); filter by `invoice` or "
+         "`customer`. Use the returned next_cursor as `cursor` for more. " + MINOR_UNITS,
+         payments.list_payments, read_only=True, idempotent=True),
+    Tool("record_payment", "Record a payment",
+         "Record money received outside the service for an open or overdue invoice (no money moves): part of what "
+         "is due, or all of it, which makes the invoice paid. `amount` in minor units (at most its amount_due, "
+         "unless `overpayment` is `balance`: the excess goes to the customer's balance for their next invoice), "
+         "`method`, `paid_on`, `reference`. Only when the user says the money arrived; the person is asked to "
+         "confirm. " + MINOR_UNITS,
+         payments.record_payment),
+    Tool("reverse_payment", "Reverse a payment",
+         "Undo a recorded payment (a bounced transfer, a charge-back, a mistake), with the `reason`: the invoice "
+         "owes that part again and a paid invoice reopens; the payment stays listed as reversed. Only when the user "
+         "asked for it; the person is asked to confirm.",
+         payments.reverse_payment, "payment", PAYMENT, destructive=True),
+    Tool("get_receivables", "Receivables",
+         "What customers owe on open invoices as of today, computed by the service: per currency (never added "
+         "across currencies) the outstanding total, what is overdue and the aging buckets (current, days_1_30, "
+         "days_31_60, days_61_90, days_over_90 past due), and the same per customer, largest first (a page: "
+         "next_cursor as `cursor` for more customers). Use it instead of adding up invoices. " + MINOR_UNITS,
+         receivables.get_receivables, read_only=True, idempotent=True),
 )
 BY_NAME = {tool.name: tool for tool in TOOLS}

@@ -1,7 +1,7 @@
 """What a person is asked before an assistant moves money or tells a customer: finalize, send, mark
-paid, void an invoice; issue, send, void a credit note. One question per action, in the account's
-formatting, worded as what will happen: "Finalize the draft for Globex Corp, 2,500.00 USD due 24 Dec
-2026? It gets the next number and can no longer be edited." Every surface that asks (elicitation in
+paid, void an invoice; issue, send, void a credit note; record, reverse a payment. One question per
+action, in the account's formatting, worded as what will happen: "Finalize the draft for Globex Corp,
+2,500.00 USD due 24 Dec 2026? It gets the next number and can no longer be edited." Every surface that asks (elicitation in
 either protocol generation, the invoice view inside the assistant) asks this question. A send's question shows everything that
 reaches the customer: every recipient, that the PDF is attached, and the note in full.
 
@@ -21,40 +21,54 @@ from babel.dates import format_date
 
 from core.access.principal import Principal
 from core.base import executor
+from core.base.clock import today
 from core.base.db import new_session
 from core.base.errors import DomainError, ValidationFailed
+from core.base.jsonout import jsonable
 from core.base.money import format_money
 from core.base.validation import parse
-from core.billing import credit_notes, delegated_actions, invoices
+from core.billing import credit_notes, delegated_actions, invoices, payments
 from core.billing.confirmations import Confirmed, digest
 from core.billing.credit_note_inputs import CreditNoteCreate
 from core.billing.invoice_inputs import PayInput, VoidInput
+from core.billing.payment_inputs import PaymentCreate, PaymentReverse
+from core.billing.payment_render import payment_to_api
 from core.billing.presentation import document_locale
 from core.billing.sending import SendInput, email_note, recipients
 
+# Each tool's action: the name its digest is taken under (core's, for payments: `record_payment`, `reverse_payment`).
 ACTIONS = {"finalize_invoice": "finalize", "send_invoice": "send", "mark_invoice_paid": "pay", "void_invoice": "void",
-           "create_credit_note": "credit", "send_credit_note": "send_credit", "void_credit_note": "void_credit"}
-# What each action takes beside what it acts on (issuing a credit note: all of it, the invoice included).
-INPUTS = {"send": SendInput, "pay": PayInput, "void": VoidInput, "credit": CreditNoteCreate, "send_credit": SendInput}
-# The argument naming what each action acts on: the invoice, or the credit note.
-SUBJECT = {"send_credit": "credit_note", "void_credit": "credit_note"}
+           "create_credit_note": "credit", "send_credit_note": "send_credit", "void_credit_note": "void_credit",
+           "record_payment": "record_payment", "reverse_payment": "reverse_payment"}
+# What each action takes beside what it acts on (issuing a credit note, recording a payment: all of it, the
+# invoice included).
+INPUTS = {"send": SendInput, "pay": PayInput, "void": VoidInput, "credit": CreditNoteCreate, "send_credit": SendInput,
+          "record_payment": PaymentCreate, "reverse_payment": PaymentReverse}
+# The argument naming what each action acts on: the invoice, the credit note, or the payment.
+SUBJECT = {"send_credit": "credit_note", "void_credit": "credit_note", "reverse_payment": "payment"}
+# Actions whose input names the invoice itself (a body field, part of what the digest covers).
+SUBJECT_IN_INPUT = ("credit", "record_payment")
+# The box to tick, where "Yes, {action} it" would not read.
+AGREEMENTS = {"send_credit": "Yes, send it", "void_credit": "Yes, void it", "record_payment": "Yes, record it",
+              "reverse_payment": "Yes, reverse it"}
 IDEMPOTENCY_ARGUMENT = "idempotency_key"
 CONFIRM_FIELD = "confirm"
 
 
 @dataclass(frozen=True)
 class Question:
-    action: str  # finalize, send, pay, void, credit, send_credit or void_credit
+    action: str  # finalize, send, pay, void, credit, send_credit, void_credit, record_payment or reverse_payment
     message: str
-    invoice: str  # what it acts on: the invoice's id (in_…), or the credit note's (cn_…)
-    view: dict  # the invoice (or credit note) as it stands, for a view that shows what is asked about
+    invoice: str  # what it acts on: the invoice's id (in_…), the credit note's (cn_…) or the payment's (py_…)
+    view: dict  # the invoice (credit note, payment) as it stands, for a view that shows what is asked about
     confirmed: Confirmed  # what a "yes" to this question approves: the digest of what it showed
 
     @property
     def requested_schema(self) -> dict:
         """The form an elicitation shows: one box to tick (a flat schema every client can draw)."""
         return {"type": "object", "required": [CONFIRM_FIELD], "properties": {CONFIRM_FIELD: {
-            "type": "boolean", "title": f"Yes, {self.action} it", "description": self.message, "default": False}}}
+            "type": "boolean", "title": AGREEMENTS.get(self.action, f"Yes, {self.action} it"),
+            "description": self.message, "default": False}}}
 
 
 def confirmed(action: str | None, content: dict | None) -> bool:
@@ -74,9 +88,13 @@ def question_for(tool: str, principal: Principal, arguments: dict) -> Question |
         inputs = _inputs(action, arguments)
         if action in CREDIT_NOTE_ACTIONS:
             return _credit_note_question(session, principal, action, subject, inputs)
+        if action == "reverse_payment":
+            return _reversal_question(session, principal, subject, inputs)
         view = executor.within(session, invoices.view_invoice, principal.account_id, subject)
-        if executor.within(session, delegated_actions.would_refuse, principal, action, invoices.get_invoice(
-                session, principal.account_id, subject)):
+        # What an app's `max_amount` is compared with: the total, or the payment (`pay`: what is due).
+        amount = {"pay": view["amount_due"], "record_payment": getattr(inputs, "amount", None)}.get(action)
+        if executor.within(session, functools.partial(delegated_actions.would_refuse, amount=amount), principal,
+                           LIMITED_AS.get(action, action), invoices.get_invoice(session, principal.account_id, subject)):
             return None  # beyond what the person allowed this app: refused without asking
     except DomainError:
         return None
@@ -89,7 +107,9 @@ def question_for(tool: str, principal: Principal, arguments: dict) -> Question |
 
 
 CREDIT_NOTE_ACTIONS = ("credit", "send_credit", "void_credit")
-LIMITED_AS = {"credit": "credit", "void_credit": "credit", "send_credit": "send"}  # an app's limits
+# An app's limits: the action they are set for, where it is not the action's own name.
+LIMITED_AS = {"credit": "credit", "void_credit": "credit", "send_credit": "send", "record_payment": "pay",
+              "reverse_payment": "pay"}
 
 
 def _credit_note_question(session, principal: Principal, action: str, subject: str, inputs) -> Question | None:
@@ -111,10 +131,29 @@ def _credit_note_question(session, principal: Principal, action: str, subject: s
     return Question(action, message, shown["id"] or shown["invoice"], shown, Confirmed(digest(shown, action, inputs)))
 
 
+def _reversal_question(session, principal: Principal, subject: str, inputs: PaymentReverse) -> Question | None:
+    """A question about reversing a payment; its digest covers the payment as it stands (core's check),
+    and it names the invoice, which reopens when it was paid."""
+    payment = payments.get_payment(session, principal.account_id, subject)
+    invoice = invoices.get_invoice(session, principal.account_id, str(payment.invoice_id))
+    shown = jsonable(payment_to_api(payment))  # as a result shows it (a date as text)
+    if (payment.status != "recorded" or payment.balance_remaining != payment.balance_amount
+            or payments.refunded_or_kept(session, invoice.id) > invoice.amount_paid - payment.amount_applied):
+        return None  # reversed already, its excess spent, or refunded by credit notes: refused (payments.reverse_payment)
+    if executor.within(session, functools.partial(delegated_actions.would_refuse, amount=payment.amount), principal,
+                       LIMITED_AS["reverse_payment"], invoice):
+        return None
+    view = executor.within(session, invoices.view_invoice, principal.account_id, str(invoice.id))
+    message = _reverse_payment(shown, inputs, view)
+    return Question("reverse_payment", message, shown["id"], shown,
+                    Confirmed(digest(shown, "reverse_payment", inputs)))
+
+
 def _inputs(action: str, arguments: dict):
     """The action's input as the operation will read it (ValidationFailed where it will refuse it)."""
     model = INPUTS.get(action)
-    not_input = {IDEMPOTENCY_ARGUMENT} if action == "credit" else {IDEMPOTENCY_ARGUMENT, SUBJECT.get(action, "invoice")}
+    not_input = ({IDEMPOTENCY_ARGUMENT} if action in SUBJECT_IN_INPUT
+                 else {IDEMPOTENCY_ARGUMENT, SUBJECT.get(action, "invoice")})
     rest = {name: value for name, value in arguments.items() if name not in not_input}
     if model is None:
         if rest:
@@ -156,14 +195,68 @@ def _send(view: dict, inputs: SendInput) -> str | None:
 
 
 def _pay(view: dict, inputs: PayInput) -> str | None:
+    """Marking paid records one payment of what is due (not the total: credit notes and earlier payments
+    took their part), which can be reversed."""
     if view["status"] not in ("open", "overdue"):
         return None
-    details = [_money(view)]
+    payment = f"a payment of {_money(view, 'amount_due')}"
+    if view.get("amount_paid"):
+        payment += f", what remains due after {_money(view, 'amount_paid')} paid so far"
+    elif view["amount_due"] != view["total"]:
+        payment += f", what remains due of its {_money(view)} total"
+    details = []
     if inputs.reference:
         details.append(f"reference {inputs.reference}")
     if inputs.paid_on is not None:
         details.append(f"paid on {_day(view, inputs.paid_on.date())}")
-    return f"Mark {view['number']} paid ({', '.join(details)})? No money moves; paid is final."
+    said = f" ({', '.join(details)})" if details else ""
+    return (f"Mark {view['number']} paid, recording {payment}{said}? No money moves; the payment can be reversed "
+            "later.")
+
+
+# How a payment came, as the question says it.
+METHODS = {"bank_transfer": "by bank transfer", "card": "by card", "cash": "in cash", "cheque": "by cheque",
+           "direct_debit": "by direct debit", "other": "by another means"}
+
+
+def _record_payment(view: dict, inputs: PaymentCreate) -> str | None:
+    """Recording a payment: the amount, the invoice and its customer, when, how and the reference; then
+    what remains due after it, or that it settles the invoice (and any excess on the customer's balance)."""
+    due = view["amount_due"]
+    if (view["status"] not in ("open", "overdue") or inputs.currency not in (None, view["currency"])
+            or (inputs.amount > due and inputs.overpayment != "balance")):
+        return None  # not payable, another currency, or more than is due unasked for: refused (payments._received)
+    amount = format_money(inputs.amount, view["currency"])
+    received = _day(view, inputs.paid_on.date() if inputs.paid_on is not None else today())
+    details = [f"received {received} {METHODS[inputs.method]}"]
+    if inputs.reference:
+        details.append(f"reference {inputs.reference}")
+    question = (f"Record a payment of {amount} on {view['number']} for {view['customer_details']['name']} "
+                f"({', '.join(details)})?")
+    if inputs.amount < due:
+        effect = f" {format_money(due - inputs.amount, view['currency'])} remains due after it."
+    elif inputs.amount == due:
+        effect = f" It settles {view['number']}."
+    else:
+        excess = format_money(inputs.amount - due, view["currency"])
+        effect = (f" It settles {view['number']} ({_money(view, 'amount_due')} due) and {excess} goes to the customer's "
+                  "balance for their next invoice.")
+    return f"{question}{effect} No money moves."
+
+
+def _reverse_payment(payment: dict, inputs: PaymentReverse, invoice: dict) -> str:
+    """Reversing a payment: which payment of which invoice, its amount, the reason, and what is undone: the
+    invoice owes that part again (a paid one reopens), and any excess leaves the customer's balance."""
+    details = [f"received {_day(invoice, payment['paid_on'])} {METHODS[payment['method']]}"]
+    if payment["reference"]:
+        details.append(f"reference {payment['reference']}")
+    number = invoice["number"]
+    undone = (f"{number} reopens: {_money(payment, 'amount_applied')} is due again" if invoice["status"] == "paid"
+              else f"{_money(payment, 'amount_applied')} is due again on {number}")
+    if payment["balance_amount"]:
+        undone += f", and {_money(payment, 'balance_amount')} leaves the customer's balance"
+    return (f"Reverse the payment of {_money(payment, 'amount')} on {number} for {invoice['customer_details']['name']} "
+            f"({', '.join(details)}), reason: {inputs.reason}? {undone}. The payment stays listed as reversed.")
 
 
 def _void(view: dict, inputs: VoidInput) -> str | None:
@@ -209,4 +302,4 @@ def _void_credit(view: dict, _inputs: None) -> str | None:
 
 
 _WORDING = {"finalize": _finalize, "send": _send, "pay": _pay, "void": _void, "credit": _credit,
-            "send_credit": _send_credit, "void_credit": _void_credit}
+            "send_credit": _send_credit, "void_credit": _void_credit, "record_payment": _record_payment}

@@ -94,9 +94,9 @@ def test_the_view_shows_the_invoice_and_finalizes_it_after_the_persons_confirmat
     assert api.get(f"/invoices/{invoice['id']}").json()["data"]["status"] == "open"
     shot(page, "72-mcp-invoice-view-finalized")
     calls = [(call["method"], call["params"].get("name")) for call in page.evaluate("window.calls")]
-    # An issued invoice's view also asks for its credit notes.
+    # An issued invoice's view also asks for its credit notes and payments.
     assert calls == [("tools/call", "finalize_invoice"), ("tools/call", "confirm_invoice_action"),
-                     ("tools/call", "list_credit_notes")]
+                     ("tools/call", "list_credit_notes"), ("tools/call", "list_payments")]
 
 
 def asking_in_the_view(live_server, page, tool: str, customer: dict, amount: int, **arguments):  # noqa: F811
@@ -174,3 +174,39 @@ def test_the_view_shows_an_invoices_credit_notes_and_what_they_took_off(live_ser
     for text in (note["number"], "Credited", "1,000.00 USD"):
         assert inside.get_by_text(text).first.is_visible(), text
     shot(page, "75-mcp-invoice-view-credit-notes")
+
+
+def test_the_view_records_a_payment_after_the_persons_confirmation_and_shows_the_part_paid_invoice(
+        live_server, page):  # noqa: F811
+    tenant = make_tenant(None)
+    api = httpx.Client(base_url=f"{live_server}/api/v1", headers={"Authorization": f"Bearer {tenant.key}"})
+    customer = api.post("/customers", json={"name": "Globex Corp", "email": "ap@globex.example"}).json()["data"]
+    invoice = api.post("/invoices", headers={"Idempotency-Key": uuid.uuid4().hex}, json={
+        "customer": customer["id"], "items": [{"description": "Workshop", "unit_amount": 100000, "quantity": 2}]}
+                       ).json()["data"]
+    number = api.post(f"/invoices/{invoice['id']}/finalize", headers={"Idempotency-Key": uuid.uuid4().hex}
+                      ).json()["data"]["number"]
+    bounced = api.post("/payments", headers={"Idempotency-Key": uuid.uuid4().hex}, json={
+        "invoice": invoice["id"], "amount": 20000, "method": "cheque"}).json()["data"]
+    api.post(f"/payments/{bounced['id']}/reverse", json={"reason": "Bounced"}, headers={"Idempotency-Key": "r-1"})
+    mcp = Mcp(live_server, tenant.key)
+    view = mcp.rpc("resources/read", {"uri": "ui://invoicing/invoice-view.html"})["result"]["contents"][0]["text"]
+    asked = mcp.rpc("tools/call", {"name": "record_payment", "arguments": {
+        "invoice": invoice["id"], "amount": 50000, "method": "bank_transfer", "reference": "TRF-1",
+        "paid_on": "2026-11-20"}})["result"]
+
+    page.expose_function("forward", lambda method, params: json.dumps(mcp.rpc(method, json.loads(params))))
+    page.set_content(HOST_PAGE)
+    page.evaluate("([view, result]) => window.show(view, result)", [view, asked])
+    inside = page.frame_locator("iframe")
+    inside.get_by_text(f"Record a payment of 500.00 USD on {number} for Globex Corp").wait_for()
+    assert api.get("/payments", params={"invoice": invoice["id"]}).json()["data"][0]["id"] == bounced["id"]
+
+    inside.get_by_role("button", name="Confirm").click()
+    inside.get_by_role("heading", name="Payment of 500.00 USD").wait_for()
+    inside.get_by_role("button", name=f"Open {number}").click()
+    inside.get_by_role("heading", name="Payments").wait_for()
+    assert inside.get_by_text("Part paid").first.is_visible()
+    for text in ("Paid", "500.00 USD", "1,500.00 USD", "TRF-1", "bank transfer", "Reversed"):
+        assert inside.get_by_text(text, exact=True).first.is_visible(), text
+    shot(page, "76-mcp-invoice-view-payments")

@@ -123,8 +123,9 @@ def test_an_action_that_would_fail_fails_without_a_question(servers, tenant):
     ("send_invoice", {"message": "New bank details:\nIBAN GB33 BUKB 2020 1555 5555 55", "cc": ["cfo@globex.example"]},
      "E-mail INV-{n} (2,500.00 USD) to ap@globex.example (a copy to cfo@globex.example), with the PDF attached and "
      "the note below?\n\nNew bank details:\nIBAN GB33 BUKB 2020 1555 5555 55"),
-    ("mark_invoice_paid", {"reference": "BACS 7"}, "Mark INV-{n} paid (2,500.00 USD, reference BACS 7)? "
-                                                   "No money moves; paid is final."),
+    ("mark_invoice_paid", {"reference": "BACS 7"}, "Mark INV-{n} paid, recording a payment of 2,500.00 USD "
+                                                   "(reference BACS 7)? No money moves; the payment can be reversed "
+                                                   "later."),
     ("void_invoice", {}, "Void INV-{n} (2,500.00 USD)? It keeps its number and can no longer be paid."),
 ])
 def test_each_consequential_tool_says_what_will_happen(servers, tenant, tool, arguments, question):

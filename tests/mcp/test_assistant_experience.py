@@ -119,6 +119,25 @@ def test_month_end_names_the_month(client, tenant):
     assert "2026-11-01" in text
 
 
+def prompt_text(client, key, name, arguments=None) -> str:
+    return rpc(client, key, "prompts/get", {"name": name, "arguments": arguments or {}}
+               )["result"]["messages"][0]["content"]["text"]
+
+
+def test_chasing_starts_from_the_receivables_and_sends_only_what_the_person_approves(client, tenant):
+    text = prompt_text(client, tenant.key, "chase_overdue_invoices")
+    assert text.index("get_receivables") < text.index("list_invoices") < text.index("send_invoice")
+    assert "days_over_90" in text and "Do not add up invoices yourself" in text
+    assert "record_payment" in text  # paid meanwhile: recorded, not reminded
+
+
+def test_the_month_end_takes_what_is_due_from_the_receivables_not_from_sums_of_lists(client, tenant):
+    text = prompt_text(client, tenant.key, "month_end_summary", {"month": "2026-11"})
+    assert "list_invoices" in text and "list_payments" in text and "get_receivables" in text
+    assert "as of today (`as_of`)" in text and "Do not change anything" in text
+    assert "add up their totals by status" not in text
+
+
 def complete(client, key, ref, name, value):
     return post(client, "completion/complete", {"ref": ref, "argument": {"name": name, "value": value}}, key=key)
 

@@ -12,7 +12,7 @@ from core.base import executor
 from core.base.db import new_session, transaction
 from core.base.errors import ConfirmationStale
 from core.billing import confirmations as core_confirmations
-from core.billing import finalization, invoices, sending
+from core.billing import finalization, invoices, payments, sending
 from core.billing.confirmations import NOTHING_ASKED, Confirmed
 from core.billing.invoice_inputs import PayInput, VoidInput
 from core.billing.sending import SendInput
@@ -229,7 +229,7 @@ def test_core_finalize_refuses_what_the_person_did_not_see(tenant, confirmed):
 
 
 @pytest.mark.parametrize(("action", "act"), [
-    ("pay", lambda session, principal, row: invoices.mark_paid(session, principal, row, PayInput(reference="BACS 7"),
+    ("pay", lambda session, principal, row: payments.mark_paid(session, principal, row, PayInput(reference="BACS 7"),
                                                                confirmed=Confirmed("0" * 64))),
     ("void", lambda session, principal, row: invoices.void(session, principal, row, VoidInput(reason="dup"),
                                                           confirmed=NOTHING_ASKED)),

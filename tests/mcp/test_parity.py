@@ -11,7 +11,7 @@ from tests.api.invoicing import adhoc, customer, draft, open_invoice, price
 from tests.mcp.jsonrpc import structured
 
 VARYING = {"id", "customer", "invoice", "invoice_line", "price", "product", "created", "updated", "created_at", "finalized_at",
-           "paid_at", "voided_at", "number", "public_url_token", "public_url", "public_pdf_url",
+           "paid_at", "voided_at", "reversed_at", "number", "public_url_token", "public_url", "public_pdf_url",
            "formatted", "next_cursor", "request_id", "api_key_id"}
 
 
@@ -56,6 +56,21 @@ def _credit_note(tenant) -> dict:
     assert note.status_code == 201, note.text
     return {"credit_note": note.json()["data"]["id"]}
 
+
+def _payment(tenant) -> dict:
+    invoice = _open(tenant)["invoice"]
+    paid = tenant.post("/payments", json={"invoice": invoice, "amount": 100000, "method": "bank_transfer",
+                                          "reference": "TRF-1", "paid_on": "2026-11-20"}, idem=True)
+    assert paid.status_code == 201, paid.text
+    return {"payment": paid.json()["data"]["id"]}
+
+
+def _owed(tenant) -> dict:
+    _open(tenant)
+    return {}
+
+
+PAYMENT = {"amount": 100000, "method": "card", "reference": "CARD-7", "paid_on": "2026-11-20", "note": "Terminal 2"}
 
 PARTIAL = {"lines": [{"description": "Goodwill", "amount": 1000}], "reason": "order_change",
            "memo": "One hour less"}
@@ -131,6 +146,13 @@ CASES = [
     Case("send_credit_note", _credit_note,
          lambda t, c: t.post(f"/credit-notes/{c['credit_note']}/send", json={"to": "ap@parity.example"}, idem=True),
          lambda c: {**c, "to": "ap@parity.example"}, unwrap=False),
+    Case("list_payments", _payment, lambda t, c: t.get("/payments"), lambda c: {}, unwrap=False),
+    Case("record_payment", _open, lambda t, c: t.post("/payments", json={**c, **PAYMENT}, idem=True),
+         lambda c: {**c, **PAYMENT}),
+    Case("reverse_payment", _payment,
+         lambda t, c: t.post(f"/payments/{c['payment']}/reverse", json={"reason": "Bounced"}, idem=True),
+         lambda c: {**c, "reason": "Bounced"}),
+    Case("get_receivables", _owed, lambda t, c: t.get("/receivables"), lambda c: {}, unwrap=False),
 ]
 
 

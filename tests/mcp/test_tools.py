@@ -22,7 +22,7 @@ def test_a_customer_to_paid_invoice_journey(client, tenant):
     paid = structured(client, tenant.key, "mark_invoice_paid", invoice=draft["id"], reference="wire 42")
     assert paid["status"] == "paid" and paid["amount_due"] == 0
     kinds = [e["type"] for e in structured(client, tenant.key, "list_invoice_events", invoice=draft["id"])["data"]]
-    assert kinds == ["invoice.paid", "invoice.finalized", "invoice.updated", "invoice.created"]
+    assert kinds == ["invoice.paid", "payment.recorded", "invoice.finalized", "invoice.updated", "invoice.created"]
 
 
 def test_money_comes_formatted_too(client, tenant):
@@ -158,6 +158,12 @@ def test_the_same_draft_through_rest_and_mcp_is_identical(client, tenant):
     ("finalize_invoice", {"invoice": "in_nope"}, "POST", "/invoices/in_nope/finalize", None),
     ("mark_invoice_paid", {"invoice": "in_nope"}, "POST", "/invoices/in_nope/pay", None),
     ("list_invoices", {"customer": "cus_nope"}, "GET", "/invoices?customer=cus_nope", None),
+    ("record_payment", {"invoice": "in_nope", "amount": 100}, "POST", "/payments", {"invoice": "in_nope", "amount": 100}),
+    ("record_payment", {"invoice": "in_nope", "amount": 0}, "POST", "/payments", {"invoice": "in_nope", "amount": 0}),
+    ("reverse_payment", {"payment": "py_nope", "reason": "x"}, "POST", "/payments/py_nope/reverse", {"reason": "x"}),
+    ("reverse_payment", {"payment": "py_nope"}, "POST", "/payments/py_nope/reverse", {}),
+    ("list_payments", {"invoice": "in_nope"}, "GET", "/payments?invoice=in_nope", None),
+    ("get_receivables", {"currency": "XXQ"}, "GET", "/receivables?currency=XXQ", None),
 ])
 def test_errors_have_the_same_code_through_rest_and_mcp(client, tenant, tool, arguments, method, path, body):
     rest = tenant.request(method, path, json=body, idem=method == "POST").json()

@@ -20,7 +20,7 @@ DECIDED_TOOLS = {
     "add_invoice_item", "remove_invoice_item", "delete_draft_invoice", "finalize_invoice", "void_invoice",
     "send_invoice", "mark_invoice_paid", "preview_invoice", "confirm_invoice_action", "get_e_invoice",
     "list_credit_notes", "get_credit_note", "preview_credit_note", "create_credit_note", "send_credit_note",
-    "void_credit_note",
+    "void_credit_note", "list_payments", "record_payment", "reverse_payment", "get_receivables",
 }
 
 

@@ -13,6 +13,7 @@ from web import (
     invoice_pages,
     onboarding,
     public,
+    receivables_pages,
     settings_pages,
 )
 
@@ -26,6 +27,7 @@ def routes(connected_apps: ConnectedApps) -> list[BaseRoute]:
         *invoice_lines.routes(),
         *invoice_actions.routes(),
         *credit_note_pages.routes(),
+        *receivables_pages.routes(),
         *catalog_pages.routes(),
         *settings_pages.routes(),
         *app_pages.routes(connected_apps),

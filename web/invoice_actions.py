@@ -1,5 +1,7 @@
 """An invoice's lifecycle in the dashboard: finalize, send, mark paid, void and delete, each on a
-page that says what it will do before the person confirms (run through the operations)."""
+page that says what it will do before the person confirms (run through the operations); and its
+payments: the form on the invoice's page that records one (part of what is due, or more with the
+excess on the customer's balance), and reversing one, confirmed first with its reason."""
 
 from __future__ import annotations
 
@@ -9,14 +11,22 @@ from starlette.routing import Route
 from core.access.accounts import account_of
 from core.base.clock import today
 from core.base.db import transaction
-from core.base.errors import DomainError, NotFound
+from core.base.errors import DomainError, NotFound, ValidationFailed
 from core.base.money import format_money
 from core.billing import numbering
 from core.billing.business import find_profile
 from operations import invoices as invoice_operations
+from operations import payments as payment_operations
 from pages.routing import Visit, errors_of, page, redirect
 from web.acting import act, new_form_key
-from web.invoice_pages import detail_url, load_invoice
+from web.invoice_pages import (
+    METHOD_LABELS,
+    detail_url,
+    load_invoice,
+    payments_of_invoice,
+    refused,
+    typed_money,
+)
 from web.rendering import not_found, render
 
 
@@ -120,7 +130,114 @@ def run_action(visit: Visit, action: str) -> Response:
     return redirect(detail_url(invoice["id"], spec["notice"]))
 
 
+# --- payments --------------------------------------------------------------------------------
+
+PAYMENT_FIELDS = ("amount", "paid_on", "method", "reference", "note", "overpayment")
+# How the core's refusal of an overpayment reads to someone filling in the form rather than an API body.
+OVERPAYMENT_ADVICE = ('set overpayment to "balance" to put the excess on the customer\'s balance',
+                      "tick “Put any excess on the customer's balance”")
+
+
+def _payment_body(invoice: dict, values: dict[str, str]) -> dict:
+    return {"invoice": invoice["id"], "amount": typed_money(values["amount"], invoice["currency"], "amount"),
+            "paid_on": values["paid_on"] or None, "method": values["method"] or "other",
+            "reference": values["reference"] or None, "note": values["note"] or None,
+            "overpayment": "balance" if values["overpayment"] else "refuse"}
+
+
+def record_payment(visit: Visit) -> Response:
+    """The invoice page's payment form, sent with the page's idempotency key: a second send of the same
+    form (a double click) shows the first answer instead of recording the payment twice."""
+    try:
+        invoice = load_invoice(visit)
+    except NotFound:
+        return not_found(visit, "invoice", "/invoices")
+    values = {name: visit.text(name, 5001, strip=name != "note") for name in PAYMENT_FIELDS}
+    try:  # an invoice paid or voided since the form was shown is refused by the operation (409)
+        payment = act(visit, payment_operations.record_payment, body=_payment_body(invoice, values), keyed=True)
+    except DomainError as exc:
+        errors = {path: message.replace(*OVERPAYMENT_ADVICE) for path, message in errors_of(exc).items()}
+        return refused(visit, exc, "payment", values, errors=errors)
+    settled = payment["amount_applied"] >= invoice["amount_due"]
+    notice = ("payment_to_balance" if payment["balance_amount"] else "payment_settled") if settled else \
+        "payment_recorded"
+    return redirect(detail_url(invoice["id"], notice))
+
+
+def _payment_of(visit: Visit, invoice: dict, payment_id: str) -> dict:
+    """The invoice's payment `payment_id` (404 for one of another invoice or account)."""
+    for payment in payments_of_invoice(visit, invoice["id"]):
+        if payment["id"] == payment_id:
+            return payment
+    raise NotFound(f"No such payment: {payment_id}")
+
+
+def _reversal_consequence(invoice: dict, payment: dict) -> list[str]:
+    """What reversing will do, in plain words."""
+    currency = invoice["currency"]
+    amount = format_money(payment["amount"], currency)
+    said = [f"The payment of {amount} received on {payment['paid_on']} ({METHOD_LABELS[payment['method']].lower()}"
+            + (f", reference {payment['reference']}" if payment["reference"] else "") + ") will be marked reversed: "
+            "it stays listed with your reason. No money moves here: this records that the money did not arrive "
+            "or was given back."]
+    if payment["amount_applied"]:
+        again = f"Invoice {invoice['number']} will have {format_money(payment['amount_applied'], currency)} due again"
+        if invoice["status"] == "paid":
+            said.append(f"{again}: it is no longer paid, it reopens.")
+        else:
+            due = invoice["amount_due"] + payment["amount_applied"]
+            said.append(f"{again} ({format_money(due, currency)} in all).")
+    if payment["balance_amount"]:
+        said.append(f"The {format_money(payment['balance_amount'], currency)} it put on the customer's balance will be "
+                    "taken back.")
+    said.append("This cannot be undone: record the payment again if it was reversed by mistake.")
+    return said
+
+
+def _reversal_page(visit: Visit, invoice: dict, payment: dict, *, values: dict, errors: dict,
+                   status_code: int = 200) -> Response:
+    return render(visit.request, "payment_reverse.html", status_code=status_code, invoice=invoice, payment=payment,
+                  consequence=_reversal_consequence(invoice, payment), method_labels=METHOD_LABELS, values=values,
+                  errors=errors, form_key=new_form_key())
+
+
+def _reversal(visit: Visit, payment_id: str, run: bool) -> Response:
+    """The page that asks why a payment is reversed (`run` False), or the reversal it confirms."""
+    try:
+        invoice = load_invoice(visit)
+    except NotFound:
+        return not_found(visit, "invoice", "/invoices")
+    try:
+        payment = _payment_of(visit, invoice, payment_id)
+    except NotFound:
+        return not_found(visit, "payment", f"/invoices/{invoice['id']}")
+    if not run:
+        if payment["status"] != "recorded":
+            return redirect(f"/invoices/{invoice['id']}")
+        return _reversal_page(visit, invoice, payment, values={"reason": ""}, errors={})
+    values = {"reason": visit.text("reason", 1001)}
+    try:
+        if not values["reason"]:  # the operation's own words for an empty string are pydantic's
+            raise ValidationFailed.at("reason", "say why the payment is reversed, such as a bounced transfer, a "
+                                                "charge-back or a mistake")
+        act(visit, payment_operations.reverse_payment, params={"id": payment["id"]}, body={"reason": values["reason"]},
+            keyed=True)
+    except DomainError as exc:
+        return _reversal_page(visit, invoice, payment, values=values, errors=errors_of(exc), status_code=exc.status)
+    return redirect(detail_url(invoice["id"], "payment_reversed"))
+
+
+def confirm_reversal(visit: Visit) -> Response:
+    return _reversal(visit, visit.request.query_params.get("payment", "")[:100], run=False)
+
+
+def reverse_payment(visit: Visit) -> Response:
+    return _reversal(visit, visit.text("payment", 100), run=True)
+
+
 def routes() -> list[Route]:
-    return [page(f"/invoices/{{invoice_id}}/{action}", get=lambda visit, action=action: confirm_action(visit, action),
-                 post=lambda visit, action=action: run_action(visit, action))
-            for action in ACTIONS]
+    return [*(page(f"/invoices/{{invoice_id}}/{action}", get=lambda visit, action=action: confirm_action(visit, action),
+                   post=lambda visit, action=action: run_action(visit, action))
+              for action in ACTIONS),
+            page("/invoices/{invoice_id}/payments", post=record_payment),
+            page("/invoices/{invoice_id}/payments/reverse", get=confirm_reversal, post=reverse_payment)]

@@ -1,13 +1,15 @@
 """Invoices in the dashboard: the list, a new draft, an invoice's page (with a draft's editor), its
 PDF, and what the invoice modules share. Lines are in `invoice_lines`, the lifecycle actions in
 `invoice_actions`. Every change runs an operation of `operations.invoices` as the signed-in person
-(web.acting)."""
+(web.acting). The page of an issued invoice also lists its payments (`operations.payments`) with the
+form that records one (run in `invoice_actions`), and shows its payment QR code when it has one."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from urllib.parse import urlencode
 
+from markupsafe import Markup
 from starlette.responses import Response
 from starlette.routing import Route
 
@@ -17,16 +19,18 @@ from core.base import ids
 from core.base.clock import today
 from core.base.db import transaction
 from core.base.errors import DomainError, NotFound, ValidationFailed
-from core.base.money import currency_exponent, format_money
+from core.base.money import currency_exponent, format_money, from_major
 from core.base.validation import parse
-from core.billing import documents, events
+from core.billing import documents, events, payment_qr
 from core.billing.business import find_profile
 from core.billing.invoice_lines import UNIT_CODES
-from core.billing.presentation import address_lines, total_rows
+from core.billing.payment_inputs import PAYMENT_METHODS
+from core.billing.presentation import address_lines, status_label, total_rows
 from core.documents.export import EInvoiceQuery, e_invoice
 from operations import credit_notes as credit_note_operations
 from operations import customers as customer_operations
 from operations import invoices as invoice_operations
+from operations import payments as payment_operations
 from operations import products as product_operations
 from pages.routing import Visit, errors_by_field, errors_of, page, redirect
 from web.acting import act, new_form_key
@@ -48,12 +52,22 @@ NOTICES = {
     "paid": "The invoice is marked paid.",
     "voided": "The invoice is void.",
     "deleted": "The draft is deleted.",
+    "payment_recorded": "The payment is recorded.",
+    "payment_settled": "The payment is recorded: the invoice is paid.",
+    "payment_to_balance": "The payment is recorded: the invoice is paid, and what was paid beyond it is on the "
+                          "customer's balance for their next invoice.",
+    "payment_reversed": "The payment is reversed: what it paid is due again.",
 }
+PAYABLE = ("open", "overdue")
+METHOD_LABELS = {"bank_transfer": "Bank transfer", "card": "Card", "cash": "Cash", "cheque": "Cheque",
+                 "direct_debit": "Direct debit", "other": "Other"}
+METHOD_CHOICES = [(method, METHOD_LABELS[method]) for method in PAYMENT_METHODS]  # the select's, in the API's order
 
 
 # How history names an event whose type does not read well as it is.
 EVENT_LABELS = {"credit_note.created": "credit note issued", "credit_note.voided": "credit note voided",
-                "credit_note.emailed": "credit note e-mailed", "credit_note.email_failed": "credit note e-mail failed"}
+                "credit_note.emailed": "credit note e-mailed", "credit_note.email_failed": "credit note e-mail failed",
+                "payment.recorded": "payment recorded", "payment.reversed": "payment reversed"}
 
 
 def _notice(visit: Visit) -> str | None:
@@ -208,6 +222,32 @@ def notes_of_invoice(visit: Visit, invoice_id: str) -> list[dict]:
             return notes[::-1]
 
 
+def payments_of_invoice(visit: Visit, invoice_id: str) -> list[dict]:
+    """Every payment of the invoice, reversed ones included, oldest first."""
+    payments: list[dict] = []
+    cursor = ""
+    while True:
+        result = act(visit, payment_operations.list_invoice_payments, params={"id": invoice_id},
+                     query={"limit": "100", "cursor": cursor})
+        payments += result["data"]
+        cursor = result["next_cursor"]
+        if not cursor:
+            return payments[::-1]
+
+
+def payment_defaults(invoice: dict) -> dict[str, str]:
+    """The record-a-payment form as first shown: all that is due, received today by bank transfer."""
+    return {"amount": major_text(invoice["amount_due"], invoice["currency"]), "paid_on": today().isoformat(),
+            "method": "bank_transfer", "reference": "", "note": "", "overpayment": ""}
+
+
+def payment_qr_of(invoice: dict) -> Markup | None:
+    """The invoice's payment QR code as inline SVG (the pages load no image from elsewhere), or None
+    when it has none (`payment_qr.transfer`: open, in EUR, with an IBAN)."""
+    code = payment_qr.epc_qr(invoice)
+    return Markup(payment_qr.svg(code)) if code is not None else None  # segno writes it; its title is escaped
+
+
 def creditable_total(invoice: dict, notes: list[dict]) -> int:
     """What the invoice can still be credited: its total less its credit notes (void ones do not count)."""
     return invoice["total"] - sum(note["total"] for note in notes if note["status"] == "issued")
@@ -239,7 +279,14 @@ def _detail_page(visit: Visit, *, errors: dict | None = None, failed: str | None
         context["customer_options"] = [(c["id"], c["name"]) for c in customer_choices(visit, include_archived=False)]
         context["price_options"] = _price_options(visit, invoice["currency"])
     notes = [] if draft else notes_of_invoice(visit, invoice["id"])
+    payable = invoice["status"] in PAYABLE
+    if payable:
+        context["payment_values"] = (values or {}) if failed == "payment" else payment_defaults(invoice)
     return render(visit.request, "invoice.html", status_code=status_code, invoice=invoice, draft=draft,
+                  status_text=status_label(invoice), payable=payable,
+                  payments=[] if draft else payments_of_invoice(visit, invoice["id"]), method_labels=METHOD_LABELS,
+                  method_choices=METHOD_CHOICES,
+                  payment_qr=payment_qr_of(invoice), payment_qr_caption=payment_qr.CAPTION,
                   history=[(event, actor(event["meta"])) for event in history], event_labels=EVENT_LABELS,
                   credit_notes=notes, went=where_it_went, numbers={note["id"]: note["number"] for note in notes},
                   can_credit=invoice["status"] in ("open", "overdue", "paid") and creditable_total(invoice, notes) > 0,
@@ -268,6 +315,16 @@ def major_text(amount: int | None, currency: str) -> str:
         return ""
     exponent = currency_exponent(currency)
     return f"{amount / 10 ** exponent:.{exponent}f}" if exponent else str(amount)
+
+
+def typed_money(text: str, currency: str, path: str) -> int:
+    """An amount a person typed in major units (`2,500.50`) as minor units (`core.base.money.from_major`);
+    422 at `path` when it is not one."""
+    minor = from_major(text, currency)
+    if minor is None:
+        raise ValidationFailed.at(path, f"must be an amount in {currency} with at most {currency_exponent(currency)} "
+                                        "decimals, such as " + major_text(250050, currency))
+    return minor
 
 
 def invoice_detail(visit: Visit) -> Response:

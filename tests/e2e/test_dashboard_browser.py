@@ -242,3 +242,49 @@ def test_a_person_credits_part_of_an_invoice(origin):
         finally:
             browser.close()
     assert api.get(f"/invoices/{invoice['id']}").json()["data"]["amount_due"] == 60000
+
+
+def test_a_person_records_part_of_a_payment_reverses_it_and_reads_receivables(origin):
+    from datetime import UTC, datetime, timedelta
+
+    from playwright.sync_api import sync_playwright
+
+    tenant = make_tenant(None)
+    api = httpx.Client(base_url=f"{origin}/api/v1", headers={"Authorization": f"Bearer {tenant.key}"})
+    customer = api.post("/customers", json={"name": "Umbrella Corp", "email": "ap@umbrella.example"}).json()["data"]
+    due = datetime.now(UTC).date() - timedelta(days=10)  # 1–30 days overdue
+    invoice = api.post("/invoices", headers={"Idempotency-Key": "py-draft"}, json={
+        "customer": customer["id"], "issue_date": (due - timedelta(days=30)).isoformat(), "due_date": due.isoformat(),
+        "items": [{"description": "Audit", "unit_amount": 100000, "tax_rate": 20}]}).json()["data"]
+    api.post(f"/invoices/{invoice['id']}/finalize", headers={"Idempotency-Key": "py-finalize"})
+
+    with sync_playwright() as playwright:
+        browser, page = browser_page(playwright, DESKTOP)
+        try:
+            sign_in(page, origin, tenant.user_email)
+            page.goto(f"{origin}/invoices/{invoice['id']}")
+            assert page.get_by_label("Amount received (USD)").input_value() == "1200.00"  # what is due
+            page.get_by_label("Amount received (USD)").fill("400.00")
+            page.get_by_label("Method").select_option(label="Cheque")
+            page.get_by_label("Reference").fill("Cheque 000123")
+            page.get_by_role("button", name="Record payment").click()
+            page.wait_for_url(re.compile("notice=payment_recorded"))
+            assert "Overdue, part paid" in page.locator("h1").inner_text()
+            assert "-400.00 USD" in page.locator("table.totals").inner_text()
+            shot(page, "79-invoice-part-paid")
+
+            page.get_by_role("link", name=re.compile("Reverse the payment of 400.00 USD")).click()
+            page.get_by_label("Reason").fill("The cheque bounced")
+            shot(page, "80-confirm-reverse-payment")
+            page.get_by_role("button", name="Reverse payment").click()
+            page.wait_for_url(re.compile("notice=payment_reversed"))
+            assert "The cheque bounced" in page.get_by_role("region", name="Payments").inner_text()
+
+            page.get_by_role("navigation", name="Main").get_by_role("link", name="Receivables").click()
+            chart = page.get_by_role("table", name="Age of what is owed in USD")
+            assert "1,200.00 USD" in chart.get_by_role("row", name=re.compile("1–30 days overdue")).inner_text()
+            assert "Umbrella Corp" in page.get_by_role("region", name="By customer").inner_text()
+            shot(page, "81-receivables")
+        finally:
+            browser.close()
+    assert api.get(f"/invoices/{invoice['id']}").json()["data"]["amount_due"] == 120000

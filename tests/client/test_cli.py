@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -213,6 +214,100 @@ def test_credit_note_options_that_cannot_be_sent_exit_2(cli, args, message):
     assert message in refused(cli("credit-notes", "create", *args), 2)
 
 
+def test_payments_recorded_in_part_listed_shown_and_reversed(cli):
+    invoice = open_invoice(cli)  # 1,615.00 USD
+    made = cli("payments", "record", "--invoice", invoice["id"], "--amount", "61500", "--method", "bank_transfer",
+               "--reference", "BACS 7", "--paid-on", "2026-11-20", "--note", "First instalment")
+    assert made.returncode == 0, made.stderr
+    assert f"Recorded 615.00 USD on {invoice['number']} (py_" in made.stderr and "1,000.00 USD still due" in made.stderr
+    assert re.search(rf"Applied\s+615.00 USD off what {invoice['number']} had due", made.stdout)
+    assert re.search(r"Paid on\s+2026-11-20", made.stdout) and re.search(r"Method\s+bank_transfer", made.stdout)
+    [first] = data(cli("payments", "list", "--json"))
+    assert (first["amount"], first["reference"], first["note"], first["status"]) == (61500, "BACS 7", "First instalment",
+                                                                                     "recorded")
+    listed = cli("payments", "list", "--invoice", invoice["id"]).stdout
+    assert first["id"] in listed and "615.00 USD" in listed and "bank_transfer" in listed and "2026-11-20" in listed
+    assert data(cli("payments", "get", first["id"], "--json")) == first
+    shown = cli("invoices", "get", invoice["id"]).stdout
+    assert re.search(r"Paid\s+615.00 USD", shown) and re.search(r"Amount due\s+1,000.00 USD", shown)
+
+    rest = cli("payments", "record", "--invoice", invoice["id"], "--amount", "100000", "--json")
+    assert data(rest)["amount_applied"] == 100000 and f"{invoice['number']} is paid." in rest.stderr
+    assert data(cli("invoices", "get", invoice["id"], "--json"))["status"] == "paid"
+    reversed_ = cli("payments", "reverse", data(rest)["id"], "--reason", "The transfer bounced")
+    assert reversed_.returncode == 0 and re.search(r"Reversed\s+\S+ \S+: The transfer bounced", reversed_.stdout)
+    assert f"1,000.00 USD is due again on {invoice['number']}" in reversed_.stderr
+    assert data(cli("invoices", "get", invoice["id"], "--json"))["amount_due"] == 100000
+    assert [p["status"] for p in data(cli("payments", "list", "--customer", invoice["customer"], "--json"))] == \
+        ["reversed", "recorded"]
+    assert "Error (invalid_state)" in refused(cli("payments", "reverse", data(rest)["id"], "--reason", "Again"))
+
+
+def test_an_overpayment_is_refused_unless_it_goes_to_the_balance(cli):
+    invoice = open_invoice(cli)
+    refusal = refused(cli("payments", "record", "--invoice", invoice["id"], "--amount", "161501"))
+    assert "Error (validation)" in refusal and "amount" in refusal and "overpayment" in refusal
+    over = cli("payments", "record", "--invoice", invoice["id"], "--amount", "161600", "--overpayment", "balance")
+    assert over.returncode == 0 and "1.00 USD beyond what was due went to the customer's credit balance" in over.stderr
+    assert re.search(r"To balance\s+1.00 USD to the customer's credit \(1.00 USD not yet applied\)", over.stdout)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--amount", "615.00"), "800.00 is 80000"),
+    (("--amount", "0"), "must be above 0"),
+    (("--amount", "100", "--method", "wire"), "--method is one of"),
+    (("--amount", "100", "--overpayment", "keep"), "--overpayment is one of"),
+    ((), "Missing option '--amount'"),
+])
+def test_payment_options_that_cannot_be_sent_exit_2(cli, args, message):
+    assert message in refused(cli("payments", "record", "--invoice", "in_x", *args), 2)
+
+
+def test_receivables_as_a_table_and_as_json(cli):
+    assert "Nothing is owed" in cli("receivables").stdout
+    globex = customer(cli)
+    initech = data(cli("customers", "create", "--name", "Initech", "--json"))["id"]
+    today = datetime.now(UTC).date()
+
+    def owed(who: str, item: str, days_past_due: int, *currency: str) -> str:
+        due = today - timedelta(days=days_past_due)
+        made = data(cli("invoices", "create", "--customer", who, "--item", item, "--issue-date",
+                        min(due, today).isoformat(), "--due-date", due.isoformat(), *currency, "--json"))
+        cli("invoices", "finalize", made["id"])
+        return made["id"]
+    owed(globex, "Design:10000", -5)
+    late = owed(globex, "Design:20000", 10)
+    cli("payments", "record", "--invoice", late, "--amount", "5000")
+    owed(initech, "Design:40000", 45)
+    owed(initech, "Design:700", 100, "--currency", "EUR")
+
+    shown = cli("receivables")
+    assert shown.returncode == 0, shown.stderr
+    assert f"Owed on open invoices on {today.isoformat()}" in shown.stdout
+    table = re.sub(r"[│┃]", " ", shown.stdout)  # the cells, without the tables' rules
+    assert re.search(r"\s+EUR\s+USD", table)  # a column per currency, by code
+    assert re.search(r"Outstanding\s+7.00 \(1\)\s+650.00 \(3\)", table)
+    assert re.search(r"Overdue\s+7.00 \(1\)\s+550.00 \(2\)", table)
+    assert re.search(r"Current\s+–\s+100.00 \(1\)", table) and re.search(r"1–30 days\s+–\s+150.00 \(1\)", table)
+    assert re.search(r"31–60 days\s+–\s+400.00 \(1\)", table) and re.search(r"Over 90 days\s+7.00 \(1\)\s+–", table)
+    rows = [line for line in table.splitlines() if initech in line or globex in line]
+    assert [row.split()[0] for row in rows] == ["Initech", "Globex", "Initech"]  # owing most first
+    assert re.search(rf"Globex Corp\s+{globex}\s+USD\s+250.00 \(2\)\s+150.00 \(1\)\s+100.00 \(1\)\s+150.00 \(1\)",
+                     rows[1])
+
+    answer = data(cli("receivables", "--json"))
+    assert answer["object"] == "receivables" and answer["as_of"] == today.isoformat() and "next_cursor" not in answer
+    assert [row["currency"] for row in answer["currencies"]] == ["EUR", "USD"]
+    assert [(row["name"], row["outstanding"]) for row in answer["customers"]] == \
+        [("Initech", 40000), ("Globex Corp", 25000), ("Initech", 700)]
+    limited = cli("receivables", "--limit", "1")
+    assert "Globex" not in limited.stdout and "--all" in limited.stderr
+    assert len(data(cli("receivables", "--limit", "2", "--all", "--json"))["customers"]) == 3
+    eur = data(cli("receivables", "--currency", "eur", "--json"))
+    assert [row["currency"] for row in eur["currencies"]] == ["EUR"] and [row["customer"] for row in eur["customers"]] \
+        == [initech]
+
+
 def test_catalog_commands(cli):
     product = data(cli("products", "create", "--name", "Design day", "--json"))
     price = data(cli("prices", "create", "--product", product["id"], "--unit-amount", "80000", "--currency", "EUR",
@@ -285,12 +380,13 @@ def test_wrong_usage_exits_2(cli):
     assert "Missing option" in refused(cli("customers", "create"), 2)
 
 
-COMMANDS = [["login"], ["logout"], ["whoami"], *[[group, command] for group, commands in {
+COMMANDS = [["login"], ["logout"], ["whoami"], ["receivables"], *[[group, command] for group, commands in {
     "customers": ["list", "get", "create", "update", "archive", "restore"],
     "products": ["list", "get", "create", "update", "archive", "restore"],
     "prices": ["list", "get", "create", "update", "archive", "restore"],
     "invoices": ["list", "get", "create", "finalize", "send", "pay", "void", "delete", "pdf", "e-invoice", "events"],
     "credit-notes": ["list", "create", "preview", "show", "get", "void", "send", "pdf", "e-invoice"],
+    "payments": ["list", "get", "record", "reverse"],
     "webhooks": ["list", "create", "delete"]}.items() for command in commands]]
 
 

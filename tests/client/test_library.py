@@ -1,6 +1,6 @@
 """The Python client library (`clients/python`, `invoicing_client`) against a live server: every
-resource, pagination, each error class, retries that keep one idempotency key, the async client,
-and webhook verification of a real delivery."""
+resource (payments and receivables among them), pagination, each error class, retries that keep one
+idempotency key, the async client, and webhook verification of a real delivery."""
 
 from __future__ import annotations
 
@@ -38,6 +38,8 @@ from invoicing_client.models import (
     Customer,
     Invoice,
     InvoiceItem,
+    Payment,
+    Receivables,
     Refund,
     SentCreditNote,
     SentInvoice,
@@ -242,6 +244,7 @@ def test_a_paid_invoice_is_refunded_and_its_balance_goes_to_the_next_invoice(api
 
 def test_a_line_of_its_own_and_over_crediting_refused_at_the_field(api):
     invoice = open_invoice(api)
+    api.payments.create(invoice=invoice.id, amount=840)  # the balance is refunded money: it must have been paid
     own = api.credit_notes.create(invoice=invoice.id, lines=[{"description": "Goodwill", "amount": 700,
                                                                 "tax_rate": Decimal("20")}], balance_amount=840)
     [line] = own.lines.data
@@ -297,6 +300,209 @@ def test_another_accounts_invoice_and_credit_note_are_not_found(api, origin):
         api.credit_notes.retrieve(note.id)
     with pytest.raises(NotFoundError):
         api.credit_notes.void(note.id)
+
+
+# --- payments -------------------------------------------------------------------------------------
+
+def test_payments_recorded_in_part_then_in_full_listed_and_one_reversed(api):
+    invoice = open_invoice(api)  # 1,618.00 USD
+    first = api.payments.create(invoice=invoice.id, amount=61800, method="bank_transfer", reference="BACS 7",
+                                paid_on=dt.date(2026, 11, 20), note="First instalment")
+    assert isinstance(first, Payment) and first.id.startswith("py_") and first.object == "payment"
+    assert (first.status, first.amount, first.amount_applied, first.balance_amount, first.balance_remaining) == \
+        ("recorded", 61800, 61800, 0, 0)
+    assert (first.invoice, first.invoice_number, first.customer, first.currency) == \
+        (invoice.id, invoice.number, invoice.customer, "USD")
+    assert (first.method, first.reference, first.note, first.paid_on) == \
+        ("bank_transfer", "BACS 7", "First instalment", dt.date(2026, 11, 20))
+    assert first.paid_at == dt.datetime(2026, 11, 20, tzinfo=dt.UTC) and first.reversed_at is None
+    part = api.invoices.retrieve(invoice.id)
+    assert (part.status, part.amount_paid, part.amount_due) == ("open", 61800, invoice.total - 61800)
+
+    second = api.payments.create(invoice=invoice.id, amount=part.amount_due, currency="USD")
+    assert second.method == "other"
+    paid = api.invoices.retrieve(invoice.id)
+    assert (paid.status, paid.amount_paid, paid.amount_due) == ("paid", invoice.total, 0)
+    assert api.payments.retrieve(first.id).to_dict() == first.to_dict()
+    assert [p.id for p in api.payments.list()] == [second.id, first.id]
+    assert [p.id for p in api.payments.list_for_invoice(invoice.id)] == [second.id, first.id]
+    assert [p.id for p in api.payments.list(invoice=invoice.id, limit=1)] == [second.id, first.id]
+    assert [p.id for p in api.payments.list(customer=invoice.customer)] == [second.id, first.id]
+    page = api.payments.list_page(limit=1)
+    assert [p.id for p in page.data] == [second.id] and page.has_more
+
+    reversed_ = api.payments.reverse(second.id, reason="The transfer bounced")
+    assert (reversed_.id, reversed_.status, reversed_.reversal_reason) == (second.id, "reversed", "The transfer bounced")
+    assert reversed_.reversed_at is not None
+    reopened = api.invoices.retrieve(invoice.id)
+    assert (reopened.status, reopened.amount_paid, reopened.amount_due, reopened.paid_at) == \
+        ("open", 61800, invoice.total - 61800, None)
+    kinds = [event.type for event in api.invoices.events(invoice.id)]
+    assert kinds[:4] == ["invoice.reopened", "payment.reversed", "invoice.paid", "payment.recorded"]
+    assert [p.status for p in api.payments.list_for_invoice(invoice.id)] == ["reversed", "recorded"]
+    with pytest.raises(ConflictError) as raised:
+        api.payments.reverse(second.id, reason="Again")
+    assert raised.value.code == "invalid_state"
+
+
+def test_more_than_is_due_is_refused_at_amount_or_put_on_the_customers_balance(api):
+    invoice = open_invoice(api)
+    with pytest.raises(ValidationError) as raised:
+        api.payments.create(invoice=invoice.id, amount=invoice.total + 1)
+    assert raised.value.status_code == 422 and raised.value.code == "validation"
+    assert [error["path"] for error in raised.value.errors] == ["amount"]
+    with pytest.raises(ValidationError) as raised:
+        api.payments.create(invoice=invoice.id, amount=0)
+    assert [error["path"] for error in raised.value.errors] == ["amount"]
+    with pytest.raises(ValidationError) as raised:
+        api.payments.create(invoice=invoice.id, amount=100, currency="EUR")
+    assert [error["path"] for error in raised.value.errors] == ["currency"]
+    assert list(api.payments.list()) == []  # nothing recorded
+
+    over = api.payments.create(invoice=invoice.id, amount=invoice.total + 5000, overpayment="balance")
+    assert (over.amount_applied, over.balance_amount, over.balance_remaining) == (invoice.total, 5000, 5000)
+    assert api.invoices.retrieve(invoice.id).status == "paid"
+    later = api.invoices.finalize(api.invoices.create(customer=invoice.customer, items=[
+        {"description": "Retainer", "unit_amount": 100000}]).id)
+    assert (later.balance_applied, later.amount_paid, later.amount_due) == (5000, 5000, 95000)
+    assert api.payments.retrieve(over.id).balance_remaining == 0
+    with pytest.raises(ConflictError):  # its excess paid another invoice: it can no longer be undone
+        api.payments.reverse(over.id, reason="A mistake")
+
+
+def test_a_draft_is_not_paid_and_another_accounts_payment_is_not_found(api, origin):
+    draft = api.invoices.create(customer=customer_of(api).id, items=LINES[:1])
+    with pytest.raises(ConflictError) as raised:
+        api.payments.create(invoice=draft.id, amount=100)
+    assert raised.value.code == "invalid_state"
+    theirs = make_tenant(None)
+    with InvoicingClient(api_key=theirs.key, base_url=origin) as other:
+        foreign = other.payments.create(invoice=open_invoice(other).id, amount=100)
+    for attempt in (lambda: api.payments.retrieve(foreign.id), lambda: api.payments.reverse(foreign.id, reason="x"),
+                    lambda: api.payments.create(invoice=foreign.invoice, amount=100),
+                    lambda: list(api.payments.list_for_invoice(foreign.invoice))):
+        with pytest.raises(NotFoundError):
+            attempt()
+
+
+def test_recording_and_reversing_carry_an_idempotency_key_and_a_lost_answer_records_once(api, origin, account):
+    invoice = open_invoice(api)
+    transport = LosesTheFirstAnswer()
+    with InvoicingClient(api_key=account.key, base_url=origin, http_client=httpx.Client(transport=transport)) as client:
+        payment = client.payments.create(invoice=invoice.id, amount=1000)
+        client.payments.reverse(payment.id, reason="Bounced", idempotency_key="reverse-once")
+        again = client.payments.reverse(payment.id, reason="Bounced", idempotency_key="reverse-once")  # replayed
+    assert transport.keys[0] == transport.keys[1] and transport.keys[0] is not None  # the retry of the lost answer
+    assert transport.keys[2:] == ["reverse-once", "reverse-once"] and again.status == "reversed"
+    assert [p.id for p in api.payments.list()] == [payment.id]
+    assert api.invoices.retrieve(invoice.id).amount_paid == 0
+
+
+def test_recording_needs_the_payments_scope_and_reading_does_not(origin):
+    scoped = make_tenant(None, scopes=["invoices:read", "invoices:write", "invoices:finalize", "clients:write"])
+    with InvoicingClient(api_key=scoped.key, base_url=origin) as client:
+        invoice = open_invoice(client)
+        with pytest.raises(PermissionDeniedError) as raised:
+            client.payments.create(invoice=invoice.id, amount=100)
+        assert list(client.payments.list()) == [] and client.receivables.retrieve().currencies[0].outstanding == \
+            invoice.total
+    assert raised.value.code == "forbidden" and "payments:write" in raised.value.message
+
+
+def test_a_payment_event_is_delivered_and_read_as_a_payment(api, hooks):
+    endpoint = api.webhook_endpoints.create(url=hooks.url, events=["payment.recorded", "payment.reversed"])
+    payment = api.payments.create(invoice=open_invoice(api).id, amount=2500, method="card")
+    api.payments.reverse(payment.id, reason="Charge-back")
+    delivered = wait_for(lambda: [webhooks.verify(body, headers, endpoint.secret) for headers, body in hooks.received]
+                         if len(hooks.received) >= 2 else None)
+    assert sorted(event["type"] for event in delivered) == ["payment.recorded", "payment.reversed"]
+    objects = {event["type"]: Payment.from_api(event["data"]["object"]) for event in delivered}
+    assert objects["payment.recorded"].id == payment.id and objects["payment.recorded"].method == "card"
+    assert (objects["payment.reversed"].status, objects["payment.reversed"].reversal_reason) == ("reversed", "Charge-back")
+
+
+# --- receivables ----------------------------------------------------------------------------------
+
+def owed(api, customer: str, amount: int, days_past_due: int, currency: str = "USD") -> Invoice:
+    """An open invoice of `amount` (no tax), due `days_past_due` days before today (UTC)."""
+    today = dt.datetime.now(dt.UTC).date()
+    due = today - dt.timedelta(days=days_past_due)
+    draft = api.invoices.create(customer=customer, currency=currency, issue_date=min(today, due), due_date=due,
+                                items=[{"description": "Work", "unit_amount": amount}])
+    return api.invoices.finalize(draft.id)
+
+
+def test_receivables_per_currency_and_customer_by_age(api):
+    globex, initech = customer_of(api), api.customers.create(name="Initech")
+    owed(api, globex.id, 10000, -5)  # not yet due
+    late = owed(api, globex.id, 20000, 10)
+    api.payments.create(invoice=late.id, amount=5000)  # 150.00 of it remains
+    owed(api, initech.id, 40000, 45)
+    owed(api, initech.id, 700, 100, currency="EUR")
+    paid = owed(api, initech.id, 99900, 200)
+    api.invoices.pay(paid.id)  # owes nothing
+
+    receivables = api.receivables.retrieve()
+    assert isinstance(receivables, Receivables) and receivables.as_of == dt.datetime.now(dt.UTC).date()
+    assert [row.currency for row in receivables.currencies] == ["EUR", "USD"]
+    usd = receivables.currency("usd")
+    assert (usd.outstanding, usd.invoices, usd.overdue, usd.overdue_invoices) == (65000, 3, 55000, 2)
+    assert [(b.bucket, b.amount, b.invoices) for b in usd.buckets] == [
+        ("current", 10000, 1), ("days_1_30", 15000, 1), ("days_31_60", 40000, 1), ("days_61_90", 0, 0),
+        ("days_over_90", 0, 0)]
+    assert receivables.currency("EUR").bucket("days_over_90").amount == 700 and receivables.currency("JPY") is None
+    assert [(row.customer, row.name, row.currency, row.outstanding, row.overdue) for row in receivables.customers] == [
+        (initech.id, "Initech", "USD", 40000, 40000), (globex.id, "Globex Corp", "USD", 25000, 15000),
+        (initech.id, "Initech", "EUR", 700, 700)]
+    assert not receivables.has_more and receivables.next_cursor is None
+
+    first = api.receivables.get(limit=2)
+    assert len(first.customers) == 2 and first.has_more and len(first.currencies) == 2  # every currency on every page
+    rest = api.receivables.retrieve(limit=2, cursor=first.next_cursor)
+    assert [row.currency for row in rest.customers] == ["EUR"] and not rest.has_more
+    every = api.receivables.customers(limit=2)
+    assert [(row.name, row.currency) for row in every] == [("Initech", "USD"), ("Globex Corp", "USD"), ("Initech", "EUR")]
+    assert [len(page.data) for page in api.receivables.customers(limit=2).pages()] == [2, 1]
+
+    eur = api.receivables.retrieve(currency="eur")
+    assert [row.currency for row in eur.currencies] == ["EUR"] and [row.customer for row in eur.customers] == [initech.id]
+    with pytest.raises(ValidationError) as raised:
+        api.receivables.retrieve(currency="ABC")
+    assert [error["path"] for error in raised.value.errors] == ["currency"]
+
+
+RECEIVABLES = {"data": {"object": "receivables", "as_of": "2026-12-20", "currencies": [
+    {"currency": "GBP", "outstanding": 281900, "overdue": 233900, "invoices": 3, "overdue_invoices": 2, "buckets": [
+        {"bucket": "current", "amount": 48000, "invoices": 1}, {"bucket": "days_1_30", "amount": 100000, "invoices": 1},
+        {"bucket": "days_31_60", "amount": 0, "invoices": 0}, {"bucket": "days_61_90", "amount": 0, "invoices": 0},
+        {"bucket": "days_over_90", "amount": 133900, "invoices": 1}], "share": 0.98}],
+    "customers": [{"customer": "cus_1", "name": "Globex", "currency": "GBP", "outstanding": 233900, "overdue": 233900,
+                   "invoices": 2, "overdue_invoices": 2, "buckets": [
+                       {"bucket": "days_1_30", "amount": 100000, "invoices": 1},
+                       {"bucket": "days_over_90", "amount": 133900, "invoices": 1}]}]},
+    "next_cursor": "cur_2"}
+
+
+def test_receivables_are_parsed_with_the_cursor_of_their_customers():
+    http, calls = scripted(httpx.Response(200, json=RECEIVABLES))
+    with InvoicingClient(api_key="k", base_url="http://api.test", http_client=http) as client:
+        receivables = client.receivables.retrieve(currency="gbp", limit=1)
+    assert calls[0].url.path == "/api/v1/receivables" and dict(calls[0].url.params) == {"currency": "gbp", "limit": "1"}
+    gbp = receivables.currency("gbp")
+    assert (receivables.as_of, gbp.outstanding, gbp.overdue_invoices) == (dt.date(2026, 12, 20), 281900, 2)
+    assert gbp.share == 0.98  # a field of a newer server is kept
+    [globex] = receivables.customers
+    assert globex.bucket("days_over_90").invoices == 1 and globex.bucket("current").amount == 0  # not sent: empty
+    with pytest.raises(KeyError):
+        globex.bucket("days_1_60")
+    assert receivables.has_more and receivables.to_dict() == {**RECEIVABLES["data"], "next_cursor": "cur_2"}
+
+
+def test_receivables_of_another_shape_are_an_invoicing_error():
+    http, _ = scripted(httpx.Response(200, json={"data": {"object": "receivables", "currencies": []}}))
+    with InvoicingClient(api_key="k", base_url="http://api.test", http_client=http) as client, \
+            pytest.raises(InvoicingError, match="not what the Invoicing API sends"):
+        client.receivables.retrieve()
 
 
 # --- pagination -----------------------------------------------------------------------------------
@@ -564,6 +770,27 @@ def test_the_async_client_has_credit_notes(origin, account, mailbox):
     assert isinstance(sent, SentCreditNote) and sent.emailed_to == "books@globex.example"
     assert document.startswith(b"%PDF-") and xml.startswith(b"<?xml")
     assert voided.status == again.status == "void"
+
+
+def test_the_async_client_has_payments_and_receivables(origin, account):
+    async def work():
+        async with AsyncInvoicingClient(api_key=account.key, base_url=origin) as client:
+            who = await client.customers.create(name="Globex")
+            invoice = await client.invoices.finalize((await client.invoices.create(customer=who.id, items=LINES)).id)
+            payment = await client.payments.create(invoice=invoice.id, amount=1800, paid_on=dt.date(2026, 11, 20))
+            listed = [p.id async for p in client.payments.list(invoice=invoice.id)]
+            of_invoice = await client.payments.list_for_invoice(invoice.id).to_list()
+            page = await client.payments.list_page(limit=1)
+            receivables = await client.receivables.retrieve()
+            rows = await client.receivables.customers(limit=1).to_list()
+            reversed_ = await client.payments.reverse(payment.id, reason="Bounced")
+            again = await client.payments.retrieve(payment.id)
+            return invoice, payment, listed, of_invoice, page, receivables, rows, reversed_, again
+    invoice, payment, listed, of_invoice, page, receivables, rows, reversed_, again = asyncio.run(work())
+    assert payment.paid_on == dt.date(2026, 11, 20) and listed == [p.id for p in of_invoice] == [payment.id]
+    assert [p.id for p in page.data] == [payment.id]
+    assert receivables.currency("USD").outstanding == invoice.total - 1800 and [r.name for r in rows] == ["Globex"]
+    assert reversed_.status == again.status == "reversed"
 
 
 # --- webhooks ---------------------------------------------------------------------------------------

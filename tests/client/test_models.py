@@ -30,6 +30,8 @@ SCHEMAS = {
     # against the preview's model here, the issued one's below.
     "CreditNote": models.CreditNotePreview, "CreditNoteLines": models.CreditNotePreviewLines,
     "CreditNoteLine": models.CreditNotePreviewLine, "Refund": models.Refund,
+    "Payment": models.Payment, "Receivables": models.Receivables, "AgingBucket": models.AgingBucket,
+    "CurrencyReceivables": models.CurrencyReceivables, "CustomerReceivables": models.CustomerReceivables,
 }
 PYTHON_TYPE = {("string", None): str, ("string", "email"): str, ("string", "uri"): str,
                ("string", "date-time"): dt.datetime, ("string", "date"): dt.date, ("integer", None): int,

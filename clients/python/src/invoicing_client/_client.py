@@ -16,16 +16,20 @@ from invoicing_client.resources import (
     AsyncCustomers,
     AsyncInvoiceItems,
     AsyncInvoices,
+    AsyncPayments,
     AsyncPrices,
     AsyncProducts,
+    AsyncReceivablesResource,
     AsyncWebhookEndpoints,
     BusinessResource,
     CreditNotes,
     Customers,
     InvoiceItems,
     Invoices,
+    Payments,
     Prices,
     Products,
+    ReceivablesResource,
     WebhookEndpoints,
 )
 
@@ -77,6 +81,8 @@ class InvoicingClient(_Base):
         self.invoices = Invoices(self)
         self.invoice_items = InvoiceItems(self)
         self.credit_notes = CreditNotes(self)
+        self.payments = Payments(self)
+        self.receivables = ReceivablesResource(self)
         self.webhook_endpoints = WebhookEndpoints(self)
         self.business = BusinessResource(self)
 
@@ -131,6 +137,8 @@ class AsyncInvoicingClient(_Base):
         self.invoices = AsyncInvoices(self)
         self.invoice_items = AsyncInvoiceItems(self)
         self.credit_notes = AsyncCreditNotes(self)
+        self.payments = AsyncPayments(self)
+        self.receivables = AsyncReceivablesResource(self)
         self.webhook_endpoints = AsyncWebhookEndpoints(self)
         self.business = AsyncBusinessResource(self)
 

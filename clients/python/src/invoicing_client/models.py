@@ -182,8 +182,9 @@ class Invoice(InvoicingObject):
     tax: int
     total: int
     amount_credited: int = 0  # what credit notes took off what is due (their credit_amount)
-    balance_applied: int = 0  # the customer's credit balance applied when it was finalized (paid in advance)
-    amount_due: int  # total − amount_credited − balance_applied while open or overdue; else 0
+    balance_applied: int = 0  # the customer's credit balance applied when it was finalized (paid in advance; in amount_paid)
+    amount_paid: int = 0  # the balance applied and the payments recorded and not reversed; above 0 on an open one: part-paid
+    amount_due: int  # total − amount_credited − amount_paid while open or overdue; else 0
     amount_in_words: str | None = None
     public_url_token: str | None = None
     public_url: str | None = None
@@ -232,7 +233,7 @@ class DeletedInvoice(InvoicingObject):
 
 class InvoiceEvent(InvoicingObject):
     id: str
-    type: str  # invoice.created, invoice.finalized, invoice.paid, credit_note.created, invoice.reopened, …
+    type: str  # invoice.created, invoice.finalized, payment.recorded, invoice.paid, payment.reversed, invoice.reopened, …
     meta: dict[str, Any] | None = None
     created_at: dt.datetime
 
@@ -330,6 +331,98 @@ class CreditNotePreview(CreditNote):
     created: dt.datetime | None = None  # type: ignore[assignment]
     updated: dt.datetime | None = None  # type: ignore[assignment]
     lines: CreditNotePreviewLines  # type: ignore[assignment]
+
+
+class Payment(InvoicingObject):
+    """Money received for an invoice outside the service (no money moves through it): a bank transfer,
+    a card, cash, … Of its `amount`, `amount_applied` came off what the invoice had due and
+    `balance_amount` (an overpayment put on the customer's credit balance) went to their next invoice in
+    this currency (`balance_remaining`: not applied yet). Reversed, it stays with `reversed_at` and
+    `reversal_reason`, and what it paid is due again."""
+
+    id: str  # py_…
+    object: str = "payment"
+    status: str  # recorded or reversed
+    invoice: str
+    invoice_number: str
+    customer: str
+    currency: str  # the invoice's: every amount is in it
+    amount: int
+    amount_applied: int
+    balance_amount: int
+    balance_remaining: int
+    paid_on: dt.date  # when it was received (UTC date)
+    paid_at: dt.datetime  # the same, as given (a date is midnight UTC)
+    method: str  # bank_transfer, card, cash, cheque, direct_debit or other
+    reference: str | None = None
+    note: str | None = None  # internal, never shown to the customer
+    reversed_at: dt.datetime | None = None
+    reversal_reason: str | None = None
+    created: dt.datetime
+    updated: dt.datetime
+
+
+BUCKETS = ("current", "days_1_30", "days_31_60", "days_61_90", "days_over_90")
+
+
+class AgingBucket(InvoicingObject):
+    """The open invoices of one age, by days past their due date on the day counted (`as_of`)."""
+
+    bucket: str  # current (not yet due, due today, or no due date), days_1_30, days_31_60, days_61_90 or days_over_90
+    amount: int  # outstanding on them
+    invoices: int  # how many
+
+
+class ReceivableFigures(InvoicingObject):
+    """What is owed in one currency: `outstanding` on `invoices` open invoices, of which `overdue` on
+    `overdue_invoices` past their due date, and the aging `buckets`, youngest first (zeros included),
+    adding up to `outstanding`."""
+
+    currency: str
+    outstanding: int
+    overdue: int
+    invoices: int
+    overdue_invoices: int
+    buckets: list[AgingBucket]
+
+    def bucket(self, name: str) -> AgingBucket:
+        """One bucket by name (`current`, `days_1_30`, `days_31_60`, `days_61_90`, `days_over_90`);
+        a bucket the server did not send is empty."""
+        if name not in BUCKETS:
+            raise KeyError(f"{name!r} is not an aging bucket: one of {', '.join(BUCKETS)}")
+        return next((bucket for bucket in self.buckets if bucket.bucket == name),
+                    AgingBucket(bucket=name, amount=0, invoices=0))
+
+
+class CurrencyReceivables(ReceivableFigures):
+    """What the account's customers owe in one currency (amounts are never added across currencies)."""
+
+
+class CustomerReceivables(ReceivableFigures):
+    """What one customer owes in one currency (a customer owing in two currencies has two rows)."""
+
+    customer: str  # cus_…
+    name: str  # the customer's name, as it is now
+
+
+class Receivables(InvoicingObject):
+    """What customers owe on open invoices on `as_of` (today, UTC): per currency, all of them; and a
+    page of `customers` (per customer and currency, largest outstanding first), the next page's cursor
+    in `next_cursor` (None on the last)."""
+
+    object: str = "receivables"
+    as_of: dt.date
+    currencies: list[CurrencyReceivables]
+    customers: list[CustomerReceivables]
+    next_cursor: str | None = None
+
+    @property
+    def has_more(self) -> bool:
+        return self.next_cursor is not None
+
+    def currency(self, code: str) -> CurrencyReceivables | None:
+        """The figures of one currency (any case); None when nothing is owed in it."""
+        return next((row for row in self.currencies if row.currency == code.upper()), None)
 
 
 class WebhookEndpoint(InvoicingObject):

@@ -19,6 +19,7 @@ from invoicing_client.models import (
     CreditNote,
     CreditNotePreview,
     Customer,
+    CustomerReceivables,
     DeletedInvoice,
     DeletedWebhookEndpoint,
     Invoice,
@@ -27,8 +28,10 @@ from invoicing_client.models import (
     InvoicePreview,
     InvoicingObject,
     Page,
+    Payment,
     Price,
     Product,
+    Receivables,
     SentCreditNote,
     SentInvoice,
     WebhookEndpoint,
@@ -221,7 +224,8 @@ class AsyncPrices(_AsyncCatalog[Price]):
 
 class Invoices(_Resource):
     """Drafts are created, updated and deleted; `finalize` numbers one, `send` e-mails it (finalizing
-    a draft first), `pay` records a payment, `void` cancels; `pdf` is the document's bytes."""
+    a draft first), `pay` records one payment of all that is due (`payments.create` records part of it),
+    `void` cancels; `pdf` is the document's bytes."""
 
     def create(self, *, customer: str, items: Lines | None = None,
                idempotency_key: str | None = None, **fields: Any) -> Invoice:
@@ -432,6 +436,127 @@ class AsyncCreditNotes(_AsyncResource):
     async def e_invoice(self, id: str, *, format: str = "peppol") -> bytes:
         return await self._client.request(Call.get(path("/credit-notes/{}/e-invoice", id), {"format": format},
                                                    binary=True))
+
+
+# --- payments ----------------------------------------------------------------------------------------
+
+Day = dt.date | dt.datetime | str
+
+
+def _payment_body(invoice: str, amount: int, fields: dict[str, Any], **optional: Any) -> dict[str, Any]:
+    return {**given(invoice=invoice, amount=amount, **optional), **jsonable(fields)}
+
+
+class Payments(_Resource):
+    """Money received for an invoice outside the service (no money moves here). `create` records one,
+    in part or in full (an idempotency key is generated unless you pass `idempotency_key=`), `reverse`
+    undoes one (a bounced transfer): what it paid is due again and a paid invoice reopens."""
+
+    def create(self, *, invoice: str, amount: int, currency: str | None = None, paid_on: Day | None = None,
+               method: str | None = None, reference: str | None = None, note: str | None = None,
+               overpayment: str | None = None, idempotency_key: str | None = None, **fields: Any) -> Payment:
+        """Record `amount` (minor units of the invoice's currency, above 0) received for an open or overdue
+        invoice: it comes off `amount_due`, and the payment that brings it to 0 makes the invoice paid.
+        `currency` (to be sure of the unit: another than the invoice's is refused), `paid_on` (a date or
+        a timestamp; default now), `method` (bank_transfer, card, cash, cheque, direct_debit or other, the
+        default), `reference`, `note` (internal). More than is due is a `ValidationError` at `amount`
+        unless `overpayment="balance"` puts the excess on the customer's credit balance."""
+        body = _payment_body(invoice, amount, fields, currency=currency, paid_on=paid_on, method=method,
+                             reference=reference, note=note, overpayment=overpayment)
+        return self._one(Call.post("/payments", body, idempotency_key), Payment)
+
+    def retrieve(self, id: str) -> Payment:
+        return self._one(Call.get(path("/payments/{}", id)), Payment)
+
+    def list(self, *, limit: int | None = None, invoice: str | None = None,
+             customer: str | None = None) -> Pager[Payment]:
+        """Newest first, reversed ones included."""
+        return self._pager("/payments", Payment, {"limit": limit, "invoice": invoice, "customer": customer})
+
+    def list_page(self, *, cursor: str | None = None, limit: int | None = None, **filters: Any) -> Page[Payment]:
+        return self._list_page("/payments", Payment, {"cursor": cursor, "limit": limit, **filters})
+
+    def list_for_invoice(self, invoice: str, *, limit: int | None = None) -> Pager[Payment]:
+        """The payments of one invoice, newest first (`GET /invoices/{id}/payments`)."""
+        return self._pager(path("/invoices/{}/payments", invoice), Payment, {"limit": limit})
+
+    def reverse(self, id: str, *, reason: str, idempotency_key: str | None = None) -> Payment:
+        """Undo a recorded payment, saying why: what it paid is due again (a paid invoice reopens); the
+        payment stays, `reversed`. A `ConflictError` when reversed already, or once its excess was applied
+        to another invoice."""
+        return self._one(Call.post(path("/payments/{}/reverse", id), {"reason": reason}, idempotency_key), Payment)
+
+
+class AsyncPayments(_AsyncResource):
+    async def create(self, *, invoice: str, amount: int, currency: str | None = None, paid_on: Day | None = None,
+                     method: str | None = None, reference: str | None = None, note: str | None = None,
+                     overpayment: str | None = None, idempotency_key: str | None = None, **fields: Any) -> Payment:
+        body = _payment_body(invoice, amount, fields, currency=currency, paid_on=paid_on, method=method,
+                             reference=reference, note=note, overpayment=overpayment)
+        return await self._one(Call.post("/payments", body, idempotency_key), Payment)
+
+    async def retrieve(self, id: str) -> Payment:
+        return await self._one(Call.get(path("/payments/{}", id)), Payment)
+
+    def list(self, *, limit: int | None = None, invoice: str | None = None,
+             customer: str | None = None) -> AsyncPager[Payment]:
+        return self._pager("/payments", Payment, {"limit": limit, "invoice": invoice, "customer": customer})
+
+    async def list_page(self, *, cursor: str | None = None, limit: int | None = None, **filters: Any) -> Page[Payment]:
+        return await self._list_page("/payments", Payment, {"cursor": cursor, "limit": limit, **filters})
+
+    def list_for_invoice(self, invoice: str, *, limit: int | None = None) -> AsyncPager[Payment]:
+        return self._pager(path("/invoices/{}/payments", invoice), Payment, {"limit": limit})
+
+    async def reverse(self, id: str, *, reason: str, idempotency_key: str | None = None) -> Payment:
+        return await self._one(Call.post(path("/payments/{}/reverse", id), {"reason": reason}, idempotency_key),
+                               Payment)
+
+
+# --- receivables -------------------------------------------------------------------------------------
+
+def _receivables(answer: Any, request: str | None) -> Receivables:
+    """The answer `{"data": {…}, "next_cursor": …}` as one object, the cursor of its customers beside them."""
+    try:
+        return Receivables.from_api({**answer["data"], "next_cursor": answer.get("next_cursor")})
+    except (ValidationError, KeyError, TypeError, AttributeError) as exc:
+        raise unexpected(exc, request) from None
+
+
+def _customers_page(receivables: Receivables) -> Page[CustomerReceivables]:
+    return Page[CustomerReceivables](data=receivables.customers, next_cursor=receivables.next_cursor)
+
+
+class ReceivablesResource(_Resource):
+    """What customers owe on open invoices, by age (`GET /receivables`; the scope `invoices:read`)."""
+
+    def retrieve(self, *, currency: str | None = None, limit: int | None = None,
+                 cursor: str | None = None) -> Receivables:
+        """Per currency (`currencies`, every one on every page) and a page of `limit` customers (default
+        25, largest outstanding first; `next_cursor` for the next); `currency` narrows both to one."""
+        call = Call.get("/receivables", jsonable({"currency": currency, "limit": limit, "cursor": cursor}))
+        return _receivables(self._client.request(call), self._client.last_request_id)
+
+    get = retrieve
+
+    def customers(self, *, currency: str | None = None, limit: int | None = None) -> Pager[CustomerReceivables]:
+        """Every customer row (per customer and currency), largest outstanding first, fetching pages of
+        `limit` as it goes."""
+        return Pager(lambda cursor: _customers_page(self.retrieve(currency=currency, limit=limit, cursor=cursor)))
+
+
+class AsyncReceivablesResource(_AsyncResource):
+    async def retrieve(self, *, currency: str | None = None, limit: int | None = None,
+                       cursor: str | None = None) -> Receivables:
+        call = Call.get("/receivables", jsonable({"currency": currency, "limit": limit, "cursor": cursor}))
+        return _receivables(await self._client.request(call), self._client.last_request_id)
+
+    get = retrieve
+
+    def customers(self, *, currency: str | None = None, limit: int | None = None) -> AsyncPager[CustomerReceivables]:
+        async def fetch(cursor: str | None) -> Page[CustomerReceivables]:
+            return _customers_page(await self.retrieve(currency=currency, limit=limit, cursor=cursor))
+        return AsyncPager(fetch)
 
 
 # --- invoice items ----------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Invoice and credit note lines written on the command line, and read from JSON files."""
+"""Invoice and credit note lines and amounts written on the command line, and read from JSON files."""
 
 from __future__ import annotations
 
@@ -88,6 +88,14 @@ def _amount(value: str, text: str, what: str = "unit amount") -> int:
         hint = " Amounts are in minor units: 800.00 is 80000." if "." in value or "," in value else ""
         raise typer.BadParameter(f"The {what} in {text!r} is not a whole number.{hint}")
     return int(value)
+
+
+def parse_amount(value: str, option: str) -> int:
+    """An amount option in minor units, above 0: `50000` → 50000; `500.00` is refused with the hint."""
+    amount = _amount(value, f"{option} {value}", "amount")
+    if amount <= 0:
+        raise typer.BadParameter(f"{option} must be above 0 (in minor units: 500.00 is 50000).")
+    return amount
 
 
 def read_json(source: str) -> Any:

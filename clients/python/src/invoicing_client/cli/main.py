@@ -23,9 +23,28 @@ from invoicing_client import InvoicingClient, __version__
 from invoicing_client._http import DEFAULT_BASE_URL, api_base
 from invoicing_client.cli import cleartext, credentials, oauth
 from invoicing_client.cli import output as show
-from invoicing_client.cli.items import CREDIT_LINE_FORMAT, ITEM_FORMAT, parse_credit_line, parse_item, read_json
+from invoicing_client.cli.items import (
+    CREDIT_LINE_FORMAT,
+    ITEM_FORMAT,
+    parse_amount,
+    parse_credit_line,
+    parse_item,
+    read_json,
+)
 from invoicing_client.errors import APIConnectionError, AuthenticationError, InvoicingError
-from invoicing_client.models import CreditNote, Customer, Invoice, InvoicingObject, Price, Product, WebhookEndpoint
+from invoicing_client.models import (
+    CreditNote,
+    Customer,
+    CustomerReceivables,
+    Invoice,
+    InvoicingObject,
+    Payment,
+    Price,
+    Product,
+    ReceivableFigures,
+    Receivables,
+    WebhookEndpoint,
+)
 from invoicing_client.pagination import Pager
 
 # Typer's usage errors (click's, vendored by recent Typer): shown as click shows them, exit code 2.
@@ -38,8 +57,8 @@ def _group(help_text: str) -> typer.Typer:
     return typer.Typer(help=help_text, no_args_is_help=True, context_settings=CONTEXT, rich_markup_mode="markdown")
 
 
-app = _group("The Invoicing API from your terminal: customers, products, prices, invoices, credit notes and "
-             "webhooks.\n\n"
+app = _group("The Invoicing API from your terminal: customers, products, prices, invoices, credit notes, payments, "
+             "receivables and webhooks.\n\n"
              "Start with `invoicing-cli login`, or put an API key in the environment (`export "
              "INVOICING_API_KEY=inv_live_…`, never on the command line), then for example `invoicing-cli invoices list`.")
 customers_app = _group("Customers: the people and companies you invoice.")
@@ -48,12 +67,15 @@ prices_app = _group("Prices: a product's amount in one currency.")
 invoices_app = _group("Invoices: draft, finalize, send, record payment, void, download.")
 credit_notes_app = _group("Credit notes: correct an open or paid invoice with a document of its own (CN-0001): "
                           "preview, issue, void, send, download.")
-webhooks_app = _group("Webhook endpoints: where invoice and credit note events are delivered.")
+payments_app = _group("Payments: money received for an invoice outside the service, in part or in full: record, "
+                      "list, show, reverse.")
+webhooks_app = _group("Webhook endpoints: where invoice, credit note and payment events are delivered.")
 app.add_typer(customers_app, name="customers")
 app.add_typer(products_app, name="products")
 app.add_typer(prices_app, name="prices")
 app.add_typer(invoices_app, name="invoices")
 app.add_typer(credit_notes_app, name="credit-notes")
+app.add_typer(payments_app, name="payments")
 app.add_typer(webhooks_app, name="webhooks")
 
 
@@ -172,6 +194,10 @@ CREDIT_NOTE_COLUMNS: list[show.Column] = [
     ("ID", lambda n: n.id), ("Number", lambda n: n.number), ("Status", lambda n: n.status),
     ("Invoice", lambda n: n.invoice_number), ("Customer", lambda n: n.customer_details.name),
     ("Total", lambda n: show.money(n.total, n.currency)), ("Issued", lambda n: show.when(n.issue_date))]
+PAYMENT_COLUMNS: list[show.Column] = [
+    ("ID", lambda p: p.id), ("Status", lambda p: p.status), ("Invoice", lambda p: p.invoice_number),
+    ("Amount", lambda p: show.money(p.amount, p.currency)), ("Method", lambda p: p.method),
+    ("Paid on", lambda p: show.when(p.paid_on)), ("Reference", lambda p: p.reference)]
 WEBHOOK_COLUMNS: list[show.Column] = [("ID", lambda w: w.id), ("URL", lambda w: w.url),
                                       ("Events", lambda w: w.events or "all"), ("Active", lambda w: w.active)]
 
@@ -210,10 +236,10 @@ def show_invoice(invoice: Invoice) -> None:
         ("Subtotal", lambda i: money(i.subtotal)), ("Discount", lambda i: money(i.discount) if i.discount else None),
         ("Tax", lambda i: money(i.tax)), ("Total", lambda i: money(i.total)),
         ("Credited", lambda i: money(i.amount_credited) if i.amount_credited else None),
-        ("Balance applied", lambda i: money(i.balance_applied) if i.balance_applied else None),
+        ("Paid", _paid),
         ("Amount due", lambda i: money(i.amount_due)),
-        ("Paid", lambda i: show.when(i.paid_at)), ("Voided", lambda i: i.voided_at and f"{show.when(i.voided_at)} "
-                                                   f"{i.void_reason or ''}"),
+        ("Paid at", lambda i: show.when(i.paid_at)), ("Voided", lambda i: i.voided_at and f"{show.when(i.voided_at)} "
+                                                      f"{i.void_reason or ''}"),
         ("Public page", lambda i: i.public_url)])
     if invoice.lines is not None:
         show.out.print()
@@ -222,6 +248,18 @@ def show_invoice(invoice: Invoice) -> None:
             ("Quantity", lambda line: line.quantity),
             ("Unit amount", lambda line: money(line.unit_amount)), ("Tax", lambda line: f"{line.tax_rate}%"),
             ("Amount", lambda line: money(line.amount))], empty="No lines yet.")
+
+
+def _paid(invoice: Invoice) -> str | None:
+    """What was paid: the payments recorded and the customer's balance applied when it was finalized
+    (part of `amount_paid`; before payments, a server sent only `balance_applied`)."""
+    paid = max(invoice.amount_paid, invoice.balance_applied)
+    if not paid:
+        return None
+    text = show.money(paid, invoice.currency)
+    if invoice.balance_applied:
+        text += f", {show.money(invoice.balance_applied, invoice.currency)} of it from the customer's credit balance"
+    return text
 
 
 def show_credit_note(note: CreditNote) -> None:
@@ -246,6 +284,22 @@ def show_credit_note(note: CreditNote) -> None:
         ("Description", lambda line: line.description), ("Quantity", lambda line: line.quantity),
         ("Tax", lambda line: f"{line.tax_rate}%"), ("Tax amount", lambda line: money(line.tax_amount)),
         ("Amount", lambda line: money(line.amount))], empty="No lines.")
+
+
+def show_payment(payment: Payment) -> None:
+    money = lambda amount: show.money(amount, payment.currency)  # noqa: E731
+    show.fields(payment, [
+        ("ID", lambda p: p.id), ("Status", lambda p: p.status),
+        ("Invoice", lambda p: f"{p.invoice_number} ({p.invoice})"), ("Customer", lambda p: p.customer),
+        ("Amount", lambda p: money(p.amount)),
+        ("Applied", lambda p: f"{money(p.amount_applied)} off what {p.invoice_number} had due"),
+        ("To balance", lambda p: None if not p.balance_amount else
+         f"{money(p.balance_amount)} to the customer's credit, taken back by the reversal" if p.status == "reversed"
+         else f"{money(p.balance_amount)} to the customer's credit ({money(p.balance_remaining)} not yet applied)"),
+        ("Paid on", lambda p: show.when(p.paid_on)), ("Method", lambda p: p.method),
+        ("Reference", lambda p: p.reference), ("Note", lambda p: p.note),
+        ("Reversed", lambda p: p.reversed_at and f"{show.when(p.reversed_at)}: {p.reversal_reason or ''}"),
+        ("Recorded", lambda p: show.when(p.created))])
 
 
 def show_webhook(endpoint: WebhookEndpoint) -> None:
@@ -562,7 +616,9 @@ def invoices_pay(id: Annotated[str, typer.Argument(help="The invoice's id.")],
                  paid_on: Annotated[str | None, typer.Option(help="YYYY-MM-DD; default today.")] = None,
                  reference: Annotated[str | None, typer.Option(help="Your payment reference.")] = None,
                  as_json: Json = False) -> None:
-    """Record that an open invoice was paid in full (no money moves)."""
+    """Record that an open invoice was paid: one payment of all it has due (no money moves).
+
+    For part of it, or a method other than `other`: `invoicing-cli payments record`."""
     invoice = call(lambda c: c.invoices.pay(id, paid_on=paid_on, reference=reference))
     present(invoice, as_json, show_invoice)
     show.done(f"Marked {invoice.number} paid.")
@@ -664,7 +720,8 @@ CreditAmount = Annotated[int | None, typer.Option(min=0, rich_help_panel=MONEY_P
                                                   help="Off what is due on an open invoice (all of it when none is "
                                                        "given on an open invoice).")]
 RefundAmount = Annotated[int | None, typer.Option(min=0, rich_help_panel=MONEY_PANEL,
-                                                  help="Refunded to the customer outside the service.")]
+                                                  help="Refunded to the customer outside the service (with "
+                                                       "--balance-amount, at most what the invoice was paid).")]
 RefundReference = Annotated[str | None, typer.Option(rich_help_panel=MONEY_PANEL, help="The refund's reference.")]
 RefundedOn = Annotated[str | None, typer.Option(rich_help_panel=MONEY_PANEL, help="YYYY-MM-DD; default today.")]
 BalanceAmount = Annotated[int | None, typer.Option(min=0, rich_help_panel=MONEY_PANEL,
@@ -838,6 +895,167 @@ def _save(output: Path, document: bytes) -> None:
         output.write_bytes(document)
     except OSError as exc:
         raise typer.BadParameter(f"Cannot write {output}: {exc.strerror}.") from None
+
+
+# --- payments -------------------------------------------------------------------------------------------
+
+METHODS = ("bank_transfer", "card", "cash", "cheque", "direct_debit", "other")
+OVERPAYMENTS = ("refuse", "balance")
+PaymentId = Annotated[str, typer.Argument(help="The payment's id (py_…).")]
+
+
+def _one_of(option: str, value: str | None, allowed: tuple[str, ...]) -> str | None:
+    if value is not None and value not in allowed:
+        raise typer.BadParameter(f"{option} is one of {', '.join(allowed)}, not {value!r}.")
+    return value
+
+
+@payments_app.command("list", epilog=examples("invoicing-cli payments list",
+                                              "invoicing-cli payments list --invoice in_…",
+                                              "invoicing-cli payments list --customer cus_… --all --json"))
+def payments_list(invoice: Annotated[str | None, typer.Option(help="Only this invoice's.")] = None,
+                  customer: Annotated[str | None, typer.Option(help="Only this customer's.")] = None,
+                  limit: Limit = 25, every: All = False, as_json: Json = False) -> None:
+    """List payments, newest first, reversed ones included."""
+    present_list(lambda c, size: c.payments.list(limit=size, invoice=invoice, customer=customer),
+                 PAYMENT_COLUMNS, limit=limit, every=every, as_json=as_json, noun="payments")
+
+
+@payments_app.command("get", epilog=examples("invoicing-cli payments get py_…", "invoicing-cli payments get py_… --json"))
+def payments_get(id: PaymentId, as_json: Json = False) -> None:
+    """Show a payment: what it took off its invoice, any excess put on the customer's balance, any reversal."""
+    present(call(lambda c: c.payments.retrieve(id)), as_json, show_payment)
+
+
+@payments_app.command("record", epilog=examples(
+    "invoicing-cli payments record --invoice in_… --amount 50000",
+    "invoicing-cli payments record --invoice in_… --amount 50000 --method bank_transfer --reference 'BACS 7' "
+    "--paid-on 2026-11-20",
+    "invoicing-cli payments record --invoice in_… --amount 200000 --overpayment balance --json"))
+def payments_record(
+    invoice: Annotated[str, typer.Option(help="The open (or overdue) invoice's id.")],
+    amount: Annotated[str, typer.Option(help="What was received, in minor units of the invoice's currency: 50000 is "
+                                             "500.00 (JPY: 50000 yen).")],
+    currency: Annotated[str | None, typer.Option(help="The invoice's currency, to be sure of the unit (another is "
+                                                      "refused).")] = None,
+    paid_on: Annotated[str | None, typer.Option(help="When it was received: YYYY-MM-DD or a timestamp; default "
+                                                     "now.")] = None,
+    method: Annotated[str | None, typer.Option(help=f"{', '.join(METHODS[:-1])} or other (the default).")] = None,
+    reference: Annotated[str | None, typer.Option(help="The payment's reference, such as the transfer's.")] = None,
+    note: Annotated[str | None, typer.Option(help="An internal note, never shown to the customer.")] = None,
+    overpayment: Annotated[str | None, typer.Option(help="More than is due: refuse (the default) or balance (the "
+                                                         "excess to the customer's credit, taken off their next "
+                                                         "invoice).")] = None,
+    as_json: Json = False,
+) -> None:
+    """Record money received for an open invoice, in part or in full (no money moves).
+
+    It comes off what the invoice has due; the payment that brings that to 0 makes the invoice paid. For all that is
+    due in one go, `invoicing-cli invoices pay` does the same."""
+    fields = _given(invoice=invoice, amount=parse_amount(amount, "--amount"), currency=currency, paid_on=paid_on,
+                    method=_one_of("--method", method, METHODS), reference=reference, note=note,
+                    overpayment=_one_of("--overpayment", overpayment, OVERPAYMENTS))
+    with client() as api:
+        payment = api.payments.create(**fields)
+        try:
+            after: Invoice | None = api.invoices.retrieve(payment.invoice)
+        except InvoicingError:  # recorded all the same: only the invoice's state is left unsaid
+            after = None
+    present(payment, as_json, show_payment)
+    message = f"Recorded {show.money(payment.amount, payment.currency)} on {payment.invoice_number} ({payment.id})."
+    if payment.balance_amount:
+        message += f" {show.money(payment.balance_amount, payment.currency)} beyond what was due went to the " \
+                   "customer's credit balance."
+    if after is not None:
+        message += f" {payment.invoice_number} is paid." if after.status == "paid" else \
+            f" {show.money(after.amount_due, after.currency)} still due."
+    show.done(message)
+
+
+@payments_app.command("reverse", epilog=examples(
+    "invoicing-cli payments reverse py_… --reason 'The transfer bounced'"))
+def payments_reverse(id: PaymentId,
+                     reason: Annotated[str, typer.Option(help="Why it is undone (a bounced transfer, a charge-back, "
+                                                              "a mistake); kept with the payment.")],
+                     as_json: Json = False) -> None:
+    """Reverse a payment: what it paid is due again and a paid invoice reopens; the payment stays, reversed.
+    Refused once its excess was applied to another invoice."""
+    payment = call(lambda c: c.payments.reverse(id, reason=reason))
+    present(payment, as_json, show_payment)
+    show.done(f"Reversed {payment.id}: {show.money(payment.amount_applied, payment.currency)} is due again on "
+              f"{payment.invoice_number}.")
+
+
+# --- receivables ----------------------------------------------------------------------------------------
+
+AGES = (("current", "Current"), ("days_1_30", "1–30 days"), ("days_31_60", "31–60 days"),
+        ("days_61_90", "61–90 days"), ("days_over_90", "Over 90 days"))
+
+
+def _owed(amount: int, invoices: int, currency: str) -> str:
+    """`2,819.00 (3)`: an amount and on how many invoices; `–` for none."""
+    return "–" if not amount and not invoices else f"{show.amount(amount, currency)} ({invoices})"
+
+
+def _aging(row: ReceivableFigures) -> list[str]:
+    """The figures of a row: outstanding, overdue, then each bucket."""
+    return [_owed(row.outstanding, row.invoices, row.currency), _owed(row.overdue, row.overdue_invoices, row.currency),
+            *(_owed(row.bucket(name).amount, row.bucket(name).invoices, row.currency) for name, _ in AGES)]
+
+
+CUSTOMER_RECEIVABLE_COLUMNS: list[show.Column] = [
+    ("Customer", lambda r: r.name), ("ID", lambda r: r.customer), ("Currency", lambda r: r.currency),
+    *((title, lambda r, index=index: _aging(r)[index])
+      for index, title in enumerate(("Outstanding", "Overdue", *(title for _, title in AGES))))]
+
+
+def show_receivables(receivables: Receivables, customers: list[CustomerReceivables]) -> None:
+    if not receivables.currencies:
+        show.out.print(f"Nothing is owed on {show.when(receivables.as_of)}: no open invoices.", markup=False,
+                       highlight=False)
+        return
+    show.out.print(f"Owed on open invoices on {show.when(receivables.as_of)}, by days past due (amount, and how many "
+                   "invoices):", markup=False, highlight=False)
+    figures = [_aging(row) for row in receivables.currencies]
+    labels = ["Outstanding", "Overdue", *(title for _, title in AGES)]
+    show.matrix(["", *(row.currency for row in receivables.currencies)],
+                [[label, *(column[index] for column in figures)] for index, label in enumerate(labels)])
+    show.out.print()
+    show.table(customers, CUSTOMER_RECEIVABLE_COLUMNS, empty="No customers.")
+
+
+@app.command("receivables", epilog=examples("invoicing-cli receivables", "invoicing-cli receivables --currency EUR",
+                                            "invoicing-cli receivables --all --json"))
+def receivables(currency: Annotated[str | None, typer.Option(help="Only this currency (ISO 4217, such as EUR).")] = None,
+                limit: Annotated[int, typer.Option("--limit", min=1, help="Show at most this many customers (those "
+                                                                          "owing most first).")] = 25,
+                every: Annotated[bool, typer.Option("--all", help="Show every customer, page after page.")] = False,
+                as_json: Json = False) -> None:
+    """What customers owe on open invoices, by age: per currency, outstanding and overdue with the aging buckets
+    (current, 1–30, 31–60, 61–90, over 90 days past due), then per customer, those owing most first."""
+    customers: list[CustomerReceivables] = []
+    more = False
+
+    def size() -> int:
+        return 100 if every else min(limit - len(customers), 100)
+    with client() as api:
+        summary = page = api.receivables.retrieve(currency=currency, limit=size())
+        while True:
+            room = len(page.customers) if every else limit - len(customers)
+            customers.extend(page.customers[:room])
+            if not every and len(customers) >= limit:
+                more = len(page.customers) > room or page.has_more
+                break
+            if not page.has_more:
+                break
+            page = api.receivables.retrieve(currency=currency, limit=size(), cursor=page.next_cursor)
+    if as_json or OPTIONS.json:
+        answer = {name: value for name, value in summary.to_dict().items() if name != "next_cursor"}
+        show.print_json({**answer, "customers": [row.to_dict() for row in customers]})
+        return
+    show_receivables(summary, customers)
+    if more:
+        show.say(f"The {limit} customers owing most; --limit N for more, --all for every one.")
 
 
 # --- webhooks -------------------------------------------------------------------------------------------

@@ -29,8 +29,13 @@ def money(minor: int | None, currency: str | None) -> str:
     """`250000, "USD"` → `2,500.00 USD` (the API's amounts are in minor units)."""
     if minor is None or currency is None:
         return ""
+    return f"{amount(minor, currency)} {currency.upper()}"
+
+
+def amount(minor: int, currency: str) -> str:
+    """`250000, "USD"` → `2,500.00`: the number alone, where the currency is said once beside it."""
     exponent = EXPONENTS.get(currency.upper(), 2)
-    return f"{Decimal(minor).scaleb(-exponent):,.{exponent}f} {currency.upper()}"
+    return f"{Decimal(minor).scaleb(-exponent):,.{exponent}f}"
 
 
 def when(value: Any) -> str:
@@ -51,7 +56,8 @@ def as_json(obj: InvoicingObject | Iterable[InvoicingObject]) -> Any:
 
 
 Column = tuple[str, Callable[[Any], Any]]
-MONEY_COLUMNS = ("Total", "Amount", "Unit amount", "Tax amount")
+MONEY_COLUMNS = ("Total", "Amount", "Unit amount", "Tax amount", "Outstanding", "Overdue", "Current", "1–30 days",
+                 "31–60 days", "61–90 days", "Over 90 days")
 TEXT_COLUMNS = ("Name", "Email", "Customer", "Description", "Nickname", "URL", "Events", "Product")
 
 
@@ -73,6 +79,17 @@ def table(rows: Iterable[InvoicingObject], columns: list[Column], *, empty: str)
     else:
         out.print(Text(empty, style="dim"))
     return count
+
+
+def matrix(header: list[str], rows: list[list[str]]) -> None:
+    """A table of text: the first column names each row (bold), the others are figures (right-aligned)."""
+    grid = Table(show_edge=False, header_style="bold", pad_edge=False)
+    for index, title in enumerate(header):
+        grid.add_column(title, no_wrap=True, style="bold" if index == 0 else None,
+                        justify="left" if index == 0 else "right")
+    for row in rows:
+        grid.add_row(*(Text(cell) for cell in row))
+    out.print(grid)
 
 
 def fields(obj: InvoicingObject, pairs: list[Column], *, title: str | None = None) -> None:

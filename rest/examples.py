@@ -86,6 +86,29 @@ PAYMENT = {
     "reversed_at": None, "reversal_reason": None, "created": "2026-11-21T09:30:00.000Z",
     "updated": "2026-11-21T09:30:00.000Z",
 }
+
+
+def _aging(current: tuple = (0, 0), days_1_30: tuple = (0, 0), days_31_60: tuple = (0, 0)) -> dict:
+    """Receivables' figures from the (amount, invoices) of the buckets that hold any."""
+    buckets = [{"bucket": name, "amount": amount, "invoices": count} for name, (amount, count) in (
+        ("current", current), ("days_1_30", days_1_30), ("days_31_60", days_31_60), ("days_61_90", (0, 0)),
+        ("days_over_90", (0, 0)))]
+    outstanding, invoices = sum(b["amount"] for b in buckets), sum(b["invoices"] for b in buckets)
+    return {"outstanding": outstanding, "overdue": outstanding - current[0], "invoices": invoices,
+            "overdue_invoices": invoices - current[1], "buckets": buckets}
+
+
+_CONTOSO_ID = "cus_2b4d6f8a0c2e4a6c8e0a2c4e6a8c0e2a"
+RECEIVABLES_PAGE = {"data": {
+    "object": "receivables", "as_of": "2026-12-20",
+    "currencies": [{"currency": "EUR", **_aging(current=(12000, 1))},
+                   {"currency": "GBP", **_aging(current=(48000, 1), days_1_30=(161900, 1), days_31_60=(72000, 1))}],
+    "customers": [
+        {"customer": _CUSTOMER_ID, "name": "Northwind Traders", "currency": "GBP",
+         **_aging(current=(48000, 1), days_1_30=(161900, 1))},
+        {"customer": _CONTOSO_ID, "name": "Contoso GmbH", "currency": "GBP", **_aging(days_31_60=(72000, 1))},
+        {"customer": _CONTOSO_ID, "name": "Contoso GmbH", "currency": "EUR", **_aging(current=(12000, 1))}],
+}, "next_cursor": None}
 WEBHOOK_ENDPOINT = {"id": "3c2b1a09-8f7e-6d5c-4b3a-291807f6e5d4", "url": "https://example.com/hooks/invoicing",
                     "events": ["invoice.finalized", "invoice.paid"], "active": True, "disabled_at": None,
                     "failure_count": 0, "created_at": _CREATED}
@@ -111,6 +134,7 @@ RESOURCES: dict[str, dict] = {
     "CreditNoteLine": CREDIT_NOTE["lines"]["data"][0],
     "CreditNoteSendResult": {"data": CREDIT_NOTE, "emailed_to": "ap@northwind.example"},
     "Payment": PAYMENT,
+    "ReceivablesPage": RECEIVABLES_PAGE,
 }
 
 _ITEMS = [{"price": _PRICE_ID, "quantity": 3, "unit": "DAY", "discount_percent": 10},

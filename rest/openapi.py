@@ -41,6 +41,8 @@ SCHEMA_NAMES = {
     "CreditNoteCreate": "CreditNoteCreate", "CreditNoteLineInput": "CreditNoteLineInput", "RefundOut": "Refund",
     "CreditNoteSendOut": "CreditNoteSendResult",
     "PaymentOut": "Payment", "PaymentCreate": "PaymentCreate", "PaymentReverse": "PaymentReverse",
+    "ReceivablesOut": "Receivables", "ReceivablesPageOut": "ReceivablesPage", "AgingBucketOut": "AgingBucket",
+    "CurrencyReceivablesOut": "CurrencyReceivables", "CustomerReceivablesOut": "CustomerReceivables",
 }
 TAGS = [
     {"name": "Business", "description": "The business profile: the issuer printed on every invoice. Read-only "

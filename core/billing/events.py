@@ -33,9 +33,10 @@ class EventOut(BaseModel):
     type: EventType = Field(description="What happened")
     meta: dict | None = Field(description=(
         "Who caused it and how: `{actor: api_key, api_key_id, request_id}`, "
-        "`{actor: oauth_app, client_id, user_id, request_id}` or `{actor: user, user_id}`; plus `reference` "
-        "on invoice.paid (or `credit_note` when a credit note settled it) and `to` on invoice.emailed and "
-        "credit_note.emailed. Null for events the customer caused (viewed, downloaded)"))
+        "`{actor: oauth_app, client_id, user_id, request_id}` or `{actor: user, user_id}`; plus `reference` and "
+        "`payment` on invoice.paid (or `credit_note` when a credit note settled it), `reason` on payment.reversed, "
+        "`payment` or `credit_note` on invoice.reopened, and `to` on invoice.emailed and credit_note.emailed. Null "
+        "for events the customer caused (viewed, downloaded)"))
     created_at: Timestamp = Field(description="When it happened")
 
 
@@ -56,7 +57,7 @@ def stamp_after(latest: datetime | None) -> datetime:
 def record(session: Session, invoice: Invoice, type: str, meta: dict | None, shown: dict | None = None):
     """Write the history row of `invoice` (as it is now) and its webhook outbox rows; the row (plain).
     `shown`: what the event carries as `data.object` when it is about something of the invoice's (a
-    credit note's API object); by default the invoice without lines."""
+    credit note's or a payment's API object); by default the invoice without lines."""
     if type not in EVENT_TYPES:
         raise ValueError(f"unknown event type {type!r}")
     session.flush()

@@ -49,6 +49,13 @@ class PaymentReverse(Input):
                                                description="Why it is reversed; kept with the payment",
                                                examples=["The transfer bounced"])
 
+    @field_validator("reason")
+    @classmethod
+    def _said(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must say why the payment is reversed")
+        return value.strip()
+
 
 class PaymentListQuery(PageQuery):
     invoice: str | None = Field(default=None, description="in_ id or UUID: only this invoice's payments; an invoice "

@@ -292,7 +292,8 @@ def test_a_reversed_payment_stays_listed_and_is_not_reversed_twice(tenant):
     assert [p["status"] for p in tenant.get("/payments").json()["data"]] == ["reversed"]
 
 
-@pytest.mark.parametrize("body, path", [({}, "reason"), ({"reason": ""}, "reason"), ({"reason": "x" * 1001}, "reason")])
+@pytest.mark.parametrize("body, path", [({}, "reason"), ({"reason": ""}, "reason"), ({"reason": "  \n "}, "reason"),
+                                        ({"reason": "x" * 1001}, "reason")])
 def test_a_reversal_needs_a_reason(tenant, body, path):
     invoice = invoice_of(tenant)
     payment = paid_part(tenant, invoice["id"], 4000)

@@ -209,30 +209,26 @@ def load_invoice(visit: Visit) -> dict:
     return act(visit, invoice_operations.get_invoice, params={"id": invoice_id_of(visit)})
 
 
-def notes_of_invoice(visit: Visit, invoice_id: str) -> list[dict]:
-    """Every credit note of the invoice, oldest first."""
-    notes: list[dict] = []
+def every_of_invoice(visit: Visit, operation, invoice_id: str) -> list[dict]:
+    """Every item of an invoice's list (`operation`: its credit notes or its payments), oldest first."""
+    items: list[dict] = []
     cursor = ""
     while True:
-        result = act(visit, credit_note_operations.list_invoice_credit_notes, params={"id": invoice_id},
-                     query={"limit": "100", "cursor": cursor})
-        notes += result["data"]
+        result = act(visit, operation, params={"id": invoice_id}, query={"limit": "100", "cursor": cursor})
+        items += result["data"]
         cursor = result["next_cursor"]
         if not cursor:
-            return notes[::-1]
+            return items[::-1]
+
+
+def notes_of_invoice(visit: Visit, invoice_id: str) -> list[dict]:
+    """Every credit note of the invoice, oldest first."""
+    return every_of_invoice(visit, credit_note_operations.list_invoice_credit_notes, invoice_id)
 
 
 def payments_of_invoice(visit: Visit, invoice_id: str) -> list[dict]:
     """Every payment of the invoice, reversed ones included, oldest first."""
-    payments: list[dict] = []
-    cursor = ""
-    while True:
-        result = act(visit, payment_operations.list_invoice_payments, params={"id": invoice_id},
-                     query={"limit": "100", "cursor": cursor})
-        payments += result["data"]
-        cursor = result["next_cursor"]
-        if not cursor:
-            return payments[::-1]
+    return every_of_invoice(visit, payment_operations.list_invoice_payments, invoice_id)
 
 
 def payment_defaults(invoice: dict) -> dict[str, str]:

@@ -42,6 +42,7 @@ from core.base.errors import FieldError, InvalidState, ValidationFailed
 from core.base.lookup import owned
 from core.base.validation import MAX_SAFE_INTEGER, failed
 from core.billing import confirmations, delegated_actions, events, numbering, payments
+from core.billing.attached import list_attached
 from core.billing.business import business_to_api, find_profile
 from core.billing.confirmations import Confirmed
 from core.billing.credit_note_inputs import CreditNoteCreate, CreditNoteLineInput, CreditNoteListQuery
@@ -49,8 +50,8 @@ from core.billing.credit_note_render import credit_note_to_api
 from core.billing.invoice_lines import check_tax_categories
 from core.billing.invoice_render import amount_due, lines_of, status_of
 from core.billing.presentation import exact_number
-from core.mechanisms.pagination import Page, paginate
-from core.models import CreditNote, CreditNoteLine, Customer, Invoice, InvoiceLine
+from core.mechanisms.pagination import Page
+from core.models import CreditNote, CreditNoteLine, Invoice, InvoiceLine
 
 
 @dataclass
@@ -121,16 +122,7 @@ def notes_of_invoice(session: Session, invoice_id: uuid.UUID) -> list[CreditNote
 
 def list_credit_notes(session: Session, account_id: uuid.UUID, q: CreditNoteListQuery) -> Page:
     """The account's credit notes, newest first, optionally of one invoice or customer."""
-    query = select(CreditNote).where(CreditNote.account_id == account_id)
-    filters: dict = {}
-    if q.invoice is not None:
-        invoice = owned(session, Invoice, "invoice", account_id, q.invoice, noun="invoice")
-        query, filters["invoice"] = query.where(CreditNote.invoice_id == invoice.id), str(invoice.id)
-    if q.customer is not None:
-        customer = owned(session, Customer, "customer", account_id, q.customer, noun="customer")
-        query, filters["customer"] = query.where(CreditNote.customer_id == customer.id), str(customer.id)
-    return paginate(session, query, CreditNote, kind="credit_notes", account_id=account_id, filters=filters,
-                    cursor=q.cursor, limit=q.limit)
+    return list_attached(session, CreditNote, "credit_notes", account_id, q)
 
 
 def credited_of_lines(session: Session, invoice_id: uuid.UUID) -> dict[uuid.UUID, Credited]:

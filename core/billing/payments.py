@@ -32,13 +32,14 @@ from core.base.clock import now
 from core.base.errors import InvalidState, ValidationFailed
 from core.base.lookup import owned
 from core.billing import confirmations, delegated_actions, events
+from core.billing.attached import list_attached
 from core.billing.confirmations import Confirmed, require_as_confirmed
 from core.billing.invoice_inputs import PayInput
 from core.billing.invoice_render import amount_due, status_of
 from core.billing.payment_inputs import PaymentCreate, PaymentListQuery, PaymentReverse
 from core.billing.payment_render import payment_to_api
-from core.mechanisms.pagination import Page, paginate
-from core.models import CreditNote, Customer, Invoice, Payment
+from core.mechanisms.pagination import Page
+from core.models import CreditNote, Invoice, Payment
 
 # --- look-ups ------------------------------------------------------------------------------
 
@@ -49,16 +50,7 @@ def get_payment(session: Session, account_id: uuid.UUID, id_text: str, *, lock: 
 
 def list_payments(session: Session, account_id: uuid.UUID, q: PaymentListQuery) -> Page:
     """The account's payments, newest first, optionally of one invoice or customer; reversed ones included."""
-    query = select(Payment).where(Payment.account_id == account_id)
-    filters: dict = {}
-    if q.invoice is not None:
-        invoice = owned(session, Invoice, "invoice", account_id, q.invoice, noun="invoice")
-        query, filters["invoice"] = query.where(Payment.invoice_id == invoice.id), str(invoice.id)
-    if q.customer is not None:
-        customer = owned(session, Customer, "customer", account_id, q.customer, noun="customer")
-        query, filters["customer"] = query.where(Payment.customer_id == customer.id), str(customer.id)
-    return paginate(session, query, Payment, kind="payments", account_id=account_id, filters=filters,
-                    cursor=q.cursor, limit=q.limit)
+    return list_attached(session, Payment, "payments", account_id, q)
 
 
 def payments_of_invoice(session: Session, invoice_id: uuid.UUID) -> list[Payment]:

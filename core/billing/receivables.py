@@ -102,17 +102,11 @@ class CurrencyReceivablesOut(BaseModel):
     buckets: list[AgingBucketOut] = Field(description=_BUCKETS)
 
 
-class CustomerReceivablesOut(BaseModel):
+class CustomerReceivablesOut(CurrencyReceivablesOut):
     """What one customer owes in one currency (a customer owing in two currencies has two rows)."""
 
     customer: str = Field(description="The customer, `cus_…`")
     name: str = Field(description="The customer's name, as it is now")
-    currency: str = Field(description="ISO 4217 code: every amount of this row is in it")
-    outstanding: int = Field(description=_OUTSTANDING)
-    overdue: int = Field(description=_OVERDUE)
-    invoices: int = Field(description="How many open invoices")
-    overdue_invoices: int = Field(description="How many of them are past their due date")
-    buckets: list[AgingBucketOut] = Field(description=_BUCKETS)
 
 
 class ReceivablesOut(BaseModel):

@@ -4,6 +4,7 @@ really runs (so a plan shown is the plan served).
 
     python -m bench.plans numbering ACCOUNT
     python -m bench.plans explain ACCOUNT NAME
+    python -m bench.plans receivables ACCOUNT
 """
 
 from __future__ import annotations
@@ -37,6 +38,10 @@ def numbering(database_url: str, account: str) -> dict:
 
 def explain(database_url: str, account: str, name: str) -> dict:
     return _in_subprocess(database_url, "explain", account, name)
+
+
+def explain_receivables(database_url: str, account: str) -> dict:
+    return _in_subprocess(database_url, "receivables", account)
 
 
 def _numbering(account: str) -> dict:
@@ -91,9 +96,43 @@ def _explain(account: str, name: str) -> dict:
     return plans
 
 
+def _explain_receivables(account: str) -> dict:
+    """The plans of the two statements of `GET /receivables` (no cursor, no filter), on PostgreSQL with
+    the settings of the connections that run them (`core.base.raw`: no sequential scan, no sort where
+    another plan exists) and the database's own JIT setting; with costs, as only then does PostgreSQL
+    show the JIT's time."""
+    from datetime import date
+
+    from core.base import db, raw
+    from core.billing import receivables
+    engine = db.get_engine()
+    parameters = {**receivables.statement_parameters(uuid.UUID(account), date.today(), None), "rows": 26}
+    statements = {"receivables per currency": receivables.currencies_statement(currency=False),
+                  "receivables per customer, first page": receivables.customers_statement(currency=False, after=False)}
+    plans = {}
+    for label, statement in statements.items():
+        if engine.dialect.name == "sqlite":
+            text = raw.sqlite_text(statement)
+            connection = engine.raw_connection()
+            try:
+                rows = connection.cursor().execute("EXPLAIN QUERY PLAN " + text.sql, text.arguments(parameters)).fetchall()
+            finally:
+                connection.close()
+            plans[label] = {"statement": text.sql, "plan": [" ".join(str(part) for part in row[3:]) for row in rows]}
+            continue
+        compiled = statement.compile(dialect=engine.dialect, compile_kwargs={"render_postcompile": True})
+        with engine.connect() as connection:
+            connection.exec_driver_sql("SET enable_seqscan = off")
+            connection.exec_driver_sql("SET enable_sort = off")
+            rows = connection.exec_driver_sql("EXPLAIN (ANALYZE) " + str(compiled),
+                                              compiled.construct_params(parameters)).fetchall()
+        plans[label] = {"statement": str(compiled), "plan": [row[0] for row in rows]}
+    return plans
+
+
 def main(argv: list[str]) -> None:
     command, *args = argv
-    result = _numbering(*args) if command == "numbering" else _explain(*args)
+    result = {"numbering": _numbering, "explain": _explain, "receivables": _explain_receivables}[command](*args)
     print(json.dumps(result))
 
 

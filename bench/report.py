@@ -65,8 +65,35 @@ def write(benches, args, started: datetime, path: Path) -> None:
         for label, plan in bench.facts.get("plans", {}).items():
             lines += ["", f"**{bench.database}, {label}**, at the largest size:", "", "```sql",
                       plan["statement"].strip(), "```", "", "```", *plan["plan"], "```"]
+    if any(bench.facts.get("receivables") for bench in benches):
+        lines += ["", *receivables_section(benches, args)]
     lines.append("")
     path.write_text("\n".join(lines) + "\n" + (ROOT / "bench" / "history.md").read_text())
+
+
+def receivables_section(benches, args) -> list[str]:
+    """`GET /receivables` as the account's history grows, its open invoices the same, and the plans."""
+    lines = ["## Receivables", "",
+             f"`GET /receivables` (both statements, the first page of 25 customers), one connection, p50 and p99 "
+             f"(median of {args.repeats} runs of {args.seconds:g} s). The account has {args.receivables_open:,} open "
+             "invoices among 1,000 customers in three currencies, aged from 30 days ahead to 150 days past due (one "
+             "in 20 without a due date), part credited or paid; the larger step adds paid and void invoices only "
+             "(history), which the partial index `ix_invoices_open_receivable` leaves out. Seeded by `INSERT … "
+             "SELECT` over a series.", "",
+             "| database | invoices (open) | p50 ms | p99 ms | requests/s | seeding s |", "|---|---|---:|---:|---:|---:|"]
+    for bench in benches:
+        steps = bench.facts.get("receivables", [])
+        for step in steps:
+            lines.append(f"| {bench.database} | {step['invoices']:,} ({step['open']:,}) | {step['p50']:.2f} | "
+                         f"{step['p99']:.2f} | {step['rps']:.0f} | {step['seeded_s']:.0f} |")
+        if len(steps) > 1:
+            ratio = steps[-1]["p50"] / steps[0]["p50"]
+            lines.append(f"| {bench.database} | largest ÷ smallest | **{ratio:.2f}×** (target ≤ 2×) | | | |")
+    for bench in benches:
+        for label, plan in bench.facts.get("receivables_plans", {}).items():
+            lines += ["", f"**{bench.database}, {label}**, at the largest size:", "", "```sql",
+                      plan["statement"].strip(), "```", "", "```", *plan["plan"], "```"]
+    return lines
 
 
 def _of_rest(row: dict) -> str:

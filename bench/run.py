@@ -8,8 +8,10 @@ single-use, is loaded by `bench/refresh_load.py` instead); every cell is run `--
 the median kept, and every figure is also a ratio to the baseline at the same concurrency. Then:
 peak RSS, the numbering after the finalize load (no gap), `--workers 2` against one process, and
 data growth (first page and search at 10 k, 100 k and 1 M rows, then among 1,000 accounts) with
-the query plans. Rate limits are raised (operator settings) so one key can be measured above 120
-requests a minute. Plots need matplotlib (the `bench` extra).
+the query plans, and receivables (`GET /receivables` with 10,000 open invoices, alone and among a
+history of 990,000 paid and void ones; `--receivables-only` runs just that). Rate limits are
+raised (operator settings) so one key can be measured above 120 requests a minute. Plots need
+matplotlib (the `bench` extra).
 """
 
 from __future__ import annotations
@@ -237,6 +239,9 @@ class Bench:
               f"{'  non-2xx: ' + str(row['non_2xx']) if row['non_2xx'] else ''}", flush=True)
 
     def run(self) -> None:
+        if self.args.receivables_only:
+            self.receivables()
+            return
         seeded = seed(self.env, "account")
         chains_file = self.workdir / f"chains-{self.database}.json"
         chains = seed(self.env, "refresh", seeded["account"], str(max(self.args.connections)),
@@ -289,6 +294,8 @@ class Bench:
         if self.database == "PostgreSQL":
             self.workers(values, auth)
         self.growth(seeded)
+        if self.args.receivables:
+            self.receivables()
 
     def scenarios(self) -> list[Scenario]:
         """Every scenario, or those `--only` names (and the REST rows they are compared with)."""
@@ -376,12 +383,41 @@ class Bench:
             server.stop()
 
 
+    def receivables(self) -> None:
+        """`GET /receivables` p50 at one connection for an account of its own with `--receivables-open`
+        open invoices among 1,000 customers, as the account's invoices grow to each `--receivables`
+        total with paid and void ones (the open ones stay the same); the statements' plans at the largest."""
+        seeded = seed(self.env, "account")
+        auth = {"Authorization": f"Bearer {seeded['key']}"}
+        steps = []
+        for total in self.args.receivables:
+            started = time.monotonic()
+            counts = seed(self.env, "receivables", seeded["account"], str(self.args.receivables_open), str(total))
+            seeded_in = time.monotonic() - started
+            server = self.serve()
+            try:
+                answer = httpx.get(f"{self.origin}/api/v1/receivables", headers=auth, timeout=30)
+                answer.raise_for_status()
+                result = median_of([run_wrk(self.origin, "/api/v1/receivables", "GET", None, auth, 1, self.args.seconds,
+                                            self.workdir) for _ in range(self.args.repeats)])
+            finally:
+                server.stop()
+            data = answer.json()["data"]
+            steps.append({"invoices": counts["invoices"], "open": counts.get("open", 0), "seeded_s": seeded_in,
+                          "currencies": len(data["currencies"]), **result})
+            print(f"{self.database:10} receivables, {counts['invoices']:,} invoices ({counts.get('open', 0):,} open): "
+                  f"p50 {result['p50']:.2f} ms, p99 {result['p99']:.2f} ms, {result['rps']:.0f}/s", flush=True)
+        self.facts["receivables"] = steps
+        self.facts["receivables_plans"] = plans.explain_receivables(self.env["INVOICING_DATABASE_URL"],
+                                                                    seeded["account"])
+
+
 def _search_name(size: int) -> str:
     """The word of one customer's name the growth seeding made, in the middle of the account's rows."""
     return searched_word(size // 2)
 
 
-def fresh_postgres(server_url: str) -> tuple[str, callable]:
+def fresh_postgres(server_url: str, *, jit: str = "default") -> tuple[str, callable]:
     from sqlalchemy import create_engine, text
     from sqlalchemy.engine import make_url
     server = make_url(server_url)
@@ -389,6 +425,8 @@ def fresh_postgres(server_url: str) -> tuple[str, callable]:
     admin = create_engine(server, isolation_level="AUTOCOMMIT")
     with admin.connect() as connection:
         connection.execute(text(f'CREATE DATABASE "{name}"'))
+        if jit != "default":  # the server's JIT for this database's sessions
+            connection.execute(text(f'ALTER DATABASE "{name}" SET jit = {jit}'))
 
     def drop() -> None:
         with admin.connect() as connection:
@@ -411,6 +449,14 @@ def main() -> int:
     parser.add_argument("--output", type=Path, default=ROOT / "docs" / "performance.md")
     parser.add_argument("--only", type=lambda text: text.split(","), default=[],
                         help="scenarios whose name holds one of these (comma-separated); no growth or workers runs")
+    parser.add_argument("--receivables", type=lambda text: [n for n in numbers(text) if n],
+                        default=[10_000, 1_000_000],
+                        help="invoices of the receivables account at each step (0: skip the receivables)")
+    parser.add_argument("--receivables-open", type=int, default=10_000, help="of them open, at every step")
+    parser.add_argument("--receivables-only", action="store_true",
+                        help="only the receivables steps; their section is printed, docs/performance.md left alone")
+    parser.add_argument("--postgres-jit", choices=["default", "on", "off"], default="default",
+                        help="PostgreSQL's JIT for the bench database (default: the server's setting)")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         raise SystemExit("bench needs wrk: apt-get install wrk")
@@ -423,12 +469,15 @@ def main() -> int:
             benches[-1].run()
         postgres = os.environ.get("BENCH_POSTGRES_URL") or os.environ.get("INVOICING_TEST_POSTGRES_URL")
         if "postgresql" in args.databases and postgres:
-            url, drop = fresh_postgres(postgres)
+            url, drop = fresh_postgres(postgres, jit=args.postgres_jit)
             try:
                 benches.append(Bench("PostgreSQL", url, args, workdir))
                 benches[-1].run()
             finally:
                 drop()
+    if args.receivables_only:
+        print("\n".join(report.receivables_section(benches, args)))
+        return 0
     report.write(benches, args, started, args.output)
     print(f"wrote {args.output}")
     return 0

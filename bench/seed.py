@@ -9,6 +9,10 @@
                                             each, of one public client): the assistant's credential
     python -m bench.seed grow ACCOUNT N     customers and invoices of the account up to N each
     python -m bench.seed tenants N ROWS     N more accounts with ROWS customers and drafts each
+    python -m bench.seed receivables ACCOUNT OPEN TOTAL
+                                            the account's invoices up to TOTAL, OPEN of them open
+                                            (aged, part credited or paid) and the rest paid or void,
+                                            among 1,000 customers: INSERT … SELECT over a series
 
 Bulk rows are copies of one row made through `core`, written with executemany (fast on both
 databases); ids, names and creation times differ, so pagination and search see realistic data.
@@ -24,7 +28,7 @@ from collections.abc import Iterable, Iterator
 from datetime import timedelta
 from itertools import islice
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import BigInteger, Date, Integer, bindparam, func, insert, select, text
 
 from authz import clients, tokens
 from authz.models import OAuthGrant
@@ -33,7 +37,8 @@ from core.access import accounts, apikeys
 from core.access.principal import Principal
 from core.access.scopes import PRESETS
 from core.base import db, executor
-from core.base.clock import now
+from core.base.clock import now, today
+from core.base.db import UTCDateTime
 from core.billing import invoices
 from core.billing.business import BusinessInput, set_profile
 from core.billing.invoice_inputs import InvoiceCreate
@@ -236,6 +241,86 @@ def tenants(count: int, rows: int) -> dict:
                 "users": session.execute(select(func.count()).select_from(User)).scalar_one()}
 
 
+# --- receivables: open invoices among a history of paid and void ones -------------------------------
+
+RECEIVABLE_CUSTOMERS = 1000
+# The invoice `n` of the series, as SQL (its columns that have no default, each an expression of `n`):
+# 60 % USD, 30 % EUR, 10 % GBP; due from 30 days ahead to 150 days past (none for one in 20); a total
+# of 10.00 to 5,009.99; open: one in 7 credited a tenth, one in 5 paid a quarter; history: three in
+# four paid in full, the rest void.
+_TOTAL = "(1000 + (n * 7919) % 500000)"
+_RECEIVABLE_COLUMNS = {
+    "account_id": ":account_id", "customer_id": "c.id", "number": "'R-' || n",
+    "currency": "CASE WHEN n % 10 < 6 THEN 'USD' WHEN n % 10 < 9 THEN 'EUR' ELSE 'GBP' END",
+    "collection_method": "'send_invoice'", "issue_date": ":issued",
+    "subtotal": _TOTAL, "discount": "0", "taxable": _TOTAL, "tax": "0", "total": _TOTAL,
+    "created": ":start", "updated": ":start",
+}
+_OPEN_COLUMNS = {"status": "'open'", "amount_credited": f"CASE WHEN n % 7 = 0 THEN {_TOTAL} / 10 ELSE 0 END",
+                 "amount_paid": f"CASE WHEN n % 5 = 0 THEN {_TOTAL} / 4 ELSE 0 END"}
+_HISTORY_COLUMNS = {"status": "CASE WHEN n % 4 = 0 THEN 'void' ELSE 'paid' END", "amount_credited": "0",
+                    "amount_paid": f"CASE WHEN n % 4 = 0 THEN 0 ELSE {_TOTAL} END"}
+
+
+def _receivables_insert(dialect: str, *, history: bool):
+    """`INSERT … SELECT` of the invoices `:first` to `:last` of the series (`n`), each of the customer
+    `n` modulo 1,000 of the account (by id), due `:today` + (30 − n × 37 mod 181) days."""
+    columns = {**_RECEIVABLE_COLUMNS, **(_HISTORY_COLUMNS if history else _OPEN_COLUMNS)}
+    offset = "(30 - (n * 37) % 181)"
+    if dialect == "postgresql":
+        columns |= {"id": "gen_random_uuid()",
+                    "due_date": f"CASE WHEN n % 20 = 0 THEN NULL ELSE CAST(:today AS date) + CAST({offset} AS integer) END"}
+        series = "series AS (SELECT generate_series(:first, :last) AS n)"
+    else:
+        columns |= {"id": "lower(hex(randomblob(16)))",
+                    "due_date": f"CASE WHEN n % 20 = 0 THEN NULL ELSE date(:today, {offset} || ' days') END"}
+        series = "series(n) AS (SELECT :first UNION ALL SELECT n + 1 FROM series WHERE n < :last)"
+    required = {column.name for column in Invoice.__table__.c if not column.nullable and column.server_default is None}
+    assert required <= set(columns), f"a column of invoices has no value here: {required - set(columns)}"
+    names = ", ".join(columns)
+    return text(f"""WITH RECURSIVE {series},
+        c AS (SELECT id, ROW_NUMBER() OVER (ORDER BY id) - 1 AS k FROM customers WHERE account_id = :account_id)
+        INSERT INTO invoices ({names}) SELECT {", ".join(columns.values())}
+        FROM series JOIN c ON c.k = n % :customers""").bindparams(
+        bindparam("account_id", type_=Invoice.__table__.c.account_id.type), bindparam("start", type_=UTCDateTime()),
+        bindparam("issued", type_=Date()), bindparam("today", type_=Date()), bindparam("first", type_=BigInteger()),
+        bindparam("last", type_=BigInteger()), bindparam("customers", type_=Integer()))
+
+
+def receivables(account_id: str, open_count: int, total: int) -> dict:
+    """The account's customers up to 1,000 and its invoices up to `total`: `open_count` open, the rest
+    paid or void (numbers `R-<n>` of one series). Written by the database itself, one statement each."""
+    owner = uuid.UUID(account_id)
+    customer_table = Customer.__table__
+    with db.transaction() as session:
+        have = _count(session, Customer, owner)
+        customer_row = dict(session.execute(select(customer_table).where(customer_table.c.account_id == owner)
+                                            .limit(1)).mappings().one())
+        start = now()
+
+        def customer_copy(row, n):
+            row.update(id=uuid.uuid4(), name=customer_name(have + n), created=start + timedelta(seconds=have + n),
+                       updated=start)
+        _write(session, customer_table, _rows_like(customer_row, max(0, RECEIVABLE_CUSTOMERS - have), customer_copy))
+        counts = dict(session.execute(select(Invoice.status, func.count()).where(Invoice.account_id == owner)
+                                      .group_by(Invoice.status)).all())
+        have_open, have_history = counts.pop("open", 0), sum(counts.values())
+        dialect = session.get_bind().dialect.name
+        common = {"account_id": owner, "start": start, "issued": today() - timedelta(days=200), "today": today(),
+                  "customers": RECEIVABLE_CUSTOMERS}
+        if open_count > have_open:
+            session.execute(_receivables_insert(dialect, history=False),
+                            {**common, "first": have_open, "last": open_count - 1})
+        if total - open_count > have_history:
+            session.execute(_receivables_insert(dialect, history=True),
+                            {**common, "first": open_count + have_history, "last": total - 1})
+    _analyze()
+    with db.transaction() as session:
+        counts = dict(session.execute(select(Invoice.status, func.count()).where(Invoice.account_id == owner)
+                                      .group_by(Invoice.status)).all())
+    return {"invoices": sum(counts.values()), **counts}
+
+
 def main(argv: list[str]) -> None:
     command, *args = argv
     result = {
@@ -245,6 +330,7 @@ def main(argv: list[str]) -> None:
         "oauth": lambda: oauth(args[0], *args[1:]),
         "grow": lambda: grow(args[0], int(args[1])),
         "tenants": lambda: tenants(int(args[0]), int(args[1])),
+        "receivables": lambda: receivables(args[0], int(args[1]), int(args[2])),
     }[command]()
     print(json.dumps(result))
 

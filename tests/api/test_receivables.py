@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from core.base import db
 from core.base.clock import today
+from core.billing.receivables import bucket_of
 from core.models import Customer, Invoice
 from tests import hostile
 from tests.api.invoicing import adhoc, customer, draft, open_invoice, paid_part, pay, void
@@ -78,6 +79,14 @@ def test_an_invoice_falls_in_the_bucket_of_its_days_past_due(tenant, days, bucke
     row = only_currency(receivables(tenant))
     assert {name for name, (amount, _) in bucket_figures(row).items() if amount} == {bucket}
     assert bucket_figures(row)[bucket] == (1234, 1)
+
+
+@pytest.mark.parametrize("days, bucket", [(None, "current"), (-1, "current"), (0, "current"), (1, "days_1_30"),
+                                          (30, "days_1_30"), (31, "days_31_60"), (90, "days_61_90"),
+                                          (91, "days_over_90")])
+def test_bucket_of_names_an_invoices_bucket_as_the_sums_do(days, bucket):
+    as_of = date(2026, 3, 1)
+    assert bucket_of(None if days is None else as_of - timedelta(days=days), as_of) == bucket
 
 
 @pytest.mark.parametrize("days, overdue", [(None, False), (0, False), (1, True), (91, True)])

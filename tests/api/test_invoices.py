@@ -17,6 +17,7 @@ INVOICE_FIELDS = {
     "created", "updated",
     "buyer_reference", "order_reference",  # beyond the specification: for e-invoices (issue 25)
     "amount_credited", "balance_applied",  # what credit notes and the customer balance took off (issue 35)
+    "amount_paid",  # what payments and the balance paid (issue 36)
 }
 LINE_FIELDS = {"id", "object", "invoice", "price", "product", "description", "quantity", "unit", "unit_amount",
                "amount", "discount_percent", "tax_rate", "tax_amount",

@@ -85,6 +85,8 @@ CREATE_CHAINS = (
 EVENT_OF = {"create": "invoice.created", "patch": "invoice.updated", "add": "invoice.updated",
             "finalize": "invoice.finalized", "send": "invoice.emailed", "pay": "invoice.paid",
             "void": "invoice.voided"}
+# The event a write records with its own, in the same transaction (a pay is one payment of what is due).
+WITH = {"pay": "payment.recorded"}
 WEBHOOK_EVENTS = (None, ["invoice.finalized", "invoice.paid", "invoice.emailed"])  # all kinds, and three
 
 
@@ -427,9 +429,10 @@ def check_requests(account: Account, state: State, *, settled: bool) -> int:
         for request in chain.sent:
             answer = request.final if settled else request.response
             events, kind = state.events_of(request), EVENT_OF[request.op]
+            along = {"invoice.finalized", *([WITH[request.op]] if request.op in WITH else [])}
             where = f"{account.label} {request.method} {request.path} ({request.key})"
             if answer is None:  # cut off by the kill; its retry has not been sent yet
-                assert events[kind] <= 1 and set(events) <= {kind, "invoice.finalized"}, f"{where}: {dict(events)}"
+                assert events[kind] <= 1 and set(events) <= {kind, *along}, f"{where}: {dict(events)}"
                 assert events["invoice.finalized"] <= 1, f"{where}: {dict(events)}"
                 took_effect += bool(events)
                 continue
@@ -441,7 +444,9 @@ def check_requests(account: Account, state: State, *, settled: bool) -> int:
                 assert events[kind] == 1, f"{where}: {dict(events)}"
             finalized_by_send = int(request.op == "send" and "finalize" not in chain.steps)
             assert events["invoice.finalized"] == (1 if kind == "invoice.finalized" else finalized_by_send), where
-            assert set(events) <= {kind, "invoice.finalized"}, f"{where}: {dict(events)}"
+            assert set(events) <= {kind, *along}, f"{where}: {dict(events)}"
+            if request.op in WITH:
+                assert events[WITH[request.op]] == 1, f"{where}: {dict(events)}"
             data = answer.json(parse_float=Decimal)["data"]
             assert invoice is not None and data["id"] == invoice["id"], where
             names = {line["description"].removeprefix(f"{chain.tag} ") for line in invoice["lines"]["data"]}

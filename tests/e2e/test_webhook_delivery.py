@@ -208,8 +208,10 @@ def test_an_invoice_lifecycle_through_the_api_arrives_in_order(tenant, receiver)
     deliver_due(options())
 
     payloads = [verify(endpoint["secret"], request) for request in receiver.requests]
-    assert [p["type"] for p in payloads] == ["invoice.created", "invoice.finalized", "invoice.paid"]
-    assert [p["data"]["object"]["status"] for p in payloads] == ["draft", "open", "paid"]
+    assert [p["type"] for p in payloads] == ["invoice.created", "invoice.finalized", "payment.recorded",
+                                             "invoice.paid"]
+    assert [p["data"]["object"]["object"] for p in payloads] == ["invoice", "invoice", "payment", "invoice"]
+    assert [p["data"]["object"]["status"] for p in payloads] == ["draft", "open", "recorded", "paid"]
     listed = tenant.get("/invoices").json()["data"][0]
     assert payloads[-1]["data"]["object"] == listed  # the list item shape, money in minor units
 

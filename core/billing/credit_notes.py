@@ -462,15 +462,7 @@ def void_credit_note(session: Session, principal: Principal, id_text: str, *,
     events.record(session, invoice, "credit_note.voided", meta, view_credit_note(session, note))
     if note.credit_amount:
         invoice.amount_credited -= note.credit_amount
-        invoice.updated = now()
-        reopened = invoice.status == "paid" and amount_due(invoice) > 0
-        if reopened:
-            invoice.status, invoice.paid_at = "open", None
-        session.add(invoice)
-        session.flush()
-        if reopened:
-            events.record(session, invoice, "invoice.reopened",
-                          {**meta, "credit_note": ids.public_id("credit_note", note.id)})
+        payments.owed_again(session, invoice, {**meta, "credit_note": ids.public_id("credit_note", note.id)})
     return note
 
 

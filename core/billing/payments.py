@@ -177,6 +177,13 @@ def reverse_payment(session: Session, principal: Principal, id_text: str, data: 
     meta = {**principal.event_meta(), "reason": data.reason}
     events.record(session, invoice, "payment.reversed", meta, payment_to_api(payment))
     invoice.amount_paid -= payment.amount_applied
+    owed_again(session, invoice, {**principal.event_meta(), "payment": ids.public_id("payment", payment.id)})
+    return payment
+
+
+def owed_again(session: Session, invoice: Invoice, meta: dict) -> None:
+    """Save `invoice` after what settled part of it was undone (a payment reversed, a credit note
+    voided): a paid invoice with something due again reopens, with `invoice.reopened` (`meta`)."""
     invoice.updated = now()
     reopened = invoice.status == "paid" and amount_due(invoice) > 0
     if reopened:
@@ -184,9 +191,7 @@ def reverse_payment(session: Session, principal: Principal, id_text: str, data: 
     session.add(invoice)
     session.flush()
     if reopened:
-        events.record(session, invoice, "invoice.reopened", {**principal.event_meta(),
-                                                             "payment": ids.public_id("payment", payment.id)})
-    return payment
+        events.record(session, invoice, "invoice.reopened", meta)
 
 
 def _refuse_reversal(session: Session, payment: Payment, invoice: Invoice) -> None:

@@ -41,7 +41,7 @@ from core.base.clock import now, today
 from core.base.errors import FieldError, InvalidState, ValidationFailed
 from core.base.lookup import owned
 from core.base.validation import MAX_SAFE_INTEGER, failed
-from core.billing import confirmations, delegated_actions, events, numbering, payments
+from core.billing import confirmations, customer_balance, delegated_actions, events, numbering, payments
 from core.billing.attached import list_attached
 from core.billing.business import business_to_api, find_profile
 from core.billing.confirmations import Confirmed
@@ -469,7 +469,6 @@ def void_credit_note(session: Session, principal: Principal, id_text: str, *,
 def _refuse_void(note: CreditNote) -> None:
     if note.status != "issued":
         raise InvalidState(f"Credit note {note.number} is void already.")
-    if note.balance_remaining != note.balance_amount:
-        applied = money.format_money(note.balance_amount - note.balance_remaining, note.currency)
+    if applied := customer_balance.applied_elsewhere(note):
         raise InvalidState(f"Credit note {note.number} cannot be voided: {applied} of its balance was applied to "
                            "another invoice of the customer.")

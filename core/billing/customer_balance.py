@@ -14,6 +14,7 @@ import uuid
 
 from sqlalchemy import bindparam, exists, literal_column, or_, select, update
 
+from core.base import money
 from core.base.executor import Db
 from core.models import CreditNote, Payment
 
@@ -36,6 +37,13 @@ AVAILABLE = {kind: _credits(kind) for kind in SOURCES}
 SPEND = {kind: update(table).where(table.c.id == bindparam("source_id", type_=table.c.id.type))
          .values(balance_remaining=bindparam("remaining", type_=table.c.balance_remaining.type))
          for kind, table in SOURCES.items()}
+
+
+def applied_elsewhere(source) -> str | None:
+    """What of a credit note's or payment's balance a later invoice has used, as money text; None when
+    nothing was (so undoing it takes back only what is still on the balance)."""
+    used = source.balance_amount - source.balance_remaining
+    return money.format_money(used, source.currency) if used else None
 
 
 def has_credit(customer_id, currency):

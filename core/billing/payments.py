@@ -31,7 +31,7 @@ from core.base import executor, ids, money
 from core.base.clock import now
 from core.base.errors import InvalidState, ValidationFailed
 from core.base.lookup import owned
-from core.billing import confirmations, delegated_actions, events
+from core.billing import confirmations, customer_balance, delegated_actions, events
 from core.billing.attached import list_attached
 from core.billing.confirmations import Confirmed, require_as_confirmed
 from core.billing.invoice_inputs import PayInput
@@ -197,8 +197,7 @@ def owed_again(session: Session, invoice: Invoice, meta: dict) -> None:
 def _refuse_reversal(session: Session, payment: Payment, invoice: Invoice) -> None:
     if payment.status != "recorded":
         raise InvalidState(f"Payment {ids.public_id('payment', payment.id)} is reversed already.")
-    if payment.balance_remaining != payment.balance_amount:
-        applied = money.format_money(payment.balance_amount - payment.balance_remaining, payment.currency)
+    if applied := customer_balance.applied_elsewhere(payment):
         raise InvalidState(f"Payment {ids.public_id('payment', payment.id)} cannot be reversed: {applied} of what it "
                            "paid beyond the invoice was applied to another invoice of the customer.")
     went_back = refunded_or_kept(session, invoice.id)

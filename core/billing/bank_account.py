@@ -35,6 +35,12 @@ def looks_like_iban(text: str | None) -> bool:
     return bool(text) and _IBAN_LIKE.fullmatch(text.strip()) is not None and len(_compact(text)) > 4
 
 
+def sepa_iban_of(text: str | None) -> str | None:
+    """`iban_of`, for an IBAN a SEPA credit transfer reaches (its country in the SEPA zone); else None."""
+    iban = iban_of(text)
+    return iban if iban and IBAN(iban).in_sepa_zone else None
+
+
 def iban_of(text: str | None) -> str | None:
     """The compact IBAN (`DE89370400440532013000`) when `text` is a valid IBAN, in any case and with
     spaces; else None."""

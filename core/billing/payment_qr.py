@@ -20,7 +20,7 @@ from decimal import Decimal
 import segno
 from segno.helpers import make_epc_qr
 
-from core.billing.bank_account import bic_of, iban_of
+from core.billing.bank_account import bic_of, sepa_iban_of
 
 CAPTION = "Scan to pay with your banking app"
 STATUSES = frozenset({"open", "overdue"})
@@ -49,7 +49,7 @@ def transfer(view: dict) -> Transfer | None:
         return None
     issuer = view.get("issuer") or {}
     bank = issuer.get("bank") or {}
-    iban = iban_of(bank.get("account_number"))
+    iban = sepa_iban_of(bank.get("account_number"))  # the code asks for a SEPA transfer
     amount = Decimal(view.get("amount_due") or 0).scaleb(-2)  # EUR has two decimals
     name = _shortened(bank.get("account_name"), NAME_MAX) or _shortened(issuer.get("legal_name"), NAME_MAX)
     number = _shortened(view.get("number"), TEXT_MAX)

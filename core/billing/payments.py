@@ -80,6 +80,8 @@ def _payable(session: Session, account_id: uuid.UUID, id_text: str) -> Invoice:
     if invoice.status != "open":
         raise InvalidState(f"Invoice {ids.public_id('invoice', invoice.id)} is {status_of(invoice)}: only an open or "
                            "overdue invoice can be paid.")
+    if amount_due(invoice) <= 0:  # an invoice of 0 is open with nothing to pay
+        raise InvalidState(f"Invoice {invoice.number} has nothing due: there is nothing to pay.")
     return invoice
 
 

@@ -184,6 +184,15 @@ def test_only_an_open_invoice_takes_a_payment(tenant, state):
     assert response.status_code == 409 and response.json()["code"] == "invalid_state"
 
 
+@pytest.mark.parametrize("fields", [{}, {"overpayment": "balance"}])
+def test_an_open_invoice_of_nothing_takes_no_payment(tenant, fields):
+    free = open_invoice(tenant, items=[adhoc("Free sample", 0)])
+    response = record_payment(tenant, free["id"], 500, **fields)
+    assert response.status_code == 409 and "nothing due" in response.json()["detail"]
+    assert pay(tenant, free["id"]).status_code == 409
+    assert invoice_now(tenant, free["id"])["status"] == "open"
+
+
 def test_an_overdue_invoice_takes_a_payment(tenant):
     invoice = invoice_of(tenant, issue_date="2026-01-01", due_date="2026-01-31")
     assert invoice["status"] == "overdue"

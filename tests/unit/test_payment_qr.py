@@ -57,6 +57,11 @@ def test_no_code_without_a_valid_iban(account):
     assert payment_qr.epc_qr(view(bank={"account_number": account})) is None
 
 
+def test_no_code_for_an_iban_outside_the_sepa_zone():
+    brazil = "BR18 0036 0305 0000 1000 9795 493C 1"
+    assert payment_qr.epc_qr(view(bank={"account_number": brazil, "routing_number": None})) is None
+
+
 @pytest.mark.parametrize("status", ["draft", "paid", "void"])
 def test_no_code_unless_open_or_overdue(status):
     assert payment_qr.epc_qr(view(status=status)) is None

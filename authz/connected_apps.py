@@ -22,8 +22,10 @@ from sqlmodel import Session, select
 
 from authz import clients, tokens
 from authz.models import OAuthGrant, OAuthToken
+from authz.verifier import CREDENTIAL_PREFIX
 from core.access import authorization_details, resources
 from core.access.connected_apps import AppSummary, Grant
+from core.access.principal import Principal
 from core.access.scopes import ordered
 from core.base.clock import now
 from core.models import Account
@@ -141,3 +143,18 @@ def disconnect(session: Session, user_id: uuid.UUID, client_id: str) -> int:
         tokens.revoke_grant(session, grant.id)
         count += 1
     return count
+
+
+def acting_principal(session: Session, user_id: uuid.UUID, grant_id: uuid.UUID) -> Principal | None:
+    """The caller a live grant of the user's stands for (what its tokens verify as, with the grant's scopes
+    and the app's limits now), for work done later on its behalf (a schedule's runs); None once it is
+    revoked, its app disconnected, or it holds no usable token any more."""
+    grant = _live_grant(session, user_id, grant_id)
+    if grant is None:
+        return None
+    client = clients.find(session, grant.client_id)
+    return Principal(
+        account_id=grant.account_id, granted_scopes=frozenset(grant.scopes), actor="oauth_app",
+        client_id=grant.client_id, client_name=client.name if client else None, user_id=grant.user_id,
+        credential_id=f"{CREDENTIAL_PREFIX}{grant.id}", grant_id=grant.id, resource=grant.resource,
+        authorization_details=authorization_details.from_stored(grant.authorization_details))

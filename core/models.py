@@ -249,6 +249,10 @@ class Invoice(SQLModel, table=True):
     void_reason: str | None = Field(default=None, max_length=5000)
     last_viewed_event_at: datetime | None = _ts_null()
     last_downloaded_event_at: datetime | None = _ts_null()
+    # Made by a schedule (core.schedules) for the period from `period_start` to `period_end`.
+    schedule_id: uuid.UUID | None = Field(default=None, foreign_key="invoice_schedules.id", index=True)
+    period_start: date | None = None
+    period_end: date | None = None
     created: datetime = _ts()
     updated: datetime = _ts()
 
@@ -286,6 +290,8 @@ EventType = Literal[
     "invoice.viewed", "invoice.downloaded", "invoice.paid", "invoice.voided", "invoice.reopened",
     "credit_note.created", "credit_note.voided", "credit_note.emailed", "credit_note.email_failed",
     "payment.recorded", "payment.reversed",
+    "invoice_schedule.created", "invoice_schedule.paused", "invoice_schedule.resumed", "invoice_schedule.cancelled",
+    "invoice_schedule.completed", "invoice_schedule.run_failed",
 ]
 # The kinds of invoice history, which are also the webhook event kinds.
 EVENT_TYPES: tuple[str, ...] = EventType.__args__
@@ -400,6 +406,68 @@ class Payment(SQLModel, table=True):
     reversal_reason: str | None = Field(default=None, max_length=1000)
     created: datetime = _ts()
     updated: datetime = _ts()
+
+
+# --- schedules -----------------------------------------------------------------------------
+
+
+class InvoiceSchedule(SQLModel, table=True):
+    """A recurring invoice (core.schedules): the invoice `template` made for a customer once per period
+    of the `recurrence`, in `mode`, acting as the credential that created it (`created_by_*`)."""
+
+    __tablename__ = "invoice_schedules"
+    __table_args__ = (Index("ix_invoice_schedules_account_created", "account_id", "created", "id"),
+                      Index("ix_invoice_schedules_due", "status", "next_run_at"))
+    id: uuid.UUID = Field(default_factory=_id, primary_key=True)
+    account_id: uuid.UUID = Field(foreign_key="accounts.id")
+    customer_id: uuid.UUID = Field(foreign_key="customers.id", index=True)
+    status: str = Field(default="active", max_length=16)  # active, paused, cancelled, completed
+    mode: str = Field(max_length=24)  # draft, finalize, finalize_and_send
+    template: dict = Field(sa_type=JSON)  # the invoice as `InvoiceCreate` takes it, without customer and dates
+    recurrence: dict = Field(sa_type=JSON)  # core.schedules.recurrence.Recurrence
+    time_zone: str = Field(max_length=64)
+    catch_up: str = Field(default="all", max_length=16)  # all, latest
+    max_attempts: int = 3  # of one period, before the schedule pauses
+    next_index: int = 0  # the period the next run makes (0: the first)
+    next_run_at: datetime | None = _ts_null()  # None once cancelled or completed
+    attempts: int = 0  # failed attempts of the next period so far
+    last_error: str | None = Field(default=None, max_length=1000)
+    last_error_at: datetime | None = _ts_null()
+    pause_reason: str | None = Field(default=None, max_length=1000)
+    paused_at: datetime | None = _ts_null()
+    cancelled_at: datetime | None = _ts_null()
+    # Who it acts as: the credential that created it (its scopes and limits apply at every run).
+    created_by_actor: str = Field(max_length=16)  # api_key, oauth_app, user
+    created_by_api_key_id: uuid.UUID | None = None
+    created_by_client_id: str | None = Field(default=None, max_length=200)
+    created_by_grant_id: uuid.UUID | None = None
+    created_by_user_id: uuid.UUID | None = None
+    created: datetime = _ts()
+    updated: datetime = _ts()
+
+
+class ScheduleRun(SQLModel, table=True):
+    """One period of a schedule: made once (`period_index` is unique per schedule), or skipped."""
+
+    __tablename__ = "schedule_runs"
+    __table_args__ = (UniqueConstraint("schedule_id", "period_index", name="uq_schedule_runs_period"),
+                      Index("ix_schedule_runs_email", "email_status", "email_next_at"))
+    id: uuid.UUID = Field(default_factory=_id, primary_key=True)
+    account_id: uuid.UUID = Field(foreign_key="accounts.id")
+    schedule_id: uuid.UUID = Field(foreign_key="invoice_schedules.id")
+    period_index: int
+    period_start: date
+    period_end: date
+    scheduled_for: datetime = Field(sa_type=UTCDateTime)
+    status: str = Field(max_length=16)  # invoiced, skipped
+    invoice_id: uuid.UUID | None = Field(default=None, foreign_key="invoices.id")
+    # The e-mail of a `finalize_and_send` run: pending, sending, sent, failed, unknown (a process
+    # stopped while sending: never sent again, so never twice); None for the other modes.
+    email_status: str | None = Field(default=None, max_length=16)
+    email_next_at: datetime | None = _ts_null()
+    email_attempts: int = 0
+    email_error: str | None = Field(default=None, max_length=1000)
+    created_at: datetime = _ts()
 
 
 # --- webhooks ------------------------------------------------------------------------------

@@ -21,13 +21,14 @@ from rest import (
     products,
     receivables,
     reference,
+    schedules,
     webhook_endpoints,
 )
 from rest.framework import Endpoint, unrouted
 
 # Endpoint modules, each with its own `api`. New resources add themselves here.
 MODULES = [business, customers, products, prices, webhook_endpoints, invoices, invoice_items, invoice_documents,
-           credit_notes, payments, receivables]
+           credit_notes, payments, receivables, schedules]
 
 
 def operations() -> list[Endpoint]:

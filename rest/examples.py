@@ -55,7 +55,7 @@ INVOICE = {
     "amount_in_words": "Two thousand six hundred and nineteen British pounds", "public_url_token": _TOKEN,
     "public_url": f"{_ORIGIN}/i/{_TOKEN}", "public_pdf_url": f"{_ORIGIN}/i/{_TOKEN}/pdf",
     "finalized_at": "2026-11-02T10:00:00.000Z", "paid_at": None, "voided_at": None, "void_reason": None,
-    "created": _CREATED, "updated": "2026-11-02T10:00:00.000Z",
+    "schedule": None, "period": None, "created": _CREATED, "updated": "2026-11-02T10:00:00.000Z",
 }
 EVENT = {"id": "0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b", "type": "invoice.finalized",
          "meta": {"actor": "api_key", "api_key_id": "9a8b7c6d-5e4f-3a2b-1c0d-e9f8a7b6c5d4",
@@ -85,6 +85,28 @@ PAYMENT = {
     "paid_at": "2026-11-20T00:00:00.000Z", "method": "bank_transfer", "reference": "NW-TRF-88213", "note": None,
     "reversed_at": None, "reversal_reason": None, "created": "2026-11-21T09:30:00.000Z",
     "updated": "2026-11-21T09:30:00.000Z",
+}
+
+_SCHEDULE_ID = "sched_1a3c5e7a9c1e3a5c7e9a1c3e5a7c9e1a"
+INVOICE_SCHEDULE = {
+    "id": _SCHEDULE_ID, "object": "invoice_schedule", "status": "active", "customer": _CUSTOMER_ID,
+    "mode": "finalize_and_send",
+    "invoice": {"currency": "GBP", "days_until_due": 14, "description": "Monthly retainer",
+                "items": [{"price": _PRICE_ID, "quantity": 1, "unit": "MON", "discount_percent": "0"}]},
+    "recurrence": {"interval": "month", "interval_count": 1, "day_of_month": 1, "start_date": "2027-01-01",
+                   "end_date": None, "count": 12, "run_at": "08:00"},
+    "time_zone": "Europe/London", "catch_up": "all", "max_attempts": 3,
+    "summary": "on the 1st of every month, from 2027-01-01, 12 times", "next_run": "2027-03-01T08:00:00.000Z",
+    "next_period": {"start": "2027-03-01", "end": "2027-03-31"}, "invoices_made": 2, "periods_done": 2,
+    "periods_remaining": 10, "last_failure": None, "pause_reason": None, "paused_at": None, "cancelled_at": None,
+    "created_by": {"actor": "api_key", "api_key_id": "5b7d9f1a-3c5e-4a7c-9e1a-3c5e7a9c1e3a"},
+    "created": _CREATED, "updated": "2027-02-01T08:00:02.000Z",
+}
+SCHEDULE_RUN = {
+    "id": "schrun_7c9e1a3c5e7a9c1e3a5c7e9a1c3e5a7c", "object": "schedule_run", "schedule": _SCHEDULE_ID,
+    "period_index": 1, "period": {"start": "2027-02-01", "end": "2027-02-28"},
+    "scheduled_for": "2027-02-01T08:00:00.000Z", "status": "invoiced", "invoice": _INVOICE_ID,
+    "email": {"status": "sent", "error": None}, "created": "2027-02-01T08:00:02.000Z",
 }
 
 
@@ -135,6 +157,8 @@ RESOURCES: dict[str, dict] = {
     "CreditNoteSendResult": {"data": CREDIT_NOTE, "emailed_to": "ap@northwind.example"},
     "Payment": PAYMENT,
     "ReceivablesPage": RECEIVABLES_PAGE,
+    "InvoiceSchedule": INVOICE_SCHEDULE,
+    "ScheduleRun": SCHEDULE_RUN,
 }
 
 _ITEMS = [{"price": _PRICE_ID, "quantity": 3, "unit": "DAY", "discount_percent": 10},
@@ -168,4 +192,11 @@ REQUESTS: dict[str, dict] = {
     "record_payment": {"invoice": _INVOICE_ID, "amount": 100000, "currency": "GBP", "paid_on": "2026-11-20",
                        "method": "bank_transfer", "reference": "NW-TRF-88213"},
     "reverse_payment": {"reason": "The transfer bounced (returned by the bank on 2026-11-24)"},
+    "create_invoice_schedule": {
+        "customer": _CUSTOMER_ID, "mode": "finalize_and_send", "time_zone": "Europe/London",
+        "invoice": {"currency": "GBP", "days_until_due": 14, "description": "Monthly retainer",
+                    "items": [{"price": _PRICE_ID, "quantity": 1, "unit": "MON"}]},
+        "recurrence": {"interval": "month", "day_of_month": 1, "start_date": "2027-01-01", "count": 12}},
+    "pause_invoice_schedule": {"reason": "The client is away until March"},
+    "resume_invoice_schedule": {"skip_missed": True},
 }

@@ -43,6 +43,9 @@ SCHEMA_NAMES = {
     "PaymentOut": "Payment", "PaymentCreate": "PaymentCreate", "PaymentReverse": "PaymentReverse",
     "ReceivablesOut": "Receivables", "ReceivablesPageOut": "ReceivablesPage", "AgingBucketOut": "AgingBucket",
     "CurrencyReceivablesOut": "CurrencyReceivables", "CustomerReceivablesOut": "CustomerReceivables",
+    "ScheduleOut": "InvoiceSchedule", "ScheduleCreate": "InvoiceScheduleCreate", "SchedulePause": "InvoiceSchedulePause",
+    "ScheduleResume": "InvoiceScheduleResume", "ScheduleRunOut": "ScheduleRun", "ScheduleRunEmail": "ScheduleRunEmail",
+    "ScheduleFailure": "ScheduleFailure", "ScheduleCreator": "ScheduleCreator", "InvoiceTemplate": "InvoiceTemplate",
 }
 TAGS = [
     {"name": "Business", "description": "The business profile: the issuer printed on every invoice. Read-only "
@@ -56,6 +59,9 @@ TAGS = [
     {"name": "Invoice items", "description": "The lines of a draft invoice, one at a time."},
     {"name": "Credit notes", "description": "Corrections of issued invoices: documents of their own, numbered in "
                                             "their own series, that credit part or all of an invoice."},
+    {"name": "Invoice schedules", "description": "Recurring invoices: the same invoice made for a customer once per "
+                                                 "period (weekly to yearly), as drafts to review, finalized, or "
+                                                 "finalized and e-mailed, by the worker, exactly once per period."},
     {"name": "Payments", "description": "Money received for invoices outside the service, in part or in full; "
                                         "reversible (a bounced transfer). No money moves here."},
     {"name": "Webhook endpoints", "description": "Where signed event notifications (see `webhooks`) are sent."},
@@ -305,7 +311,8 @@ def _links(created: Endpoint, operations: list[Endpoint]) -> dict:
 # What each kind of event carries as `data.object`: its notification's schema and an example.
 NOTIFIED = {"invoice": ("InvoiceEventNotification", examples.INVOICE),
             "credit_note": ("CreditNoteEventNotification", examples.CREDIT_NOTE),
-            "payment": ("PaymentEventNotification", examples.PAYMENT)}
+            "payment": ("PaymentEventNotification", examples.PAYMENT),
+            "invoice_schedule": ("InvoiceScheduleEventNotification", examples.INVOICE_SCHEDULE)}
 
 
 def _webhooks(schemas: dict) -> dict:
@@ -316,7 +323,9 @@ def _webhooks(schemas: dict) -> dict:
             ("CreditNoteEventNotification", "CreditNote", [k for k in EVENT_TYPES if k.startswith("credit_note.")],
              "The credit note as at the event, naming its invoice"),
             ("PaymentEventNotification", "Payment", [k for k in EVENT_TYPES if k.startswith("payment.")],
-             "The payment as at the event, naming its invoice")):
+             "The payment as at the event, naming its invoice"),
+            ("InvoiceScheduleEventNotification", "InvoiceSchedule",
+             [k for k in EVENT_TYPES if k.startswith("invoice_schedule.")], "The schedule as at the event")):
         schemas[name] = {
             "type": "object",
             "description": "The body of a webhook delivery. Verify `webhook-signature` before trusting it.",

@@ -31,6 +31,7 @@ from core.access import credentials
 from core.base import raw
 from core.base.db import DATABASE_FAULTS, database_fault
 from core.base.errors import ValidationFailed
+from core.schedules import acting
 from mcp_server.app import McpEndpoint
 from mcp_server.gate import MAX_BODY_BYTES as MCP_MAX_BODY_BYTES
 from mcp_server.gate import too_large as mcp_too_large
@@ -56,6 +57,7 @@ def create_app() -> ASGIApp:
     settings = get_settings()
     settings.warn_if_unsafe()
     credentials.register_oauth_verifier(verifier.verify_access_token, verifier.verify_access_token_counted)
+    acting.register_grant_lookup(connected_apps.acting_principal)
     mcp = McpEndpoint()
     routes = [
         *health.routes(),

@@ -20,11 +20,14 @@ from datetime import timedelta
 from sqlalchemy import delete
 
 from authz import cleanup as oauth_cleanup
+from authz import connected_apps
 from core.access import sign_in
 from core.base.clock import now
 from core.base.db import transaction
 from core.mechanisms import idempotency, ratelimit, single_use
 from core.models import McpConfirmation, WorkerHeartbeat
+from core.schedules import acting
+from core.schedules import runs as schedule_runs
 from core.webhooks import delivery
 
 log = logging.getLogger("invoicing.worker")
@@ -71,11 +74,14 @@ def beat(worker_id: str) -> None:
 
 
 def default_jobs() -> list[Job]:
-    """Every background job of the service."""
+    """Every background job of the service (the schedules' runs find an OAuth app's grant through the
+    authorization server: wired here, as `service.app` wires it for the requests)."""
+    acting.register_grant_lookup(connected_apps.acting_principal)
     return [
         Job("cleanup", CLEANUP_INTERVAL_SECONDS, cleanup),
         Job("webhook-delivery", delivery.POLL_SECONDS, delivery.deliver_due),
         Job("oauth-cleanup", oauth_cleanup.INTERVAL_SECONDS, oauth_cleanup.cleanup),
+        Job("schedules", schedule_runs.POLL_SECONDS, schedule_runs.run_due),
     ]
 
 

@@ -29,6 +29,8 @@ class Principal:
     authorization_details: tuple | None = None
     grant_id: uuid.UUID | None = None
     resource: str | None = None  # the resource an OAuth token is bound to
+    # A schedule's run acting as the credential that created it (core.schedules), named in history.
+    schedule_id: uuid.UUID | None = None
     scopes: frozenset[str] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -69,15 +71,20 @@ class Principal:
         return dataclasses.replace(self, request_id=request_id)
 
     def event_meta(self) -> dict:
-        """The `meta` recorded on invoice events caused by this caller."""
+        """The `meta` recorded on invoice events caused by this caller (and `schedule`, its public id,
+        when a schedule's run acts as it)."""
         if self.actor == "api_key":
-            return {"actor": "api_key", "api_key_id": str(self.api_key_id), "request_id": self.request_id}
-        if self.actor == "oauth_app":
-            return {
+            meta = {"actor": "api_key", "api_key_id": str(self.api_key_id), "request_id": self.request_id}
+        elif self.actor == "oauth_app":
+            meta = {
                 "actor": "oauth_app", "client_id": self.client_id, "client_name": self.client_name,
                 "user_id": str(self.user_id), "request_id": self.request_id,
             }
-        return {"actor": "user", "user_id": str(self.user_id)}
+        else:
+            meta = {"actor": "user", "user_id": str(self.user_id)}
+        if self.schedule_id is not None:
+            meta["schedule"] = f"sched_{self.schedule_id.hex}"
+        return meta
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,8 @@ PREFIXES = {
     "credit_note": "cn",
     "credit_note_line": "cnli",
     "payment": "py",
+    "invoice_schedule": "sched",
+    "schedule_run": "schrun",
 }
 
 

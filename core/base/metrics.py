@@ -47,6 +47,12 @@ def instruments() -> SimpleNamespace:
                        ["kind", "outcome"]),
         rate_limited=Counter("invoicing_rate_limit_refusals", "Requests refused by a rate limit, by limit",
                              ["limit"]),
+        schedule_runs=Counter("invoicing_schedule_runs", "Periods of invoice schedules run, by outcome (made, "
+                              "failed)", ["outcome"]),
+        schedule_lag=Histogram("invoicing_schedule_run_lag_seconds", "How late a schedule's period was made after "
+                               "its run time", buckets=(1, 5, 15, 60, 300, 900, 3600, 21600, 86400)),
+        schedule_emails=Counter("invoicing_schedule_emails", "E-mails of schedule runs, by outcome (sent, pending: "
+                                "deferred by a cap or retried, failed)", ["outcome"]),
         db_in_use=Gauge("invoicing_db_connections_in_use", "Database connections checked out of the pools",
                         multiprocess_mode="livesum"),
     )
@@ -93,3 +99,15 @@ def rate_limited(limit: str) -> None:
 
 def db_connection(change: int) -> None:
     _record(lambda m: m.db_in_use.inc(change))
+
+
+def schedule_run(outcome: str, lag_seconds: float | None) -> None:
+    def action(m):
+        m.schedule_runs.labels(outcome).inc()
+        if lag_seconds is not None:
+            m.schedule_lag.observe(max(0.0, lag_seconds))
+    _record(action)
+
+
+def schedule_email(outcome: str) -> None:
+    _record(lambda m: m.schedule_emails.labels(outcome).inc())

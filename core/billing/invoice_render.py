@@ -82,6 +82,13 @@ class LinesOut(BaseModel):
     data: list[InvoiceItemOut] = Field(description="The lines")
 
 
+class InvoicePeriod(BaseModel):
+    """The days an invoice bills (EN 16931 BG-14), both included."""
+
+    start: date = Field(description="First day, YYYY-MM-DD")
+    end: date = Field(description="Last day, YYYY-MM-DD")
+
+
 class _InvoiceFields(BaseModel):
     id: str = Field(description="Unique identifier, `in_…`")
     object: Literal["invoice"] = Field("invoice", description="Always `invoice`")
@@ -124,6 +131,9 @@ class _InvoiceFields(BaseModel):
                                                   "due")
     voided_at: Timestamp | None = Field(description="When it was voided")
     void_reason: str | None = Field(description="Why it was voided")
+    schedule: str | None = Field(default=None, description="The invoice schedule (sched_ id) that made it; null when "
+                                                           "made otherwise")
+    period: InvoicePeriod | None = Field(default=None, description="The period it bills, when a schedule made it")
     created: Timestamp = Field(description="When the draft was created")
     updated: Timestamp = Field(description="When it last changed")
 
@@ -215,7 +225,10 @@ def invoice_fields(invoice: Invoice, today: date | None = None) -> dict:
         "amount_in_words": invoice.amount_in_words, "public_url_token": token,
         "public_url": public_url(token) if token else None, "public_pdf_url": public_pdf_url(token) if token else None,
         "finalized_at": iso(invoice.finalized_at), "paid_at": iso(invoice.paid_at), "voided_at": iso(invoice.voided_at),
-        "void_reason": invoice.void_reason, "created": iso(invoice.created), "updated": iso(invoice.updated),
+        "void_reason": invoice.void_reason,
+        "schedule": ids.public_id("invoice_schedule", invoice.schedule_id) if invoice.schedule_id else None,
+        "period": ({"start": invoice.period_start, "end": invoice.period_end} if invoice.period_start else None),
+        "created": iso(invoice.created), "updated": iso(invoice.updated),
     }
 
 

@@ -342,11 +342,15 @@ def numbers_starting_with(session: Session, account_id: uuid.UUID, typed: str, l
 PLAIN_ROWS = plain(Invoice), plain(InvoiceLine)  # a new draft is built and written without the ORM
 
 
-async def create_invoice(db: Db, principal: Principal, data: InvoiceCreate) -> Drafted:
+async def create_invoice(db: Db, principal: Principal, data: InvoiceCreate,
+                         period: tuple[uuid.UUID, date, date] | None = None) -> Drafted:
     """A new draft with its lines and its `invoice.created` event, written with Core statements in one
     transaction: the draft as `Drafted`, its API object made from what was written (no read back). A
-    unit of `core.base.executor` (on the ORM: `executor.within(session, create_invoice, …)`)."""
+    unit of `core.base.executor` (on the ORM: `executor.within(session, create_invoice, …)`). `period`:
+    the schedule that makes it and the first and last day of the period it bills."""
     invoice, lines, customer, profile = await _new_draft(db, principal, data, rows=PLAIN_ROWS)
+    if period is not None:
+        invoice.schedule_id, invoice.period_start, invoice.period_end = period
     invoice_row, line_rows = inserted_values(invoice), [inserted_values(line) for line in lines]
     shown, whole = draft_shown(invoice, lines, customer, profile)
     async with db.transaction() as tx:

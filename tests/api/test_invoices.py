@@ -18,6 +18,7 @@ INVOICE_FIELDS = {
     "buyer_reference", "order_reference",  # beyond the specification: for e-invoices (issue 25)
     "amount_credited", "balance_applied",  # what credit notes and the customer balance took off (issue 35)
     "amount_paid",  # what payments and the balance paid (issue 36)
+    "schedule", "period",  # the schedule that made it, and the period it bills (issue 37)
 }
 LINE_FIELDS = {"id", "object", "invoice", "price", "product", "description", "quantity", "unit", "unit_amount",
                "amount", "discount_percent", "tax_rate", "tax_amount",

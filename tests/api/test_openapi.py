@@ -287,7 +287,8 @@ def test_webhooks_describe_every_event_payload_and_signature_header(document):
         assert {p["name"] for p in post["parameters"]} == {"webhook-id", "webhook-timestamp", "webhook-signature"}
         body = post["requestBody"]["content"]["application/json"]
         about = kind.split(".")[0]
-        schema = {"credit_note": "CreditNote", "payment": "Payment", "invoice": "Invoice"}[about]
+        schema = {"credit_note": "CreditNote", "payment": "Payment", "invoice": "Invoice",
+                  "invoice_schedule": "InvoiceSchedule"}[about]
         assert body["schema"] == {"$ref": f"#/components/schemas/{schema}EventNotification"}
         assert body["example"]["type"] == kind
         assert body["example"]["data"]["object"]["object"] == about

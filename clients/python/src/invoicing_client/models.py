@@ -159,6 +159,13 @@ class InvoiceLines(InvoicingObject):
     data: list[InvoiceItem]
 
 
+class InvoicePeriod(InvoicingObject):
+    """The days an invoice bills, both included."""
+
+    start: dt.date
+    end: dt.date
+
+
 class Invoice(InvoicingObject):
     """An invoice. `lines` is there when the API sends them (retrieve, create, update; not the
     lists or the finalize, pay and void answers)."""
@@ -193,6 +200,8 @@ class Invoice(InvoicingObject):
     paid_at: dt.datetime | None = None
     voided_at: dt.datetime | None = None
     void_reason: str | None = None
+    schedule: str | None = None  # the invoice schedule (sched_) that made it
+    period: InvoicePeriod | None = None  # the days it bills, when a schedule made it
     created: dt.datetime
     updated: dt.datetime
     customer_details: CustomerDetails

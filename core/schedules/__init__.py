@@ -1,0 +1,1 @@
+"""Schedules: recurring invoices, run by the worker (exactly once per period)."""

@@ -1,6 +1,7 @@
 """Probes for load balancers and orchestrators: `/healthz` (the process answers) and `/readyz` (it
-can serve: the database answers, its schema is this code's or newer, and the in-process worker has
-run recently). Unauthenticated, cheap, never cached, outside every rate limit."""
+can serve: the database answers, its schema is this code's or newer, the in-process worker has run
+recently, and no schedule's run is more than 10 minutes behind, whichever worker should make it).
+Unauthenticated, cheap, never cached, outside every rate limit."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from datetime import timedelta
 from functools import cache
 
 from alembic.script import ScriptDirectory
-from sqlalchemy import text
+from sqlalchemy import func, select, text
 from sqlmodel import Session
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -19,7 +20,7 @@ from starlette.routing import Route
 
 from core.base.clock import now
 from core.base.db import get_engine
-from core.models import WorkerHeartbeat
+from core.models import InvoiceSchedule, WorkerHeartbeat
 from service.migrate import alembic_config
 
 log = logging.getLogger("invoicing.health")
@@ -27,6 +28,8 @@ log = logging.getLogger("invoicing.health")
 IN_PROCESS_WORKER = "INVOICING_IN_PROCESS_WORKER"
 # The worker beats every 10 s while its jobs succeed; this allows a slow job or two.
 WORKER_STALE_AFTER = timedelta(seconds=120)
+# Schedules' runs are made within seconds of their time by any worker; this far behind, none is keeping up.
+SCHEDULES_BEHIND_AFTER = timedelta(minutes=10)
 NO_STORE = {"Cache-Control": "no-store"}
 
 
@@ -53,11 +56,16 @@ def _checks() -> dict[str, str]:
         with Session(get_engine()) as session:
             revision = session.execute(text("SELECT version_num FROM alembic_version")).scalar()
             beat = session.get(WorkerHeartbeat, worker_id) if worker_id else None
+            behind, oldest = session.execute(select(func.count(), func.min(InvoiceSchedule.next_run_at)).where(
+                InvoiceSchedule.status == "active",
+                InvoiceSchedule.next_run_at < now() - SCHEDULES_BEHIND_AFTER)).one()
     except Exception as exc:  # any database failure is "not ready", never a 500
         log.warning("readiness: database unavailable: %s", exc.__class__.__name__)
         return {"database": f"unavailable ({exc.__class__.__name__})"}
     checks["database"] = "ok"
     checks["migrations"] = check_schema(revision) or "ok"
+    checks["schedules"] = "ok" if not behind else (
+        f"{behind} schedule run(s) behind, the oldest due since {oldest.isoformat()}: is a worker running?")
     if worker_id:
         last = beat.last_success_at if beat else None
         fresh = last is not None and now() - last <= WORKER_STALE_AFTER

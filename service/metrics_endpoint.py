@@ -3,7 +3,8 @@ networks) and INVOICING_METRICS_TOKEN (a bearer token) name; 404 while metrics a
 
 It shows what every process of this host recorded (core.base.metrics, multi-process mode when
 `invoicing serve` or `worker` prepared the directory), and what the database says at the moment of
-the scrape: the webhook backlog, its oldest pending delivery, and each worker's last success.
+the scrape: the webhook backlog, its oldest pending delivery, each worker's last success, and the
+schedules' runs due, their lag and the e-mails waiting.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from config.settings import get_settings
 from core.base import crypto, metrics
 from core.base.clock import now
 from core.base.db import get_engine
-from core.models import WebhookDelivery, WebhookEndpoint, WorkerHeartbeat
+from core.models import InvoiceSchedule, ScheduleRun, WebhookDelivery, WebhookEndpoint, WorkerHeartbeat
 
 log = logging.getLogger("invoicing.metrics")
 
@@ -57,6 +58,10 @@ class DatabaseNow:
                            .where(WebhookDelivery.status == "pending", WebhookEndpoint.active.is_(True)))
                 count, oldest = session.exec(pending).one()
                 beats = session.exec(select(WorkerHeartbeat)).all()
+                due, oldest_due = session.exec(select(func.count(), func.min(InvoiceSchedule.next_run_at)).where(
+                    InvoiceSchedule.status == "active", InvoiceSchedule.next_run_at <= now())).one()
+                emails_waiting = session.exec(select(func.count()).select_from(ScheduleRun).where(
+                    ScheduleRun.email_status == "pending")).one()
         except Exception as exc:  # a scrape never fails because the database does
             log.warning("metrics: database unavailable: %s", exc.__class__.__name__)
             up.add_metric([], 0)
@@ -70,6 +75,12 @@ class DatabaseNow:
         yield GaugeMetricFamily("invoicing_webhook_oldest_pending_age_seconds", "Age of the oldest pending "
                                 "webhook delivery (0 when none)",
                                 value=(moment - oldest).total_seconds() if oldest else 0)
+        yield GaugeMetricFamily("invoicing_schedules_due", "Schedules whose next run's time has come (made within "
+                                "seconds by a running worker)", value=due)
+        yield GaugeMetricFamily("invoicing_schedule_lag_seconds", "How long the longest-waiting due schedule run has "
+                                "waited (0 when none)", value=(moment - oldest_due).total_seconds() if oldest_due else 0)
+        yield GaugeMetricFamily("invoicing_schedule_emails_waiting", "Schedule runs' e-mails waiting to go (pending, "
+                                "also deferred by an hourly cap)", value=emails_waiting)
         ages = GaugeMetricFamily("invoicing_worker_last_success_age_seconds", "Seconds since each background "
                                  "worker last ran its jobs without a failure", labels=["worker"])
         for beat in beats:

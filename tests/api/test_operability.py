@@ -14,12 +14,12 @@ from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import create_engine, text
 
 from config.settings import get_settings
-from core.base import context, metrics
+from core.base import context, ids, metrics
 from core.base.clock import now
 from core.base.db import transaction
-from core.models import WorkerHeartbeat
+from core.models import InvoiceSchedule, WorkerHeartbeat
 from service import health, observability, worker
-from tests.api.invoicing import add_webhook_endpoint, draft, stored_events
+from tests.api.invoicing import add_webhook_endpoint, customer, draft, stored_events
 from tests.mcp import jsonrpc
 from tests.oauth_flow import obtain, refresh, register
 from tests.web.conftest import Browser
@@ -56,8 +56,35 @@ def test_healthz_answers_without_a_credential_and_is_never_cached(client):
 def test_readyz_checks_the_database_and_its_schema(client):
     response = client.get("/readyz")
     assert response.status_code == 200
-    assert response.json() == {"status": "ready", "checks": {"database": "ok", "migrations": "ok"}}
+    assert response.json() == {"status": "ready", "checks": {"database": "ok", "migrations": "ok", "schedules": "ok"}}
     assert response.headers["cache-control"] == "no-store"
+
+
+def _schedule_due_since(tenant, minutes: int):
+    body = {"customer": customer(tenant)["id"], "invoice": {"items": [{"description": "Retainer", "unit_amount": 100}]},
+            "recurrence": {"interval": "month", "start_date": "2030-01-01"}}
+    created = tenant.post("/invoice-schedules", json=body, idem=True).json()["data"]
+    with transaction() as session:
+        schedule = session.get(InvoiceSchedule, ids.parse("invoice_schedule", created["id"]))
+        schedule.next_run_at = now() - timedelta(minutes=minutes)
+        session.add(schedule)
+
+
+def test_readyz_is_not_ready_when_schedule_runs_fall_behind(client, tenant):
+    _schedule_due_since(tenant, 2)
+    assert client.get("/readyz").status_code == 200  # due, a worker's next pass makes it
+    _schedule_due_since(tenant, 11)
+    response = client.get("/readyz")
+    assert response.status_code == 503
+    assert response.json()["checks"]["schedules"].startswith("1 schedule run(s) behind")
+
+
+def test_schedule_runs_due_are_read_from_the_database(client, tenant, metrics_on):
+    _schedule_due_since(tenant, 3)
+    samples = scrape(client)
+    assert value(samples, "invoicing_schedules_due") == 1
+    assert value(samples, "invoicing_schedule_lag_seconds") >= 180
+    assert value(samples, "invoicing_schedule_emails_waiting") == 0
 
 
 def test_readyz_is_not_ready_while_the_database_is_unreachable_and_ready_after(client, monkeypatch):

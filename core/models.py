@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic_core import PydanticUndefined
 from sqlalchemy import JSON, BigInteger, Index, LargeBinary, Text, UniqueConstraint, event, func
+from sqlalchemy import false as sa_false
 from sqlalchemy import text as sa_text
 from sqlalchemy import true as sa_true
 from sqlmodel import Field, SQLModel
@@ -253,6 +254,10 @@ class Invoice(SQLModel, table=True):
     schedule_id: uuid.UUID | None = Field(default=None, foreign_key="invoice_schedules.id", index=True)
     period_start: date | None = None
     period_end: date | None = None
+    # Payment reminders (core.schedules.reminders): paused for this invoice; and, on a late fee's invoice,
+    # the overdue invoice it charges for.
+    reminders_paused: bool = Field(default=False, sa_column_kwargs={"server_default": sa_false()})
+    late_fee_for_id: uuid.UUID | None = Field(default=None, foreign_key="invoices.id")
     created: datetime = _ts()
     updated: datetime = _ts()
 
@@ -291,7 +296,7 @@ EventType = Literal[
     "credit_note.created", "credit_note.voided", "credit_note.emailed", "credit_note.email_failed",
     "payment.recorded", "payment.reversed",
     "invoice_schedule.created", "invoice_schedule.paused", "invoice_schedule.resumed", "invoice_schedule.cancelled",
-    "invoice_schedule.completed", "invoice_schedule.run_failed",
+    "invoice_schedule.completed", "invoice_schedule.run_failed", "invoice.reminder_sent",
 ]
 # The kinds of invoice history, which are also the webhook event kinds.
 EVENT_TYPES: tuple[str, ...] = EventType.__args__
@@ -467,6 +472,41 @@ class ScheduleRun(SQLModel, table=True):
     email_next_at: datetime | None = _ts_null()
     email_attempts: int = 0
     email_error: str | None = Field(default=None, max_length=1000)
+    created_at: datetime = _ts()
+
+
+class ReminderPolicy(SQLModel, table=True):
+    """An account's payment reminders: the steps (days from the due date, each with its e-mail) and an
+    optional late fee (core.schedules.reminders)."""
+
+    __tablename__ = "reminder_policies"
+    account_id: uuid.UUID = Field(foreign_key="accounts.id", primary_key=True)
+    active: bool = False
+    steps: list = Field(default_factory=list, sa_type=JSON)
+    late_fee: dict | None = Field(default=None, sa_type=JSON)
+    reference_rate: Decimal | None = Field(default=None, sa_type=DecimalText)  # percent a year, as entered
+    updated: datetime = _ts()
+
+
+class InvoiceReminder(SQLModel, table=True):
+    """One step of the reminders of one invoice: sent once (unique per invoice and step), or waiting for
+    the account's e-mail cap, or skipped."""
+
+    __tablename__ = "invoice_reminders"
+    __table_args__ = (Index("uq_invoice_reminders_step", "invoice_id", "step_days", unique=True,
+                            postgresql_where=sa_text("NOT manual"), sqlite_where=sa_text("NOT manual")),
+                      Index("ix_invoice_reminders_due", "status", "next_attempt_at"))
+    id: uuid.UUID = Field(default_factory=_id, primary_key=True)
+    account_id: uuid.UUID = Field(foreign_key="accounts.id")
+    invoice_id: uuid.UUID = Field(foreign_key="invoices.id")
+    step_days: int  # days after the due date (negative: before); a manual reminder is its own row (`manual`)
+    manual: bool = False
+    status: str = Field(max_length=16)  # pending, sending, sent, skipped, failed, unknown
+    next_attempt_at: datetime | None = _ts_null()
+    sent_to: str | None = Field(default=None, max_length=254)
+    late_fee_invoice_id: uuid.UUID | None = Field(default=None, foreign_key="invoices.id")
+    error: str | None = Field(default=None, max_length=1000)
+    sent_at: datetime | None = _ts_null()
     created_at: datetime = _ts()
 
 

@@ -21,6 +21,7 @@ from rest import (
     products,
     receivables,
     reference,
+    reminders,
     schedules,
     webhook_endpoints,
 )
@@ -28,7 +29,7 @@ from rest.framework import Endpoint, unrouted
 
 # Endpoint modules, each with its own `api`. New resources add themselves here.
 MODULES = [business, customers, products, prices, webhook_endpoints, invoices, invoice_items, invoice_documents,
-           credit_notes, payments, receivables, schedules]
+           credit_notes, payments, receivables, schedules, reminders]
 
 
 def operations() -> list[Endpoint]:

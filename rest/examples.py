@@ -55,7 +55,8 @@ INVOICE = {
     "amount_in_words": "Two thousand six hundred and nineteen British pounds", "public_url_token": _TOKEN,
     "public_url": f"{_ORIGIN}/i/{_TOKEN}", "public_pdf_url": f"{_ORIGIN}/i/{_TOKEN}/pdf",
     "finalized_at": "2026-11-02T10:00:00.000Z", "paid_at": None, "voided_at": None, "void_reason": None,
-    "schedule": None, "period": None, "created": _CREATED, "updated": "2026-11-02T10:00:00.000Z",
+    "schedule": None, "period": None, "reminders_paused": False, "late_fee_for": None,
+    "created": _CREATED, "updated": "2026-11-02T10:00:00.000Z",
 }
 EVENT = {"id": "0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b", "type": "invoice.finalized",
          "meta": {"actor": "api_key", "api_key_id": "9a8b7c6d-5e4f-3a2b-1c0d-e9f8a7b6c5d4",
@@ -101,6 +102,16 @@ INVOICE_SCHEDULE = {
     "periods_remaining": 10, "last_failure": None, "pause_reason": None, "paused_at": None, "cancelled_at": None,
     "created_by": {"actor": "api_key", "api_key_id": "5b7d9f1a-3c5e-4a7c-9e1a-3c5e7a9c1e3a"},
     "created": _CREATED, "updated": "2027-02-01T08:00:02.000Z",
+}
+REMINDER_POLICY = {
+    "object": "reminder_policy", "active": True,
+    "steps": [{"days": -3, "subject": "Invoice {number} is due on {due_date}", "late_fee": False,
+               "body": "Hello {customer},\n\na friendly reminder that invoice {number} for {amount_due} is due on "
+                       "{due_date}.\n\n{link}\n\n{business}"},
+              {"days": 14, "subject": "Invoice {number} is overdue", "late_fee": True,
+               "body": "Hello {customer},\n\ninvoice {number} for {amount_due} is {days_overdue} days overdue."
+                       "\n\n{link}\n\n{business}"}],
+    "late_fee": {"kind": "statutory", "amount": None}, "reference_rate": "2.15", "updated": _CREATED,
 }
 SCHEDULE_RUN = {
     "id": "schrun_7c9e1a3c5e7a9c1e3a5c7e9a1c3e5a7c", "object": "schedule_run", "schedule": _SCHEDULE_ID,
@@ -158,6 +169,8 @@ RESOURCES: dict[str, dict] = {
     "Payment": PAYMENT,
     "ReceivablesPage": RECEIVABLES_PAGE,
     "InvoiceSchedule": INVOICE_SCHEDULE,
+    "ReminderPolicy": REMINDER_POLICY,
+    "InvoiceRemindResult": {"data": INVOICE, "emailed_to": "ap@northwind.example"},
     "ScheduleRun": SCHEDULE_RUN,
 }
 
@@ -199,4 +212,7 @@ REQUESTS: dict[str, dict] = {
         "recurrence": {"interval": "month", "day_of_month": 1, "start_date": "2027-01-01", "count": 12}},
     "pause_invoice_schedule": {"reason": "The client is away until March"},
     "resume_invoice_schedule": {"skip_missed": True},
+    "replace_reminder_policy": {k: v for k, v in REMINDER_POLICY.items() if k not in ("object", "updated")},
+    "remind_invoice": {"message": "Could you let us know when this will be paid?"},
+    "pause_invoice_reminders": {"paused": True},
 }

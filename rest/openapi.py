@@ -45,6 +45,9 @@ SCHEMA_NAMES = {
     "CurrencyReceivablesOut": "CurrencyReceivables", "CustomerReceivablesOut": "CustomerReceivables",
     "ScheduleOut": "InvoiceSchedule", "ScheduleCreate": "InvoiceScheduleCreate", "SchedulePause": "InvoiceSchedulePause",
     "ScheduleResume": "InvoiceScheduleResume", "ScheduleRunOut": "ScheduleRun", "ScheduleRunEmail": "ScheduleRunEmail",
+    "ReminderPolicyOut": "ReminderPolicy", "ReminderPolicyInput": "ReminderPolicyInput", "ReminderStep": "ReminderStep",
+    "LateFee": "LateFee", "RemindInput": "InvoiceRemind", "RemindOut": "InvoiceRemindResult",
+    "RemindersPause": "InvoiceRemindersPause",
     "ScheduleFailure": "ScheduleFailure", "ScheduleCreator": "ScheduleCreator", "InvoiceTemplate": "InvoiceTemplate",
 }
 TAGS = [
@@ -62,6 +65,8 @@ TAGS = [
     {"name": "Invoice schedules", "description": "Recurring invoices: the same invoice made for a customer once per "
                                                  "period (weekly to yearly), as drafts to review, finalized, or "
                                                  "finalized and e-mailed, by the worker, exactly once per period."},
+    {"name": "Reminders", "description": "Payment reminders: the account's policy of e-mails before and after due "
+                                         "dates, with an optional late fee invoiced separately."},
     {"name": "Payments", "description": "Money received for invoices outside the service, in part or in full; "
                                         "reversible (a bounced transfer). No money moves here."},
     {"name": "Webhook endpoints", "description": "Where signed event notifications (see `webhooks`) are sent."},

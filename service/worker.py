@@ -26,7 +26,7 @@ from core.base.clock import now
 from core.base.db import transaction
 from core.mechanisms import idempotency, ratelimit, single_use
 from core.models import McpConfirmation, WorkerHeartbeat
-from core.schedules import acting
+from core.schedules import acting, reminders
 from core.schedules import runs as schedule_runs
 from core.webhooks import delivery
 
@@ -82,6 +82,7 @@ def default_jobs() -> list[Job]:
         Job("webhook-delivery", delivery.POLL_SECONDS, delivery.deliver_due),
         Job("oauth-cleanup", oauth_cleanup.INTERVAL_SECONDS, oauth_cleanup.cleanup),
         Job("schedules", schedule_runs.POLL_SECONDS, schedule_runs.run_due),
+        Job("reminders", reminders.POLL_SECONDS, reminders.run),
     ]
 
 

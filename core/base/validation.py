@@ -177,6 +177,15 @@ class Input(_TextChecked):
         return set(self.model_fields_set)
 
 
+class FieldValueError(ValueError):
+    """A model validator's refusal of one of its fields (which pydantic would report at the model):
+    reported at `field` under the model's path."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+
+
 def _path(loc: tuple[Any, ...]) -> str:
     return ".".join(str(part) for part in loc) or "body"
 
@@ -196,6 +205,9 @@ def field_errors(exc: ValidationError, prefix: str = "") -> list[FieldError]:
     errors = []
     for error in exc.errors(include_url=False):
         loc = tuple(part for part in error["loc"] if not str(part).startswith("function-"))
+        cause = (error.get("ctx") or {}).get("error")
+        if isinstance(cause, FieldValueError):
+            loc = (*loc, *cause.field.split("."))
         path = _path(loc)
         errors.append(FieldError(f"{prefix}{path}" if prefix else path, _message(error)))
     return errors

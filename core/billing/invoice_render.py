@@ -134,6 +134,10 @@ class _InvoiceFields(BaseModel):
     schedule: str | None = Field(default=None, description="The invoice schedule (sched_ id) that made it; null when "
                                                            "made otherwise")
     period: InvoicePeriod | None = Field(default=None, description="The period it bills, when a schedule made it")
+    reminders_paused: bool = Field(default=False, description="Whether the account's payment reminders are paused "
+                                                              "for this invoice")
+    late_fee_for: str | None = Field(default=None, description="On a late fee's invoice: the overdue invoice it "
+                                                               "charges for (in_ id)")
     created: Timestamp = Field(description="When the draft was created")
     updated: Timestamp = Field(description="When it last changed")
 
@@ -228,6 +232,8 @@ def invoice_fields(invoice: Invoice, today: date | None = None) -> dict:
         "void_reason": invoice.void_reason,
         "schedule": ids.public_id("invoice_schedule", invoice.schedule_id) if invoice.schedule_id else None,
         "period": ({"start": invoice.period_start, "end": invoice.period_end} if invoice.period_start else None),
+        "reminders_paused": bool(invoice.reminders_paused),
+        "late_fee_for": ids.public_id("invoice", invoice.late_fee_for_id) if invoice.late_fee_for_id else None,
         "created": iso(invoice.created), "updated": iso(invoice.updated),
     }
 

@@ -18,7 +18,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 from dateutil import rrule
 from pydantic import BeforeValidator, Field, PlainSerializer, Strict, WithJsonSchema, model_validator
 
-from core.base.validation import CalendarDate, Input
+from core.base.validation import CalendarDate, FieldValueError, Input
 
 Interval = Literal["week", "month", "quarter", "year"]
 DayOfMonth = Annotated[int, Strict(), Field(ge=1, le=31)] | Literal["last"]
@@ -62,11 +62,11 @@ class Recurrence(Input):
     @model_validator(mode="after")
     def _consistent(self) -> Recurrence:
         if self.interval_count > INTERVAL_COUNT_MAX[self.interval]:
-            raise ValueError(f"interval_count: at most {INTERVAL_COUNT_MAX[self.interval]} for {self.interval}")
+            raise FieldValueError("interval_count", f"at most {INTERVAL_COUNT_MAX[self.interval]} for {self.interval}")
         if self.interval == "week" and self.day_of_month is not None:
-            raise ValueError("day_of_month: weekly schedules run on the start date's weekday")
+            raise FieldValueError("day_of_month", "weekly schedules run on the start date's weekday")
         if self.end_date is not None and self.end_date < self.start_date:
-            raise ValueError("end_date: is before start_date")
+            raise FieldValueError("end_date", "is before start_date")
         return self
 
     def stored(self) -> dict:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, Strict, field_validator
+from pydantic import Field, Strict, StrictBool, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from core.base.validation import LINES_MAX, Input, PageQuery
@@ -91,5 +91,5 @@ class SchedulePause(Input):
 class ScheduleResume(Input):
     """How a paused schedule goes on."""
 
-    skip_missed: bool = Field(default=False, description="Skip the periods that began while it was paused, instead "
+    skip_missed: StrictBool = Field(default=False, description="Skip the periods that began while it was paused, instead "
                                                          "of making them as `catch_up` says")

@@ -50,8 +50,8 @@ def _under(prefix: str, error: DomainError) -> DomainError:
 
 
 def default_time_zone(session: Session, account_id: uuid.UUID) -> str:
-    profile = session.exec(select(BusinessProfile).where(BusinessProfile.account_id == account_id)).first()
-    country = (profile.address or {}).get("country") if profile is not None and profile.address else None
+    """The business's country's main time zone (UTC before a business profile exists)."""
+    country = session.exec(select(BusinessProfile.country_code).where(BusinessProfile.account_id == account_id)).first()
     return recurrence.main_time_zone(country)
 
 

@@ -19,6 +19,7 @@ INVOICE_FIELDS = {
     "amount_credited", "balance_applied",  # what credit notes and the customer balance took off (issue 35)
     "amount_paid",  # what payments and the balance paid (issue 36)
     "schedule", "period",  # the schedule that made it, and the period it bills (issue 37)
+    "reminders_paused", "late_fee_for",  # payment reminders (issue 37)
 }
 LINE_FIELDS = {"id", "object", "invoice", "price", "product", "description", "quantity", "unit", "unit_amount",
                "amount", "discount_percent", "tax_rate", "tax_amount",

@@ -105,7 +105,7 @@ def test_default_jobs_include_cleanup():
 
 def test_default_jobs_are_named_once_each():
     names = [job.name for job in worker.default_jobs()]
-    assert sorted(names) == sorted(set(names)) == ["cleanup", "oauth-cleanup", "schedules", "webhook-delivery"]
+    assert sorted(names) == sorted(set(names)) == ["cleanup", "oauth-cleanup", "reminders", "schedules", "webhook-delivery"]
 
 
 def make_account_id() -> uuid.UUID:

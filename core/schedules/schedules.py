@@ -19,7 +19,7 @@ from core.base.clock import iso, now
 from core.base.errors import DomainError, FieldError, InvalidState, ValidationFailed
 from core.billing import events, invoices
 from core.mechanisms.pagination import Page, paginate
-from core.models import BusinessProfile, InvoiceSchedule, ScheduleRun
+from core.models import BusinessProfile, InvoiceSchedule, Price, ScheduleRun
 from core.schedules import acting, recurrence
 from core.schedules.schedule_inputs import (
     MODE_SCOPES,
@@ -69,6 +69,7 @@ def create_schedule(session: Session, principal: Principal, data: ScheduleCreate
         invoices.preview_invoice(session, principal, data.invoice.invoice_input(data.customer, rule.start_date))
     except DomainError as error:
         raise _under("invoice", error) from None
+    _recurring_prices_agree(session, principal.account_id, data)
     schedule = InvoiceSchedule(
         account_id=principal.account_id, customer_id=customer.id, mode=data.mode, template=data.invoice.stored(),
         recurrence=rule.stored(), time_zone=time_zone, catch_up=data.catch_up, max_attempts=data.max_attempts,
@@ -76,6 +77,31 @@ def create_schedule(session: Session, principal: Principal, data: ScheduleCreate
     session.add(schedule)
     record(session, schedule, "invoice_schedule.created", principal.event_meta())
     return schedule
+
+
+def _every(unit: str, count: int) -> tuple[str, int]:
+    """An interval in days or months, so that equal intervals compare equal (a year is 12 months)."""
+    days = {"day": 1, "week": 7}
+    if unit in days:
+        return "day", days[unit] * count
+    return "month", {"month": 1, "quarter": 3, "year": 12}[unit] * count
+
+
+def _recurring_prices_agree(session: Session, account_id: uuid.UUID, data: ScheduleCreate) -> None:
+    """A recurring price bills per its own interval: the schedule must run at that interval (as a
+    subscription's prices share its interval), else the invoice would bill a month for a week."""
+    runs_every = _every(data.recurrence.interval, data.recurrence.interval_count)
+    for index, item in enumerate(data.invoice.items):
+        price_id = ids.try_parse("price", item.price) if item.price else None
+        price = session.get(Price, price_id) if price_id else None
+        if price is None or price.account_id != account_id or price.type != "recurring" or not price.recurring_interval:
+            continue
+        count = price.recurring_interval_count or 1
+        if _every(price.recurring_interval, count) != runs_every:
+            every = price.recurring_interval if count == 1 else f"{count} {price.recurring_interval}s"
+            raise ValidationFailed.at(f"invoice.items.{index}.price", (
+                f"is a recurring price billed every {every}, not at this schedule's interval: use a price of the "
+                "schedule's interval, a one-time price, or a line of your own"))
 
 
 def get_schedule(session: Session, account_id: uuid.UUID, id_text: str, *, lock: bool = False) -> InvoiceSchedule:

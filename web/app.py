@@ -14,6 +14,7 @@ from web import (
     onboarding,
     public,
     receivables_pages,
+    schedule_pages,
     settings_pages,
 )
 
@@ -28,6 +29,7 @@ def routes(connected_apps: ConnectedApps) -> list[BaseRoute]:
         *invoice_actions.routes(),
         *credit_note_pages.routes(),
         *receivables_pages.routes(),
+        *schedule_pages.routes(),
         *catalog_pages.routes(),
         *settings_pages.routes(),
         *app_pages.routes(connected_apps),

@@ -32,6 +32,7 @@ from operations import customers as customer_operations
 from operations import invoices as invoice_operations
 from operations import payments as payment_operations
 from operations import products as product_operations
+from operations import schedules as schedule_operations
 from pages.routing import Visit, errors_by_field, errors_of, page, redirect
 from web.acting import act, new_form_key
 from web.documents import framed_pdf
@@ -124,11 +125,12 @@ def _actor_names(visit: Visit) -> Callable[[dict | None], str]:
 
 
 def drafts_for_review(visit: Visit) -> list[tuple[dict, str]]:
-    """Drafts a connected app (an assistant) created, newest first, with the app's name: the
-    person reviews them before they are finalized or sent."""
+    """Drafts a connected app (an assistant) or a schedule created, newest first, with the app's name
+    (or "a schedule"): the person reviews them before they are finalized or sent."""
     drafts = act(visit, invoice_operations.list_invoices, query={"status": "draft", "limit": "100"})["data"]
     creators = _creators(visit, drafts)
-    return [(draft, creators[draft["id"]]) for draft in drafts if draft["id"] in creators]
+    return [(draft, creators.get(draft["id"]) or "a schedule") for draft in drafts
+            if draft["id"] in creators or draft.get("schedule")]
 
 
 # --- the list --------------------------------------------------------------------------------
@@ -275,6 +277,7 @@ def _detail_page(visit: Visit, *, errors: dict | None = None, failed: str | None
         context["customer_options"] = [(c["id"], c["name"]) for c in customer_choices(visit, include_archived=False)]
         context["price_options"] = _price_options(visit, invoice["currency"])
     notes = [] if draft else notes_of_invoice(visit, invoice["id"])
+    context["schedule_summary"] = _schedule_summary(visit, invoice)
     payable = invoice["status"] in PAYABLE
     if payable:
         context["payment_values"] = (values or {}) if failed == "payment" else payment_defaults(invoice)
@@ -290,6 +293,16 @@ def _detail_page(visit: Visit, *, errors: dict | None = None, failed: str | None
                   customer_address=address_lines(invoice["customer_details"].get("address")),
                   totals=total_rows(invoice), errors=errors or {}, failed=failed, values=values or {},
                   major=major_text, form_key=new_form_key(), notice=_notice(visit), **context)
+
+
+def _schedule_summary(visit: Visit, invoice: dict) -> str | None:
+    """How often the schedule that made the invoice runs (`on the 1st of every month, from …`), or None."""
+    if not invoice.get("schedule"):
+        return None
+    try:
+        return act(visit, schedule_operations.get_invoice_schedule, params={"id": invoice["schedule"]})["summary"]
+    except NotFound:
+        return None
 
 
 def _price_options(visit: Visit, currency: str) -> list[tuple[str, str]]:

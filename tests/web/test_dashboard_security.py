@@ -8,10 +8,10 @@ import pytest
 from tests.api.invoicing import customer, draft, open_invoice, price
 from tests.conftest import make_tenant
 from tests.web.conftest import OWNER_PASSWORD, Browser
-from web import catalog_pages, credit_note_pages, invoice_actions, invoice_lines, invoice_pages
+from web import catalog_pages, credit_note_pages, invoice_actions, invoice_lines, invoice_pages, schedule_pages
 
 DASHBOARD_ROUTES = [*invoice_pages.routes(), *invoice_lines.routes(), *invoice_actions.routes(),
-                    *credit_note_pages.routes(), *catalog_pages.routes()]
+                    *credit_note_pages.routes(), *catalog_pages.routes(), *schedule_pages.routes()]
 POST_PATHS = sorted({route.path for route in DASHBOARD_ROUTES if "POST" in route.methods} | {"/settings/business"})
 GET_PATHS_WITH_IDS = sorted(route.path for route in DASHBOARD_ROUTES if "GET" in route.methods and "{" in route.path)
 
@@ -23,9 +23,13 @@ def ids_of_another_account(client) -> dict[str, str]:
     widget = price(stranger)
     credited = stranger.post("/credit-notes", json={"invoice": open_invoice(stranger)["id"]}, idem=True)
     assert credited.status_code == 201, credited.text
+    scheduled = stranger.post("/invoice-schedules", idem=True, json={
+        "customer": customer(stranger)["id"], "invoice": {"items": [{"description": "Retainer", "unit_amount": 1000}]},
+        "recurrence": {"interval": "month", "start_date": "2099-01-01"}})
+    assert scheduled.status_code == 201, scheduled.text
     return {"invoice_id": invoice["id"], "item_id": invoice["lines"]["data"][0]["id"],
             "customer_id": customer(stranger)["id"], "product_id": widget["product"], "price_id": widget["id"],
-            "credit_note_id": credited.json()["data"]["id"]}
+            "credit_note_id": credited.json()["data"]["id"], "schedule_id": scheduled.json()["data"]["id"]}
 
 
 def test_the_lists_cover_every_dashboard_form():
@@ -88,6 +92,7 @@ def test_malformed_ids_are_404(person, bad_id):
     assert person.get(f"/customers/{bad_id}").status_code == 404
     assert person.get(f"/products/{bad_id}").status_code == 404
     assert person.get(f"/credit-notes/{bad_id}").status_code == 404
+    assert person.get(f"/schedules/{bad_id}").status_code == 404
 
 
 def test_a_signed_in_person_may_send_a_form_larger_than_an_anonymous_one(person):

@@ -36,6 +36,7 @@ from core.billing.presentation import (
     discount_note,
     document_locale,
     exact_number,
+    period_text,
     plain_text,
     public_url,
     readable_date,
@@ -384,8 +385,10 @@ class _InvoiceDocument(_Document):
     def facts(self) -> list[str]:
         view = self.view
         status = printable(status_label(view))
+        period = period_text(view, self.locale)
         return [f"Issue date: {readable_date(view.get('issue_date'), self.locale, with_iso=True)}",
                 f"Due date: {readable_date(view.get('due_date'), self.locale, with_iso=True)}",
+                *([f"Period: {printable(period)}"] if period else []),
                 f"Status: {status}", f"Currency: {printable(self.currency)}"]
 
     def line_cells(self, line: dict) -> tuple[str, ...]:

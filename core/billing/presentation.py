@@ -139,6 +139,14 @@ def readable_date(value: object, locale: Locale, *, with_iso: bool = False) -> s
     return f"{readable} ({day.isoformat()})" if with_iso else readable
 
 
+def period_text(view: dict, locale: Locale) -> str | None:
+    """The days an invoice bills, when a schedule made it: '1 January 2030 – 31 January 2030'."""
+    period = view.get("period")
+    if not period:
+        return None
+    return f"{readable_date(period['start'], locale)} – {readable_date(period['end'], locale)}"
+
+
 def _as_date(value: object) -> date | None:
     if isinstance(value, date):
         return value

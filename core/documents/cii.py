@@ -58,6 +58,8 @@ def render(invoice: EInvoice) -> bytes:
                 ram.InvoiceCurrencyCode(invoice.currency),
                 _payment_means(invoice),
                 *(_tax(group, invoice) for group in invoice.vat),
+                ram.BillingSpecifiedPeriod(_day(ram.StartDateTime, invoice.period[0]),
+                                           _day(ram.EndDateTime, invoice.period[1])) if invoice.period else None,
                 ram.SpecifiedTradePaymentTerms(*present(
                     ram.Description(invoice.payment_terms) if invoice.payment_terms else None,
                     _day(ram.DueDateDateTime, invoice.due_date) if invoice.due_date else None,

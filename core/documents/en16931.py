@@ -125,6 +125,7 @@ class EInvoice:
     buyer: Party
     delivery_date: date | None  # BT-72
     delivery_country: str | None  # BT-80
+    period: tuple[date, date] | None  # BG-14: the invoicing period's start (BT-73) and end (BT-74)
     payment: Payment | None  # BG-16
     payment_terms: str | None  # BT-20
     lines: list[Line]
@@ -219,11 +220,19 @@ def build(view: dict) -> EInvoice:
         seller=seller, buyer=buyer,
         delivery_date=_date(view["issue_date"]) if intra_community else None,  # BR-IC-11: the supply's date
         delivery_country=buyer.address.country if intra_community else None,  # BR-IC-12
+        period=_period(view.get("period")),
         payment=kind.payment, payment_terms=kind.payment_terms,
         lines=lines, vat=vat, line_total=line_total, tax_exclusive=line_total, tax_total=tax_total,
         tax_inclusive=inclusive, prepaid=kind.prepaid, rounding=total - inclusive, payable=total - kind.prepaid,
         invoice_id=view.get("id") or "", type_code=kind.type_code, preceding=kind.preceding,
     )
+
+
+def _period(period: dict | None) -> tuple[date, date] | None:
+    """BG-14 of an invoice a schedule made: the days it bills."""
+    if not period:
+        return None
+    return _date(period["start"]), _date(period["end"])
 
 
 def is_credit_note(view: dict) -> bool:

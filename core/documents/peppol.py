@@ -42,6 +42,8 @@ def render(invoice: EInvoice) -> bytes:
         cbc.Note("\n\n".join(invoice.notes)) if invoice.notes else None,
         cbc.DocumentCurrencyCode(invoice.currency),
         cbc.BuyerReference(invoice.buyer_reference) if invoice.buyer_reference else None,
+        cac.InvoicePeriod(cbc.StartDate(invoice.period[0].isoformat()), cbc.EndDate(invoice.period[1].isoformat()))
+        if invoice.period else None,
         cac.OrderReference(cbc.ID(invoice.order_reference)) if invoice.order_reference else None,
         _billing_reference(invoice),
         cac.AccountingSupplierParty(_party(invoice.seller, seller=True)),

@@ -481,3 +481,17 @@ def test_a_recurring_price_must_bill_at_the_schedules_interval(tenant):
     assert refused.status_code == 422
     assert refused.json()["errors"][0]["path"] == "invoice.items.1.price"
     assert "billed every month" in refused.json()["errors"][0]["message"]
+
+
+def test_the_pdf_and_the_public_page_show_the_period(tenant):
+    import io
+
+    from pypdf import PdfReader
+    schedule = created(tenant, mode="finalize")
+    invoice_id = tenant.post(f"/invoice-schedules/{schedule['id']}/run", idem=True).json()["data"]["invoice"]
+    invoice = tenant.get(f"/invoices/{invoice_id}").json()["data"]
+    pdf = tenant.get(f"/invoices/{invoice_id}/pdf")
+    text = "".join(page.extract_text() for page in PdfReader(io.BytesIO(pdf.content)).pages)
+    assert "Period: 1 January 2027 – 31 January 2027" in text
+    page = tenant.client.get(f"/i/{invoice['public_url_token']}")
+    assert "1 January 2027 – 31 January 2027" in page.text

@@ -193,3 +193,21 @@ def test_factur_x_is_a_pdf_a_3_with_the_cii_as_its_data(seller):
     assert "<fx:DocumentFileName>factur-x.xml</fx:DocumentFileName>" in metadata
     filename, xml = facturx.get_facturx_xml_from_pdf(content, check_xsd=True)
     assert filename == "factur-x.xml" and xml == e_invoice(seller, invoice["id"], "cii").content
+
+
+def test_an_invoice_a_schedule_made_carries_its_invoicing_period(seller):
+    buyer = customer(seller, **FR_BUYER)
+    schedule = seller.post("/invoice-schedules", json={
+        "customer": buyer["id"], "mode": "finalize", "time_zone": "Europe/Berlin",
+        "invoice": {"items": [adhoc("Retainer", 250000, tax_rate=19)]},
+        "recurrence": {"interval": "month", "day_of_month": 1, "start_date": "2030-01-01"}}, idem=True)
+    assert schedule.status_code == 201, schedule.text
+    run = seller.post(f"/invoice-schedules/{schedule.json()['data']['id']}/run", idem=True)
+    assert run.status_code == 201, run.text
+    invoice_id = run.json()["data"]["invoice"]
+    assert_valid(seller, invoice_id)
+    peppol = e_invoice(seller, invoice_id, "peppol").text
+    assert ("<cac:InvoicePeriod>\n    <cbc:StartDate>2030-01-01</cbc:StartDate>\n    <cbc:EndDate>2030-01-31</cbc:EndDate>"
+            in peppol)
+    cii = e_invoice(seller, invoice_id, "cii").text
+    assert "<ram:BillingSpecifiedPeriod>" in cii and '>20300131</udt:DateTimeString>' in cii

@@ -21,7 +21,14 @@ from pydantic import BeforeValidator, Field, PlainSerializer, Strict, WithJsonSc
 from core.base.validation import CalendarDate, FieldValueError, Input
 
 Interval = Literal["week", "month", "quarter", "year"]
-DayOfMonth = Annotated[int, Strict(), Field(ge=1, le=31)] | Literal["last"]
+def _day_of_month(value: object) -> object:
+    if value is None or value == "last" or (type(value) is int and 1 <= value <= 31):
+        return value
+    raise ValueError('must be a day of the month, 1 to 31, or "last"')
+
+
+DayOfMonth = Annotated[int | str, BeforeValidator(_day_of_month), WithJsonSchema(
+    {"anyOf": [{"type": "integer", "minimum": 1, "maximum": 31}, {"const": "last"}]})]
 COUNT_MAX = 1000
 INTERVAL_COUNT_MAX = {"week": 52, "month": 12, "quarter": 4, "year": 10}
 DEFAULT_RUN_AT = time(8, 0)

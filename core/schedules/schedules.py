@@ -8,6 +8,7 @@ schedule's id) and go to webhooks like them, `data.object` the schedule.
 from __future__ import annotations
 
 import uuid
+from decimal import Decimal
 from zoneinfo import ZoneInfo
 
 from sqlalchemy import func
@@ -17,6 +18,7 @@ from core.access.principal import Principal
 from core.base import executor, ids, lookup
 from core.base.clock import iso, now
 from core.base.errors import DomainError, FieldError, InvalidState, ValidationFailed
+from core.base.validation import failed
 from core.billing import events, invoices
 from core.mechanisms.pagination import Page, paginate
 from core.models import BusinessProfile, InvoiceSchedule, Price, ScheduleRun
@@ -42,10 +44,9 @@ def _require_mode(principal: Principal, mode: str) -> None:
 
 
 def _under(prefix: str, error: DomainError) -> DomainError:
-    """A validation failure of the template, its paths under `prefix` (`invoice.items[0].price`)."""
+    """A validation failure of the template, its paths under `prefix` (`invoice.items.0.price`)."""
     if isinstance(error, ValidationFailed) and error.errors:
-        return ValidationFailed(error.detail, errors=[FieldError(f"{prefix}.{item.path}", item.message)
-                                                      for item in error.errors])
+        return failed([FieldError(f"{prefix}.{item.path}", item.message) for item in error.errors])
     return error
 
 
@@ -240,7 +241,7 @@ def schedule_to_api(session: Session, schedule: InvoiceSchedule, made: int | Non
     return {
         "id": ids.public_id("invoice_schedule", schedule.id), "object": "invoice_schedule", "status": schedule.status,
         "customer": ids.public_id("customer", schedule.customer_id), "mode": schedule.mode,
-        "invoice": schedule.template, "recurrence": schedule.recurrence, "time_zone": schedule.time_zone,
+        "invoice": template_to_api(schedule.template), "recurrence": schedule.recurrence, "time_zone": schedule.time_zone,
         "catch_up": schedule.catch_up, "max_attempts": schedule.max_attempts,
         "summary": recurrence.in_words(rule),
         "next_run": iso(schedule.next_run_at) if schedule.status == "active" else None,
@@ -252,6 +253,17 @@ def schedule_to_api(session: Session, schedule: InvoiceSchedule, made: int | Non
         "cancelled_at": iso(schedule.cancelled_at), "created_by": _creator(schedule),
         "created": iso(schedule.created), "updated": iso(schedule.updated),
     }
+
+
+NUMBERS = ("quantity", "discount_percent", "tax_rate")
+
+
+def template_to_api(template: dict) -> dict:
+    """The stored template as the API shows invoices: quantities and percentages as JSON numbers (kept
+    as exact decimal text in the database)."""
+    items = [{name: Decimal(str(value)) if name in NUMBERS and value is not None else value
+              for name, value in item.items()} for item in template.get("items", [])]
+    return {**template, "items": items}
 
 
 def schedules_to_api(session: Session, rows: list[InvoiceSchedule]) -> list[dict]:

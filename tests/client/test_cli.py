@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -308,6 +309,120 @@ def test_receivables_as_a_table_and_as_json(cli):
         == [initech]
 
 
+def first_of_a_later_month(months: int = 2) -> str:
+    """The 1st of a month at least a month away (YYYY-MM-DD): no run of the live worker falls due."""
+    today = datetime.now(UTC).date()
+    month = today.month - 1 + months
+    return today.replace(year=today.year + month // 12, month=month % 12 + 1, day=1).isoformat()
+
+
+def test_a_schedule_created_shown_paused_resumed_run_and_cancelled(cli):
+    who, start = customer(cli), first_of_a_later_month()
+    made = cli("schedules", "create", "--customer", who, "--item", "Retainer:250000", "--item", "Hosting:2x1500",
+               "--currency", "EUR", "--start", start, "--count", "3", "--day", "1", "--time-zone", "Europe/Berlin",
+               "--run-at", "09:30", "--days-until-due", "14")
+    assert made.returncode == 0, made.stderr
+    schedule_id = re.search(r"Created (sched_\w+): on the 1st of every month", made.stderr).group(1)
+    assert f"from {start}, 3 times. The first run: {start}" in made.stderr
+    assert re.search(rf"Runs\s+on the 1st of every month, from {start}, 3 times, at 09:30 Europe/Berlin", made.stdout)
+    assert re.search(r"Mode\s+draft", made.stdout) and re.search(r"Due\s+14 days after issue", made.stdout)
+    lines = re.sub(r"[│┃]", " ", made.stdout)  # the cells, without the table's rules
+    assert re.search(r"Retainer\s+1\s+2,500.00 EUR", lines) and re.search(r"Remaining\s+3", made.stdout)
+
+    schedule = data(cli("schedules", "get", schedule_id, "--json"))
+    assert (schedule["object"], schedule["status"], schedule["customer"], schedule["time_zone"]) == \
+        ("invoice_schedule", "active", who, "Europe/Berlin")
+    assert schedule["recurrence"] == {"interval": "month", "interval_count": 1, "day_of_month": 1, "start_date": start,
+                                      "end_date": None, "count": 3, "run_at": "09:30"}
+    # The API's JSON as it came: the lines' quantities are sent as strings ("2"), the model reads Decimals.
+    assert [(i["description"], Decimal(str(i["quantity"])), i["unit_amount"]) for i in schedule["invoice"]["items"]] \
+        == [("Retainer", 1, 250000), ("Hosting", 2, 1500)]
+    assert [s["id"] for s in data(cli("schedules", "list", "--json"))] == [schedule_id]
+    listed = cli("schedules", "list", "--customer", who).stdout
+    assert schedule_id in listed and "active" in listed and "on the 1st of every month" in listed
+
+    paused = cli("schedules", "pause", schedule_id, "--reason", "Client away")
+    assert paused.returncode == 0 and re.search(r"Status\s+paused", paused.stdout) and "Client away" in paused.stdout
+    assert f"Paused {schedule_id}" in paused.stderr
+    assert [s["id"] for s in data(cli("schedules", "list", "--status", "paused", "--json"))] == [schedule_id]
+    assert "Error (invalid_state)" in refused(cli("schedules", "run", schedule_id))
+    resumed = data(cli("schedules", "resume", schedule_id, "--skip-missed", "--json"))
+    assert resumed["status"] == "active" and resumed["next_period"]["start"] == start
+
+    ran = cli("schedules", "run", schedule_id)
+    assert ran.returncode == 0, ran.stderr
+    invoice_id = re.search(r"Made (in_\w+) for " + start, ran.stderr).group(1)
+    assert re.search(rf"Invoice\s+{invoice_id}", ran.stdout) and re.search(r"Status\s+invoiced", ran.stdout)
+    invoice = data(cli("invoices", "get", invoice_id, "--json"))
+    assert (invoice["schedule"], invoice["period"]["start"], invoice["status"], invoice["total"]) == \
+        (schedule_id, start, "draft", 253000)
+    [run] = data(cli("schedules", "runs", schedule_id, "--json"))
+    assert (run["object"], run["invoice"], run["status"], run["period_index"]) == ("schedule_run", invoice_id,
+                                                                                   "invoiced", 0)
+    runs = cli("schedules", "runs", schedule_id).stdout
+    assert run["id"] in runs and invoice_id in runs and f"{start} – " in runs
+    assert data(cli("schedules", "run", schedule_id, "--json"))["period_index"] == 1
+
+    cancelled = cli("schedules", "cancel", schedule_id)
+    assert cancelled.returncode == 0 and f"Cancelled {schedule_id} (2 invoices made)" in cancelled.stderr
+    assert re.search(r"Status\s+cancelled", cancelled.stdout)
+    assert "Error (invalid_state)" in refused(cli("schedules", "cancel", schedule_id))
+
+
+def test_a_weekly_schedule_by_price_in_finalize_mode(cli):
+    product = data(cli("products", "create", "--name", "Support", "--json"))
+    price = data(cli("prices", "create", "--product", product["id"], "--unit-amount", "5000", "--currency", "EUR",
+                     "--json"))
+    start = first_of_a_later_month()
+    schedule = data(cli("schedules", "create", "--customer", customer(cli), "--item", f"{price['id']}:2",
+                        "--interval", "week", "--every", "2", "--start", start, "--end", first_of_a_later_month(4),
+                        "--mode", "finalize", "--currency", "EUR", "--json"))
+    assert (schedule["recurrence"]["interval"], schedule["recurrence"]["interval_count"], schedule["mode"]) == \
+        ("week", 2, "finalize")
+    assert schedule["recurrence"]["end_date"] == first_of_a_later_month(4) and schedule["periods_remaining"] is None
+    [line] = schedule["invoice"]["items"]
+    assert (line["price"], Decimal(str(line["quantity"]))) == (price["id"], 2)
+    run = data(cli("schedules", "run", schedule["id"], "--json"))
+    invoice = data(cli("invoices", "get", run["invoice"], "--json"))
+    assert (invoice["status"], invoice["total"], invoice["currency"]) == ("open", 10000, "EUR")
+
+
+def test_a_schedule_from_a_file_with_the_options_winning(cli, home):
+    (home / "schedule.json").write_text(json.dumps({
+        "customer": customer(cli), "invoice": {"items": [{"description": "Retainer", "unit_amount": 100}],
+                                               "currency": "EUR"},
+        "recurrence": {"interval": "quarter", "start_date": first_of_a_later_month()}, "mode": "finalize"}))
+    schedule = data(cli("schedules", "create", "--file", "schedule.json", "--mode", "draft", "--day", "last", "--json"))
+    assert (schedule["recurrence"]["interval"], schedule["recurrence"]["day_of_month"], schedule["mode"]) == \
+        ("quarter", "last", "draft")
+
+
+def test_an_invalid_schedule_is_refused_at_its_fields(cli):
+    who = customer(cli)
+    refusal = refused(cli("schedules", "create", "--customer", who, "--item", "Retainer:100", "--start", "2020-01-01",
+                          "--time-zone", "Mars/Olympus"))
+    assert "Error (validation)" in refusal and "time_zone" in refusal
+    refusal = refused(cli("schedules", "create", "--customer", who, "--item", "Retainer:100", "--start",
+                          first_of_a_later_month(), "--run-at", "25:00"))
+    assert "Error (validation)" in refusal and "recurrence.run_at" in refusal
+    assert "Error (not_found)" in refused(cli("schedules", "get", "sched_" + "0" * 32))
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--item", "Retainer:100", "--start", "2027-01-01"), "Name the customer"),
+    (("--customer", "cus_x", "--start", "2027-01-01"), "Give the invoice's lines"),
+    (("--customer", "cus_x", "--item", "Retainer:100"), "Say when it starts"),
+    (("--customer", "cus_x", "--item", "Retainer:1.00", "--start", "2027-01-01"), "800.00 is 80000"),
+    (("--customer", "cus_x", "--item", "Retainer:100", "--start", "2027-01-01", "--interval", "day"),
+     "--interval is one of"),
+    (("--customer", "cus_x", "--item", "Retainer:100", "--start", "2027-01-01", "--mode", "send"), "--mode is one of"),
+    (("--customer", "cus_x", "--item", "Retainer:100", "--start", "2027-01-01", "--day", "32"), "--day is a day"),
+    (("--customer", "cus_x", "--item", "Retainer:100", "--start", "2027-01-01", "--every", "0"), "--every"),
+])
+def test_schedule_options_that_cannot_be_sent_exit_2(cli, args, message):
+    assert message in refused(cli("schedules", "create", *args), 2)
+
+
 def test_catalog_commands(cli):
     product = data(cli("products", "create", "--name", "Design day", "--json"))
     price = data(cli("prices", "create", "--product", product["id"], "--unit-amount", "80000", "--currency", "EUR",
@@ -387,6 +502,7 @@ COMMANDS = [["login"], ["logout"], ["whoami"], ["receivables"], *[[group, comman
     "invoices": ["list", "get", "create", "finalize", "send", "pay", "void", "delete", "pdf", "e-invoice", "events"],
     "credit-notes": ["list", "create", "preview", "show", "get", "void", "send", "pdf", "e-invoice"],
     "payments": ["list", "get", "record", "reverse"],
+    "schedules": ["list", "get", "create", "pause", "resume", "cancel", "run", "runs"],
     "webhooks": ["list", "create", "delete"]}.items() for command in commands]]
 
 

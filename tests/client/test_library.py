@@ -1,5 +1,5 @@
 """The Python client library (`clients/python`, `invoicing_client`) against a live server: every
-resource (payments and receivables among them), pagination, each error class, retries that keep one
+resource (payments, receivables and invoice schedules among them), pagination, each error class, retries that keep one
 idempotency key, the async client, and webhook verification of a real delivery."""
 
 from __future__ import annotations
@@ -38,9 +38,11 @@ from invoicing_client.models import (
     Customer,
     Invoice,
     InvoiceItem,
+    InvoiceSchedule,
     Payment,
     Receivables,
     Refund,
+    ScheduleRun,
     SentCreditNote,
     SentInvoice,
 )
@@ -507,6 +509,181 @@ def test_receivables_of_another_shape_are_an_invoicing_error():
 
 # --- pagination -----------------------------------------------------------------------------------
 
+# --- invoice schedules -------------------------------------------------------------------------------
+
+RETAINER = [{"description": "Retainer", "unit_amount": 250000}]
+
+
+def first_of_a_later_month(months: int = 2) -> dt.date:
+    """The 1st of a month at least a month away: no run of the live worker falls due during a test."""
+    today = dt.datetime.now(dt.UTC).date()
+    month = today.month - 1 + months
+    return dt.date(today.year + month // 12, month % 12 + 1, 1)
+
+
+def schedule_of(api, customer: str | None = None, **fields) -> InvoiceSchedule:
+    arguments = {"items": RETAINER, "currency": "EUR", "interval": "month", "start_date": first_of_a_later_month(),
+                 "time_zone": "Europe/Berlin", **fields}
+    return api.invoice_schedules.create(customer=customer or customer_of(api).id, **arguments)
+
+
+def test_a_schedule_is_created_read_paused_resumed_run_now_and_cancelled(api):
+    start = first_of_a_later_month()
+    who = customer_of(api)
+    schedule = api.invoice_schedules.create(
+        customer=who.id, items=[*RETAINER, {"description": "Hosting", "quantity": "1.5", "unit_amount": 1000,
+                                            "tax_rate": 20}],
+        currency="EUR", days_until_due=14, description="Monthly retainer", interval="month", start_date=start,
+        count=3, run_at=dt.time(9, 30), time_zone="Europe/Berlin")
+    assert isinstance(schedule, InvoiceSchedule) and schedule.id.startswith("sched_")
+    assert (schedule.object, schedule.status, schedule.mode, schedule.customer) == \
+        ("invoice_schedule", "active", "draft", who.id)
+    assert (schedule.recurrence.interval, schedule.recurrence.interval_count, schedule.recurrence.start_date,
+            schedule.recurrence.count, schedule.recurrence.run_at) == ("month", 1, start, 3, "09:30")
+    assert (schedule.invoice.currency, schedule.invoice.days_until_due, schedule.invoice.description) == \
+        ("EUR", 14, "Monthly retainer")
+    hosting = schedule.invoice.items[1]
+    assert (hosting.quantity, hosting.unit_amount, hosting.tax_rate) == (Decimal("1.5"), 1000, Decimal(20))
+    assert schedule.invoice.items[0].discount_percent == Decimal(0)
+    assert schedule.summary == f"on the 1st of every month, from {start.isoformat()}, 3 times"
+    assert schedule.next_period.start == start and schedule.next_run.date() == start
+    assert (schedule.invoices_made, schedule.periods_done, schedule.periods_remaining) == (0, 0, 3)
+    assert schedule.created_by.actor == "api_key" and schedule.last_failure is None
+    assert api.invoice_schedules.retrieve(schedule.id).to_dict() == schedule.to_dict()
+    assert [s.id for s in api.invoice_schedules.list()] == [schedule.id]
+    assert [s.id for s in api.invoice_schedules.list(customer=who.id, status="active")] == [schedule.id]
+
+    paused = api.invoice_schedules.pause(schedule.id, reason="Client away")
+    assert (paused.status, paused.pause_reason, paused.next_run) == ("paused", "Client away", None)
+    assert paused.paused_at is not None
+    assert [s.id for s in api.invoice_schedules.list(status="paused")] == [schedule.id]
+    assert list(api.invoice_schedules.list(status="active")) == []
+    for refused in (lambda: api.invoice_schedules.pause(schedule.id), lambda: api.invoice_schedules.run(schedule.id)):
+        with pytest.raises(ConflictError) as raised:
+            refused()
+        assert raised.value.code == "invalid_state"
+    resumed = api.invoice_schedules.resume(schedule.id)
+    assert (resumed.status, resumed.next_period.start) == ("active", start) and resumed.next_run is not None
+
+    run = api.invoice_schedules.run(schedule.id)
+    assert isinstance(run, ScheduleRun) and run.id.startswith("schrun_") and run.object == "schedule_run"
+    assert (run.schedule, run.status, run.period_index, run.period.start, run.email) == \
+        (schedule.id, "invoiced", 0, start, None)
+    invoice = api.invoices.retrieve(run.invoice)
+    assert (invoice.schedule, invoice.period.start, invoice.period.end) == \
+        (schedule.id, start, first_of_a_later_month(3) - dt.timedelta(days=1))
+    assert (invoice.status, invoice.currency, invoice.customer, invoice.description) == \
+        ("draft", "EUR", who.id, "Monthly retainer")
+    assert invoice.total == 250000 + 1500 + 300 and invoice.due_date == invoice.issue_date + dt.timedelta(days=14)
+    assert [r.id for r in api.invoice_schedules.runs(schedule.id)] == [run.id]
+    after = api.invoice_schedules.retrieve(schedule.id)
+    assert (after.invoices_made, after.periods_remaining, after.next_period.start) == (1, 2, first_of_a_later_month(3))
+
+    cancelled = api.invoice_schedules.cancel(schedule.id)
+    assert (cancelled.status, cancelled.next_run) == ("cancelled", None) and cancelled.cancelled_at is not None
+    for refused in (lambda: api.invoice_schedules.cancel(schedule.id),
+                    lambda: api.invoice_schedules.resume(schedule.id), lambda: api.invoice_schedules.run(schedule.id)):
+        with pytest.raises(ConflictError):
+            refused()
+    assert api.invoices.retrieve(run.invoice).status == "draft"  # the invoices made stay
+
+
+def test_the_apis_nested_shape_and_a_weekly_schedule_with_an_end(api):
+    start = first_of_a_later_month()
+    schedule = api.invoice_schedules.create(
+        customer=customer_of(api).id, invoice={"items": RETAINER, "currency": "EUR", "footer": "Net 14"},
+        recurrence={"interval": "week", "interval_count": 2, "start_date": start.isoformat(),
+                    "end_date": start + dt.timedelta(days=70)},
+        mode="finalize", catch_up="latest", max_attempts=5, day_of_month=None, time_zone="UTC")
+    assert (schedule.recurrence.interval, schedule.recurrence.interval_count, schedule.recurrence.end_date) == \
+        ("week", 2, start + dt.timedelta(days=70))
+    assert (schedule.mode, schedule.catch_up, schedule.max_attempts, schedule.invoice.footer) == \
+        ("finalize", "latest", 5, "Net 14")
+    assert schedule.periods_remaining is None and schedule.summary.startswith(f"on {start.strftime('%A')} every 2 weeks")
+    run = api.invoice_schedules.run(schedule.id)
+    assert api.invoices.retrieve(run.invoice).status == "open"  # finalize mode: numbered at once
+
+
+def test_the_last_day_of_the_month_and_lists_page_through_every_page(api):
+    who = customer_of(api)
+    first = schedule_of(api, who.id, day_of_month="last")
+    second = schedule_of(api, who.id, interval="quarter", count=4)
+    assert first.recurrence.day_of_month == "last" and "on the last day of every month" in first.summary
+    assert second.recurrence.day_of_month is None and "every quarter" in second.summary
+    assert [s.id for s in api.invoice_schedules.list(limit=1)] == [second.id, first.id]
+    page = api.invoice_schedules.list_page(limit=1)
+    assert [s.id for s in page.data] == [second.id] and page.has_more
+    runs = [api.invoice_schedules.run(second.id) for _ in range(3)]
+    assert [r.period_index for r in api.invoice_schedules.runs(second.id, limit=2)] == [2, 1, 0]
+    assert [r.id for r in api.invoice_schedules.runs_page(second.id, limit=2).data] == [runs[2].id, runs[1].id]
+    assert api.invoice_schedules.retrieve(second.id).periods_remaining == 1
+    api.invoice_schedules.run(second.id)
+    assert api.invoice_schedules.retrieve(second.id).status == "completed"
+    with pytest.raises(ConflictError):
+        api.invoice_schedules.run(second.id)  # no period is left
+
+
+@pytest.mark.parametrize(("change", "path"), [
+    ({"start_date": dt.date(2020, 1, 1)}, "recurrence.start_date"),
+    ({"day_of_month": 32}, "recurrence.day_of_month"),
+    ({"interval": "fortnight"}, "recurrence.interval"),
+    ({"run_at": "25:00"}, "recurrence.run_at"),
+    ({"count": 0}, "recurrence.count"),
+    ({"time_zone": "Mars/Olympus"}, "time_zone"),
+    ({"items": []}, "invoice.items"),
+    ({"items": [{"description": "Retainer"}]}, "invoice.items.0.unit_amount"),
+    ({"mode": "send"}, "mode"),
+    ({"max_attempts": 0}, "max_attempts"),
+])
+def test_invalid_schedules_are_validation_errors_at_their_fields(api, change, path):
+    with pytest.raises(ValidationError) as raised:
+        schedule_of(api, **change)
+    assert raised.value.status_code == 422 and raised.value.code == "validation"
+    paths = [error["path"] for error in raised.value.errors]
+    # A field of several types has its failed type after its path (`recurrence.day_of_month.constrained-int`).
+    assert any(found == path or found.startswith(path + ".") for found in paths), paths
+
+
+def test_an_archived_customer_and_another_accounts_schedule(api, origin):
+    archived = api.customers.archive(customer_of(api).id)
+    with pytest.raises(ValidationError) as raised:
+        schedule_of(api, archived.id)
+    assert [error["path"] for error in raised.value.errors] == ["customer"]
+    theirs = make_tenant(None)
+    with InvoicingClient(api_key=theirs.key, base_url=origin) as other:
+        foreign = schedule_of(other)
+    for attempt in (lambda: api.invoice_schedules.retrieve(foreign.id), lambda: api.invoice_schedules.pause(foreign.id),
+                    lambda: api.invoice_schedules.resume(foreign.id), lambda: api.invoice_schedules.cancel(foreign.id),
+                    lambda: api.invoice_schedules.run(foreign.id), lambda: list(api.invoice_schedules.runs(foreign.id)),
+                    lambda: schedule_of(api, foreign.customer)):
+        with pytest.raises(NotFoundError):
+            attempt()
+    assert list(api.invoice_schedules.list()) == []
+
+
+def test_a_mode_needs_its_scopes(origin):
+    scoped = make_tenant(None, scopes=["invoices:read", "invoices:write", "invoices:finalize", "clients:write"])
+    with InvoicingClient(api_key=scoped.key, base_url=origin) as client:
+        with pytest.raises(PermissionDeniedError) as raised:
+            schedule_of(client, mode="finalize_and_send")
+        assert schedule_of(client, mode="finalize").status == "active"
+    assert raised.value.code == "forbidden" and "invoices:send" in raised.value.message
+
+
+def test_creating_and_running_carry_an_idempotency_key_and_a_lost_answer_makes_one(api, origin, account):
+    who = customer_of(api)
+    transport = LosesTheFirstAnswer()
+    with InvoicingClient(api_key=account.key, base_url=origin, http_client=httpx.Client(transport=transport)) as client:
+        schedule = schedule_of(client, who.id)
+        run = client.invoice_schedules.run(schedule.id, idempotency_key="run-once")
+        again = client.invoice_schedules.run(schedule.id, idempotency_key="run-once")  # replayed
+    assert transport.keys[0] == transport.keys[1] and transport.keys[0] is not None  # the retry of the lost answer
+    assert transport.keys[2:] == ["run-once", "run-once"] and again.id == run.id
+    assert [s.id for s in api.invoice_schedules.list()] == [schedule.id]
+    assert [r.id for r in api.invoice_schedules.runs(schedule.id)] == [run.id]
+    assert [i.id for i in api.invoices.list()] == [run.invoice]
+
+
 def test_list_pages_through_every_page_newest_first(api):
     made = [api.customers.create(name=f"Customer {n}").id for n in range(7)]
     assert [c.id for c in api.customers.list(limit=3)] == made[::-1]
@@ -791,6 +968,29 @@ def test_the_async_client_has_payments_and_receivables(origin, account):
     assert [p.id for p in page.data] == [payment.id]
     assert receivables.currency("USD").outstanding == invoice.total - 1800 and [r.name for r in rows] == ["Globex"]
     assert reversed_.status == again.status == "reversed"
+
+
+def test_the_async_client_has_invoice_schedules(origin, account):
+    async def work():
+        async with AsyncInvoicingClient(api_key=account.key, base_url=origin) as client:
+            who = await client.customers.create(name="Globex")
+            schedule = await client.invoice_schedules.create(customer=who.id, items=RETAINER, interval="month",
+                                                             start_date=first_of_a_later_month(), count=2)
+            listed = [s.id async for s in client.invoice_schedules.list(customer=who.id)]
+            page = await client.invoice_schedules.list_page(limit=1)
+            paused = await client.invoice_schedules.pause(schedule.id, reason="Away")
+            resumed = await client.invoice_schedules.resume(schedule.id, skip_missed=True)
+            run = await client.invoice_schedules.run(schedule.id)
+            runs = await client.invoice_schedules.runs(schedule.id).to_list()
+            first_page = await client.invoice_schedules.runs_page(schedule.id, limit=1)
+            cancelled = await client.invoice_schedules.cancel(schedule.id)
+            again = await client.invoice_schedules.retrieve(schedule.id)
+            return schedule, listed, page, paused, resumed, run, runs, first_page, cancelled, again
+    schedule, listed, page, paused, resumed, run, runs, first_page, cancelled, again = asyncio.run(work())
+    assert listed == [s.id for s in page.data] == [schedule.id]
+    assert (paused.status, paused.pause_reason, resumed.status) == ("paused", "Away", "active")
+    assert run.invoice.startswith("in_") and [r.id for r in runs] == [r.id for r in first_page.data] == [run.id]
+    assert cancelled.status == again.status == "cancelled" and again.invoices_made == 1
 
 
 # --- webhooks ---------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from invoicing_client.resources import (
     AsyncCustomers,
     AsyncInvoiceItems,
     AsyncInvoices,
+    AsyncInvoiceSchedules,
     AsyncPayments,
     AsyncPrices,
     AsyncProducts,
@@ -26,6 +27,7 @@ from invoicing_client.resources import (
     Customers,
     InvoiceItems,
     Invoices,
+    InvoiceSchedules,
     Payments,
     Prices,
     Products,
@@ -80,6 +82,7 @@ class InvoicingClient(_Base):
         self.prices = Prices(self)
         self.invoices = Invoices(self)
         self.invoice_items = InvoiceItems(self)
+        self.invoice_schedules = InvoiceSchedules(self)
         self.credit_notes = CreditNotes(self)
         self.payments = Payments(self)
         self.receivables = ReceivablesResource(self)
@@ -136,6 +139,7 @@ class AsyncInvoicingClient(_Base):
         self.prices = AsyncPrices(self)
         self.invoices = AsyncInvoices(self)
         self.invoice_items = AsyncInvoiceItems(self)
+        self.invoice_schedules = AsyncInvoiceSchedules(self)
         self.credit_notes = AsyncCreditNotes(self)
         self.payments = AsyncPayments(self)
         self.receivables = AsyncReceivablesResource(self)

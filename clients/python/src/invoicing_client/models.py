@@ -202,6 +202,8 @@ class Invoice(InvoicingObject):
     void_reason: str | None = None
     schedule: str | None = None  # the invoice schedule (sched_) that made it
     period: InvoicePeriod | None = None  # the days it bills, when a schedule made it
+    reminders_paused: bool = False  # the account's payment reminders paused for this invoice
+    late_fee_for: str | None = None  # on a late fee's invoice: the overdue invoice (in_) it charges for
     created: dt.datetime
     updated: dt.datetime
     customer_details: CustomerDetails
@@ -432,6 +434,118 @@ class Receivables(InvoicingObject):
     def currency(self, code: str) -> CurrencyReceivables | None:
         """The figures of one currency (any case); None when nothing is owed in it."""
         return next((row for row in self.currencies if row.currency == code.upper()), None)
+
+
+class InvoiceTemplateItem(InvoicingObject):
+    """A line of a schedule's invoice, as it was given: by `price` (its amount and tax unless set here), or
+    ad hoc with `description` and `unit_amount`."""
+
+    price: str | None = None  # price_…
+    description: str | None = None
+    quantity: Number = Decimal(1)
+    unit: str = "NOS"
+    unit_amount: int | None = None  # minor units
+    discount_percent: Number = Decimal(0)
+    tax_rate: Number | None = None  # None: the price's, or 0 for an ad-hoc line
+    tax_category: str | None = None
+    tax_exemption_reason: str | None = None
+
+
+class InvoiceTemplate(InvoicingObject):
+    """The invoice each run of a schedule makes: what `invoices.create` takes, but for the customer
+    (the schedule's) and the dates (issued on the period's first day, due `days_until_due` later)."""
+
+    currency: str | None = None  # None: the business's
+    collection_method: str | None = None
+    days_until_due: int | None = None  # None: 30
+    description: str | None = None
+    footer: str | None = None
+    buyer_reference: str | None = None
+    order_reference: str | None = None
+    items: list[InvoiceTemplateItem]
+
+
+class Recurrence(InvoicingObject):
+    """How often a schedule runs (every `interval_count` `interval`s: week, month, quarter or year), on
+    which day of the month (1 to 31, or `last`; None: the start date's), from `start_date`, until
+    `end_date` or `count` invoices, at `run_at` (local `HH:MM`) in the schedule's time zone."""
+
+    interval: str
+    interval_count: int = 1
+    day_of_month: int | str | None = None
+    start_date: dt.date
+    end_date: dt.date | None = None
+    count: int | None = None
+    run_at: str = "08:00"
+
+
+class ScheduleFailure(InvoicingObject):
+    """The latest failed run of a schedule's next period."""
+
+    reason: str
+    at: dt.datetime
+    attempts: int
+
+
+class ScheduleCreator(InvoicingObject):
+    """Who a schedule's runs act as: the credential that created (or last resumed) it."""
+
+    actor: str  # api_key, oauth_app or user
+    api_key_id: str | None = None
+    client_id: str | None = None
+    user_id: str | None = None
+
+
+class InvoiceSchedule(InvoicingObject):
+    """A recurring invoice: `invoice` made for `customer` once per period of `recurrence`, in `mode`
+    (`draft`, `finalize` or `finalize_and_send`). `next_run` (UTC) and `next_period` say what comes
+    next while it is `active`; `paused` (see `pause_reason`), `cancelled` and `completed` run no more."""
+
+    id: str  # sched_…
+    object: str = "invoice_schedule"
+    status: str  # active, paused, cancelled or completed
+    customer: str
+    mode: str  # draft, finalize or finalize_and_send
+    invoice: InvoiceTemplate
+    recurrence: Recurrence
+    time_zone: str  # IANA, such as Europe/Berlin
+    catch_up: str  # all or latest
+    max_attempts: int
+    summary: str  # the recurrence in words: "on the 1st of every month, from 2027-01-01, 12 times"
+    next_run: dt.datetime | None = None
+    next_period: InvoicePeriod | None = None
+    invoices_made: int
+    periods_done: int
+    periods_remaining: int | None = None  # None without a count
+    last_failure: ScheduleFailure | None = None
+    pause_reason: str | None = None
+    paused_at: dt.datetime | None = None
+    cancelled_at: dt.datetime | None = None
+    created_by: ScheduleCreator
+    created: dt.datetime
+    updated: dt.datetime
+
+
+class ScheduleRunEmail(InvoicingObject):
+    """The e-mail of a run in `finalize_and_send` mode."""
+
+    status: str  # pending, sending, sent, failed or unknown
+    error: str | None = None
+
+
+class ScheduleRun(InvoicingObject):
+    """One period of a schedule: `invoiced` (its `invoice`, in_…) or `skipped`."""
+
+    id: str  # schrun_…
+    object: str = "schedule_run"
+    schedule: str
+    period_index: int  # 0 for the first period
+    period: InvoicePeriod
+    scheduled_for: dt.datetime
+    status: str  # invoiced or skipped
+    invoice: str | None = None
+    email: ScheduleRunEmail | None = None
+    created: dt.datetime
 
 
 class WebhookEndpoint(InvoicingObject):

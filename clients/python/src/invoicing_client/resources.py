@@ -26,12 +26,14 @@ from invoicing_client.models import (
     InvoiceEvent,
     InvoiceItem,
     InvoicePreview,
+    InvoiceSchedule,
     InvoicingObject,
     Page,
     Payment,
     Price,
     Product,
     Receivables,
+    ScheduleRun,
     SentCreditNote,
     SentInvoice,
     WebhookEndpoint,
@@ -557,6 +559,162 @@ class AsyncReceivablesResource(_AsyncResource):
         async def fetch(cursor: str | None) -> Page[CustomerReceivables]:
             return _customers_page(await self.retrieve(currency=currency, limit=limit, cursor=cursor))
         return AsyncPager(fetch)
+
+
+# --- invoice schedules -------------------------------------------------------------------------------
+
+INVOICE_FIELDS = ("items", "currency", "collection_method", "days_until_due", "description", "footer",
+                  "buyer_reference", "order_reference")
+RECURRENCE_FIELDS = ("interval", "interval_count", "day_of_month", "start_date", "end_date", "count", "run_at")
+
+
+def _schedule_body(customer: str, invoice: dict[str, Any] | None, recurrence: dict[str, Any] | None,
+                   flat: dict[str, Any], fields: dict[str, Any]) -> dict[str, Any]:
+    """The `POST /invoice-schedules` body: the API's nested `invoice` and `recurrence` (as given), with
+    the flat keyword arguments set in them, and the schedule's own fields beside."""
+    if isinstance(flat.get("run_at"), dt.time):  # the API takes a local time as HH:MM
+        flat["run_at"] = flat["run_at"].strftime("%H:%M")
+    body = {"customer": customer, **jsonable(fields)}
+    body["invoice"] = {**jsonable(invoice or {}), **given(**{name: flat[name] for name in INVOICE_FIELDS})}
+    body["recurrence"] = {**jsonable(recurrence or {}), **given(**{name: flat[name] for name in RECURRENCE_FIELDS})}
+    body.update(given(**{name: value for name, value in flat.items()
+                         if name not in INVOICE_FIELDS and name not in RECURRENCE_FIELDS}))
+    return body
+
+
+class InvoiceSchedules(_Resource):
+    """Recurring invoices: an invoice made for a customer once per period (week, month, quarter or year)
+    by the server's worker, acting as the credential that created the schedule. `create` carries an
+    idempotency key (generated unless you pass `idempotency_key=`), so a retried create makes one schedule;
+    `run` makes the next period's invoice now."""
+
+    def create(self, *, customer: str, items: Lines | None = None, interval: str | None = None,
+               start_date: Day | None = None, interval_count: int | None = None,
+               day_of_month: int | str | None = None, end_date: Day | None = None, count: int | None = None,
+               run_at: str | dt.time | None = None, currency: str | None = None, days_until_due: int | None = None,
+               description: str | None = None, footer: str | None = None, collection_method: str | None = None,
+               buyer_reference: str | None = None, order_reference: str | None = None, mode: str | None = None,
+               time_zone: str | None = None, catch_up: str | None = None, max_attempts: int | None = None,
+               invoice: dict[str, Any] | None = None, recurrence: dict[str, Any] | None = None,
+               idempotency_key: str | None = None, **fields: Any) -> InvoiceSchedule:
+        """Make `items` (invoice lines, as `invoices.create` takes them) for `customer` every
+        `interval_count` (default 1) `interval` (`week`, `month`, `quarter` or `year`) from `start_date`
+        (today or later, in `time_zone`), on `day_of_month` (1 to 31, a shorter month's last day for the
+        29th to 31st, or `"last"`; default the start date's), until `end_date` or `count` invoices, at
+        `run_at` (`"HH:MM"` or a `datetime.time`, local; default 08:00). `mode`: `draft` (the default),
+        `finalize` or `finalize_and_send`. The invoice's `currency`, `days_until_due` (default 30),
+        `description`, `footer`, … go in its `invoice`, the recurrence's in `recurrence`: pass those
+        nested dicts (the API's shape) instead if you prefer; keyword arguments win over them."""
+        flat = {"items": items, "interval": interval, "start_date": start_date, "interval_count": interval_count,
+                "day_of_month": day_of_month, "end_date": end_date, "count": count, "run_at": run_at,
+                "currency": currency, "days_until_due": days_until_due, "description": description, "footer": footer,
+                "collection_method": collection_method, "buyer_reference": buyer_reference,
+                "order_reference": order_reference, "mode": mode, "time_zone": time_zone, "catch_up": catch_up,
+                "max_attempts": max_attempts}
+        body = _schedule_body(customer, invoice, recurrence, flat, fields)
+        return self._one(Call.post("/invoice-schedules", body, idempotency_key), InvoiceSchedule)
+
+    def retrieve(self, id: str) -> InvoiceSchedule:
+        return self._one(Call.get(path("/invoice-schedules/{}", id)), InvoiceSchedule)
+
+    def list(self, *, limit: int | None = None, customer: str | None = None,
+             status: str | None = None) -> Pager[InvoiceSchedule]:
+        """Newest first; `status`: active, paused, cancelled or completed."""
+        return self._pager("/invoice-schedules", InvoiceSchedule, {"limit": limit, "customer": customer,
+                                                                   "status": status})
+
+    def list_page(self, *, cursor: str | None = None, limit: int | None = None,
+                  **filters: Any) -> Page[InvoiceSchedule]:
+        return self._list_page("/invoice-schedules", InvoiceSchedule, {"cursor": cursor, "limit": limit, **filters})
+
+    def pause(self, id: str, *, reason: str | None = None, idempotency_key: str | None = None) -> InvoiceSchedule:
+        """No run until it is resumed; `reason` is kept. A `ConflictError` unless active."""
+        return self._one(Call.post(path("/invoice-schedules/{}/pause", id), given(reason=reason), idempotency_key),
+                         InvoiceSchedule)
+
+    def resume(self, id: str, *, skip_missed: bool = False, idempotency_key: str | None = None) -> InvoiceSchedule:
+        """Active again, its runs acting as you from now on. The periods that began while it was paused
+        are made as its `catch_up` says, or skipped with `skip_missed=True`. A `ConflictError` unless paused."""
+        return self._one(Call.post(path("/invoice-schedules/{}/resume", id), {"skip_missed": skip_missed},
+                                   idempotency_key), InvoiceSchedule)
+
+    def cancel(self, id: str, *, idempotency_key: str | None = None) -> InvoiceSchedule:
+        """No further runs, for good (the invoices made stay). A `ConflictError` once cancelled or completed."""
+        return self._one(Call.post(path("/invoice-schedules/{}/cancel", id), idempotency_key=idempotency_key),
+                         InvoiceSchedule)
+
+    def run(self, id: str, *, idempotency_key: str | None = None) -> ScheduleRun:
+        """Make the next period's invoice now (issued today); the next run moves to the following period.
+        A `ConflictError` unless active, or when no period is left."""
+        return self._one(Call.post(path("/invoice-schedules/{}/run", id), idempotency_key=idempotency_key),
+                         ScheduleRun)
+
+    def runs(self, id: str, *, limit: int | None = None) -> Pager[ScheduleRun]:
+        """Its periods made or skipped, newest first, with each invoice and e-mail status."""
+        return self._pager(path("/invoice-schedules/{}/runs", id), ScheduleRun, {"limit": limit})
+
+    def runs_page(self, id: str, *, cursor: str | None = None, limit: int | None = None) -> Page[ScheduleRun]:
+        return self._list_page(path("/invoice-schedules/{}/runs", id), ScheduleRun, {"cursor": cursor, "limit": limit})
+
+
+class AsyncInvoiceSchedules(_AsyncResource):
+    async def create(self, *, customer: str, items: Lines | None = None, interval: str | None = None,
+                     start_date: Day | None = None, interval_count: int | None = None,
+                     day_of_month: int | str | None = None, end_date: Day | None = None, count: int | None = None,
+                     run_at: str | dt.time | None = None, currency: str | None = None,
+                     days_until_due: int | None = None, description: str | None = None, footer: str | None = None,
+                     collection_method: str | None = None, buyer_reference: str | None = None,
+                     order_reference: str | None = None, mode: str | None = None, time_zone: str | None = None,
+                     catch_up: str | None = None, max_attempts: int | None = None,
+                     invoice: dict[str, Any] | None = None, recurrence: dict[str, Any] | None = None,
+                     idempotency_key: str | None = None, **fields: Any) -> InvoiceSchedule:
+        flat = {"items": items, "interval": interval, "start_date": start_date, "interval_count": interval_count,
+                "day_of_month": day_of_month, "end_date": end_date, "count": count, "run_at": run_at,
+                "currency": currency, "days_until_due": days_until_due, "description": description, "footer": footer,
+                "collection_method": collection_method, "buyer_reference": buyer_reference,
+                "order_reference": order_reference, "mode": mode, "time_zone": time_zone, "catch_up": catch_up,
+                "max_attempts": max_attempts}
+        body = _schedule_body(customer, invoice, recurrence, flat, fields)
+        return await self._one(Call.post("/invoice-schedules", body, idempotency_key), InvoiceSchedule)
+
+    async def retrieve(self, id: str) -> InvoiceSchedule:
+        return await self._one(Call.get(path("/invoice-schedules/{}", id)), InvoiceSchedule)
+
+    def list(self, *, limit: int | None = None, customer: str | None = None,
+             status: str | None = None) -> AsyncPager[InvoiceSchedule]:
+        return self._pager("/invoice-schedules", InvoiceSchedule, {"limit": limit, "customer": customer,
+                                                                   "status": status})
+
+    async def list_page(self, *, cursor: str | None = None, limit: int | None = None,
+                        **filters: Any) -> Page[InvoiceSchedule]:
+        return await self._list_page("/invoice-schedules", InvoiceSchedule,
+                                     {"cursor": cursor, "limit": limit, **filters})
+
+    async def pause(self, id: str, *, reason: str | None = None,
+                    idempotency_key: str | None = None) -> InvoiceSchedule:
+        return await self._one(Call.post(path("/invoice-schedules/{}/pause", id), given(reason=reason),
+                                         idempotency_key), InvoiceSchedule)
+
+    async def resume(self, id: str, *, skip_missed: bool = False,
+                     idempotency_key: str | None = None) -> InvoiceSchedule:
+        return await self._one(Call.post(path("/invoice-schedules/{}/resume", id), {"skip_missed": skip_missed},
+                                         idempotency_key), InvoiceSchedule)
+
+    async def cancel(self, id: str, *, idempotency_key: str | None = None) -> InvoiceSchedule:
+        return await self._one(Call.post(path("/invoice-schedules/{}/cancel", id), idempotency_key=idempotency_key),
+                               InvoiceSchedule)
+
+    async def run(self, id: str, *, idempotency_key: str | None = None) -> ScheduleRun:
+        return await self._one(Call.post(path("/invoice-schedules/{}/run", id), idempotency_key=idempotency_key),
+                               ScheduleRun)
+
+    def runs(self, id: str, *, limit: int | None = None) -> AsyncPager[ScheduleRun]:
+        return self._pager(path("/invoice-schedules/{}/runs", id), ScheduleRun, {"limit": limit})
+
+    async def runs_page(self, id: str, *, cursor: str | None = None,
+                        limit: int | None = None) -> Page[ScheduleRun]:
+        return await self._list_page(path("/invoice-schedules/{}/runs", id), ScheduleRun,
+                                     {"cursor": cursor, "limit": limit})
 
 
 # --- invoice items ----------------------------------------------------------------------------------

@@ -37,12 +37,14 @@ from invoicing_client.models import (
     Customer,
     CustomerReceivables,
     Invoice,
+    InvoiceSchedule,
     InvoicingObject,
     Payment,
     Price,
     Product,
     ReceivableFigures,
     Receivables,
+    ScheduleRun,
     WebhookEndpoint,
 )
 from invoicing_client.pagination import Pager
@@ -58,7 +60,7 @@ def _group(help_text: str) -> typer.Typer:
 
 
 app = _group("The Invoicing API from your terminal: customers, products, prices, invoices, credit notes, payments, "
-             "receivables and webhooks.\n\n"
+             "receivables, invoice schedules and webhooks.\n\n"
              "Start with `invoicing-cli login`, or put an API key in the environment (`export "
              "INVOICING_API_KEY=inv_live_…`, never on the command line), then for example `invoicing-cli invoices list`.")
 customers_app = _group("Customers: the people and companies you invoice.")
@@ -69,6 +71,8 @@ credit_notes_app = _group("Credit notes: correct an open or paid invoice with a 
                           "preview, issue, void, send, download.")
 payments_app = _group("Payments: money received for an invoice outside the service, in part or in full: record, "
                       "list, show, reverse.")
+schedules_app = _group("Invoice schedules: a recurring invoice made for a customer once per period (week, month, "
+                        "quarter or year): create, list, show, pause, resume, cancel, run now, and its runs.")
 webhooks_app = _group("Webhook endpoints: where invoice, credit note and payment events are delivered.")
 app.add_typer(customers_app, name="customers")
 app.add_typer(products_app, name="products")
@@ -76,6 +80,7 @@ app.add_typer(prices_app, name="prices")
 app.add_typer(invoices_app, name="invoices")
 app.add_typer(credit_notes_app, name="credit-notes")
 app.add_typer(payments_app, name="payments")
+app.add_typer(schedules_app, name="schedules")
 app.add_typer(webhooks_app, name="webhooks")
 
 
@@ -1056,6 +1061,228 @@ def receivables(currency: Annotated[str | None, typer.Option(help="Only this cur
     show_receivables(summary, customers)
     if more:
         show.say(f"The {limit} customers owing most; --limit N for more, --all for every one.")
+
+
+# --- invoice schedules ----------------------------------------------------------------------------------
+
+INTERVALS = ("week", "month", "quarter", "year")
+MODES = ("draft", "finalize", "finalize_and_send")
+CATCH_UPS = ("all", "latest")
+SCHEDULE_STATUSES = ("active", "paused", "cancelled", "completed")
+ScheduleId = Annotated[str, typer.Argument(help="The schedule's id (sched_…).")]
+
+
+def _period(period: Any) -> str:
+    return f"{show.when(period.start)} – {show.when(period.end)}" if period is not None else ""
+
+
+def _utc(moment: Any) -> str:
+    return f"{show.when(moment)} UTC" if moment is not None else ""
+
+
+SCHEDULE_COLUMNS: list[show.Column] = [
+    ("ID", lambda s: s.id), ("Status", lambda s: s.status), ("Customer ID", lambda s: s.customer),
+    ("Recurrence", lambda s: s.summary), ("Mode", lambda s: s.mode), ("Made", lambda s: s.invoices_made),
+    ("Next run", lambda s: _utc(s.next_run))]
+RUN_COLUMNS: list[show.Column] = [
+    ("ID", lambda r: r.id), ("Period", lambda r: _period(r.period)), ("Status", lambda r: r.status),
+    ("Invoice", lambda r: r.invoice), ("Scheduled for", lambda r: _utc(r.scheduled_for)),
+    ("E-mail", lambda r: r.email and (f"{r.email.status}: {r.email.error}" if r.email.error else r.email.status))]
+
+
+def _acting_as(schedule: InvoiceSchedule) -> str:
+    who = schedule.created_by
+    named = who.api_key_id or who.client_id or who.user_id
+    return f"{who.actor.replace('_', ' ')} {named}" if named else who.actor
+
+
+def show_schedule(schedule: InvoiceSchedule) -> None:
+    template = schedule.invoice
+    currency = template.currency
+    show.fields(schedule, [
+        ("ID", lambda s: s.id), ("Status", lambda s: s.status), ("Customer", lambda s: s.customer),
+        ("Runs", lambda s: f"{s.summary}, at {s.recurrence.run_at} {s.time_zone}"), ("Mode", lambda s: s.mode),
+        ("Currency", lambda s: currency or "the business's"),
+        ("Due", lambda s: f"{30 if template.days_until_due is None else template.days_until_due} days after issue"),
+        ("Description", lambda s: template.description),
+        ("Next run", lambda s: _utc(s.next_run)), ("Next period", lambda s: _period(s.next_period)),
+        ("Invoices made", lambda s: s.invoices_made),
+        ("Remaining", lambda s: s.periods_remaining),
+        ("Catch-up", lambda s: s.catch_up), ("Last failure", lambda s: s.last_failure and (
+            f"{s.last_failure.reason} ({s.last_failure.attempts} of {s.max_attempts} attempts, last "
+            f"{show.when(s.last_failure.at)} UTC)")),
+        ("Paused", lambda s: s.paused_at and f"{show.when(s.paused_at)} UTC{': ' + s.pause_reason if s.pause_reason else ''}"),
+        ("Cancelled", lambda s: s.cancelled_at and _utc(s.cancelled_at)),
+        ("Acting as", _acting_as), ("Created", lambda s: show.when(s.created))])
+    show.out.print()
+    show.table(template.items, [
+        ("Description", lambda line: line.description or ""), ("Price", lambda line: line.price),
+        ("Quantity", lambda line: line.quantity),
+        ("Unit amount", lambda line: show.money(line.unit_amount, currency) if currency else line.unit_amount),
+        ("Tax", lambda line: f"{line.tax_rate}%" if line.tax_rate is not None else "")], empty="No lines.")
+
+
+def show_run(run: ScheduleRun) -> None:
+    show.fields(run, [
+        ("ID", lambda r: r.id), ("Schedule", lambda r: r.schedule), ("Status", lambda r: r.status),
+        ("Period", lambda r: f"{_period(r.period)} (period {r.period_index + 1})"), ("Invoice", lambda r: r.invoice),
+        ("E-mail", lambda r: r.email and (f"{r.email.status}: {r.email.error}" if r.email.error else r.email.status)),
+        ("Scheduled for", lambda r: _utc(r.scheduled_for)), ("Made", lambda r: _utc(r.created))])
+
+
+def _day_of_month(value: str | None) -> int | str | None:
+    if value is None:
+        return None
+    text = value.strip().lower()
+    if text == "last":
+        return "last"
+    if text.isdigit() and 1 <= int(text) <= 31:
+        return int(text)
+    raise typer.BadParameter(f"--day is a day of the month from 1 to 31, or last; not {value!r}.")
+
+
+@schedules_app.command("list", epilog=examples("invoicing-cli schedules list",
+                                               "invoicing-cli schedules list --status paused",
+                                               "invoicing-cli schedules list --customer cus_… --all --json"))
+def schedules_list(customer: Annotated[str | None, typer.Option(help="Only this customer's.")] = None,
+                   status: Annotated[str | None, typer.Option(help=", ".join(SCHEDULE_STATUSES))] = None,
+                   limit: Limit = 25, every: All = False, as_json: Json = False) -> None:
+    """List invoice schedules, newest first."""
+    status = _one_of("--status", status, SCHEDULE_STATUSES)
+    present_list(lambda c, size: c.invoice_schedules.list(limit=size, customer=customer, status=status),
+                 SCHEDULE_COLUMNS, limit=limit, every=every, as_json=as_json, noun="invoice schedules")
+
+
+@schedules_app.command("get", epilog=examples("invoicing-cli schedules get sched_…",
+                                              "invoicing-cli schedules get sched_… --json"))
+def schedules_get(id: ScheduleId, as_json: Json = False) -> None:
+    """Show a schedule: how often it runs, its next run and period, what it made, and its invoice's lines."""
+    present(call(lambda c: c.invoice_schedules.retrieve(id)), as_json, show_schedule)
+
+
+@schedules_app.command("create", epilog=examples(
+    "invoicing-cli schedules create --customer cus_… --item 'Retainer:250000' --start 2027-01-01",
+    "invoicing-cli schedules create --customer cus_… --item price_…:1 --interval month --day last --count 12 "
+    "--mode finalize_and_send --time-zone Europe/Berlin --run-at 09:00",
+    "invoicing-cli schedules create --customer cus_… --item 'Support:2x5000' --interval week --every 2 "
+    "--start 2027-01-04 --end 2027-12-31 --days-until-due 14",
+    "invoicing-cli schedules create --file schedule.json"))
+def schedules_create(
+    customer: Annotated[str | None, typer.Option(help="The customer's id (or in --file).")] = None,
+    item: Annotated[list[str] | None, typer.Option("--item", "-i", help=f"A line, repeatable: {ITEM_FORMAT}.")] = None,
+    file: Annotated[str | None, typer.Option(help="JSON: the whole request (customer, invoice, recurrence, mode, "
+                                                  "…), which the options complete; - reads standard input.")] = None,
+    currency: Annotated[str | None, typer.Option(help="Default: the business's.")] = None,
+    interval: Annotated[str | None, typer.Option(help="week, month (the default), quarter or year.")] = None,
+    every: Annotated[int | None, typer.Option("--every", min=1, help="Every N intervals (default 1): --interval "
+                                                                     "week --every 2 is fortnightly.")] = None,
+    day: Annotated[str | None, typer.Option(help="Day of the month, 1 to 31 (the 29th to 31st fall on a shorter "
+                                                 "month's last day), or last; default the start date's. Weeks run "
+                                                 "on the start date's weekday.")] = None,
+    start: Annotated[str | None, typer.Option(help="The first period's first day, YYYY-MM-DD (today or later, in "
+                                                   "the time zone).")] = None,
+    end: Annotated[str | None, typer.Option(help="No period starts after this day, YYYY-MM-DD.")] = None,
+    count: Annotated[int | None, typer.Option(min=1, help="How many invoices in all.")] = None,
+    mode: Annotated[str | None, typer.Option(help="draft (the default: each invoice waits for you to finalize "
+                                                  "it), finalize, or finalize_and_send (e-mailed to the "
+                                                  "customer).")] = None,
+    time_zone: Annotated[str | None, typer.Option(help="IANA time zone of the run times and issue dates, such as "
+                                                       "Europe/Berlin; default the business's country's.")] = None,
+    run_at: Annotated[str | None, typer.Option(help="Local time of each run, HH:MM; default 08:00.")] = None,
+    days_until_due: Annotated[int | None, typer.Option(min=0, help="Due this many days after issue; default "
+                                                                   "30.")] = None,
+    description: Annotated[str | None, typer.Option(help="The invoices' notes.")] = None,
+    footer: Annotated[str | None, typer.Option(help="The invoices' payment terms.")] = None,
+    catch_up: Annotated[str | None, typer.Option(help="Missed runs: all (the default) made in order, or only the "
+                                                      "latest.")] = None,
+    max_attempts: Annotated[int | None, typer.Option(min=1, help="Attempts of a failing run before the schedule "
+                                                                 "pauses; default 3.")] = None,
+    as_json: Json = False,
+) -> None:
+    """Create an invoice schedule: the invoice of --item lines made for --customer once per period from --start.
+
+    Each run issues the invoice on its period's first day at --run-at, acting as your credential (its permissions
+    are checked at every run). --mode draft leaves each invoice for you to finalize."""
+    body: dict[str, Any] = {}
+    if file is not None:
+        content = read_json(file)
+        if not isinstance(content, dict):
+            raise typer.BadParameter(f"{file} must hold a JSON object: the whole request.")
+        body.update(content)
+    invoice = dict(body.pop("invoice", None) or {})
+    recurrence = dict(body.pop("recurrence", None) or {})
+    if item:
+        invoice["items"] = [*invoice.get("items", []), *(parse_item(text) for text in item)]
+    customer = customer or body.pop("customer", None)
+    if not customer:
+        raise typer.BadParameter("Name the customer: --customer cus_… (or \"customer\" in --file).")
+    if not invoice.get("items"):
+        raise typer.BadParameter(f"Give the invoice's lines: --item, repeatable ({ITEM_FORMAT}).")
+    if not (start or recurrence.get("start_date")):
+        raise typer.BadParameter("Say when it starts: --start YYYY-MM-DD.")
+    if interval is None and "interval" not in recurrence:
+        interval = "month"
+    options = _given(currency=currency, interval=_one_of("--interval", interval, INTERVALS), interval_count=every,
+                     day_of_month=_day_of_month(day), start_date=start, end_date=end, count=count, run_at=run_at,
+                     days_until_due=days_until_due, description=description, footer=footer,
+                     mode=_one_of("--mode", mode, MODES), time_zone=time_zone,
+                     catch_up=_one_of("--catch-up", catch_up, CATCH_UPS), max_attempts=max_attempts)
+    fields = {**body, **options}  # the options win over the file
+    schedule = call(lambda c: c.invoice_schedules.create(customer=customer, invoice=invoice, recurrence=recurrence,
+                                                         **fields))
+    present(schedule, as_json, show_schedule)
+    first = f" The first run: {_utc(schedule.next_run)}." if schedule.next_run else ""
+    show.done(f"Created {schedule.id}: {schedule.summary}.{first}")
+
+
+@schedules_app.command("pause", epilog=examples("invoicing-cli schedules pause sched_…",
+                                                "invoicing-cli schedules pause sched_… --reason 'Client away in August'"))
+def schedules_pause(id: ScheduleId,
+                    reason: Annotated[str | None, typer.Option(help="Why, kept on the schedule.")] = None,
+                    as_json: Json = False) -> None:
+    """Pause a schedule: no run until it is resumed."""
+    schedule = call(lambda c: c.invoice_schedules.pause(id, reason=reason))
+    present(schedule, as_json, show_schedule)
+    show.done(f"Paused {schedule.id}. Resume it with: invoicing-cli schedules resume {schedule.id}")
+
+
+@schedules_app.command("resume", epilog=examples("invoicing-cli schedules resume sched_…",
+                                                 "invoicing-cli schedules resume sched_… --skip-missed"))
+def schedules_resume(id: ScheduleId,
+                     skip_missed: Annotated[bool, typer.Option("--skip-missed", help="Skip the periods that began "
+                                                               "while it was paused instead of making them.")] = False,
+                     as_json: Json = False) -> None:
+    """Resume a paused schedule; its runs act as your credential from now on."""
+    schedule = call(lambda c: c.invoice_schedules.resume(id, skip_missed=skip_missed))
+    present(schedule, as_json, show_schedule)
+    next_run = f" Next run: {_utc(schedule.next_run)}." if schedule.next_run else ""
+    show.done(f"Resumed {schedule.id}.{next_run}")
+
+
+@schedules_app.command("cancel", epilog=examples("invoicing-cli schedules cancel sched_…"))
+def schedules_cancel(id: ScheduleId, as_json: Json = False) -> None:
+    """Cancel a schedule for good: no further runs; the invoices it made stay."""
+    schedule = call(lambda c: c.invoice_schedules.cancel(id))
+    present(schedule, as_json, show_schedule)
+    show.done(f"Cancelled {schedule.id} ({schedule.invoices_made} invoices made).")
+
+
+@schedules_app.command("run", epilog=examples("invoicing-cli schedules run sched_…",
+                                              "invoicing-cli schedules run sched_… --json"))
+def schedules_run(id: ScheduleId, as_json: Json = False) -> None:
+    """Make the next period's invoice now (issued today); the schedule then moves on to the following period."""
+    run = call(lambda c: c.invoice_schedules.run(id))
+    present(run, as_json, show_run)
+    show.done(f"Made {run.invoice} for {_period(run.period)}. See it with: invoicing-cli invoices get {run.invoice}"
+              if run.invoice else f"Period {_period(run.period)}: {run.status}.")
+
+
+@schedules_app.command("runs", epilog=examples("invoicing-cli schedules runs sched_…",
+                                               "invoicing-cli schedules runs sched_… --all --json"))
+def schedules_runs(id: ScheduleId, limit: Limit = 25, every: All = False, as_json: Json = False) -> None:
+    """List a schedule's runs, newest first: each period made (its invoice and e-mail) or skipped."""
+    present_list(lambda c, size: c.invoice_schedules.runs(id, limit=size), RUN_COLUMNS, limit=limit, every=every,
+                 as_json=as_json, noun="runs")
 
 
 # --- webhooks -------------------------------------------------------------------------------------------

@@ -93,7 +93,7 @@ INVOICE_SCHEDULE = {
     "id": _SCHEDULE_ID, "object": "invoice_schedule", "status": "active", "customer": _CUSTOMER_ID,
     "mode": "finalize_and_send",
     "invoice": {"currency": "GBP", "days_until_due": 14, "description": "Monthly retainer",
-                "items": [{"price": _PRICE_ID, "quantity": 1, "unit": "MON", "discount_percent": "0"}]},
+                "items": [{"price": _PRICE_ID, "quantity": 1, "unit": "MON", "discount_percent": 0}]},
     "recurrence": {"interval": "month", "interval_count": 1, "day_of_month": 1, "start_date": "2027-01-01",
                    "end_date": None, "count": 12, "run_at": "08:00"},
     "time_zone": "Europe/London", "catch_up": "all", "max_attempts": 3,

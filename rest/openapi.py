@@ -49,6 +49,7 @@ SCHEMA_NAMES = {
     "LateFee": "LateFee", "RemindInput": "InvoiceRemind", "RemindOut": "InvoiceRemindResult",
     "RemindersPause": "InvoiceRemindersPause",
     "ScheduleFailure": "ScheduleFailure", "ScheduleCreator": "ScheduleCreator", "InvoiceTemplate": "InvoiceTemplate",
+    "InvoiceTemplateOut": "ScheduleInvoice", "TemplateItemOut": "ScheduleInvoiceItem",
 }
 TAGS = [
     {"name": "Business", "description": "The business profile: the issuer printed on every invoice. Read-only "

@@ -8,9 +8,39 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from core.base.api_types import Timestamp
-from core.billing.invoice_render import InvoicePeriod
+from core.billing.invoice_lines import TaxCategory, Unit
+from core.billing.invoice_render import InvoicePeriod, PercentOut, Quantity
 from core.schedules.recurrence import Recurrence
-from core.schedules.schedule_inputs import CatchUp, InvoiceTemplate, Mode, ScheduleStatus
+from core.schedules.schedule_inputs import CatchUp, Mode, ScheduleStatus
+
+
+class TemplateItemOut(BaseModel):
+    """A line of a schedule's invoice, as it was given."""
+
+    price: str | None = Field(default=None, description="The catalog price billed (price_ id), or none for a line of "
+                                                        "its own")
+    description: str | None = Field(default=None, description="The line's text (a priced line defaults to the "
+                                                              "product's name)")
+    quantity: Quantity = Field(description="Quantity")
+    unit: Unit = Field(description="Unit code")
+    unit_amount: int | None = Field(default=None, description="Price of one unit in minor units; none: the price's")
+    discount_percent: PercentOut = Field(description="Discount percent")
+    tax_rate: PercentOut | None = Field(default=None, description="Tax percent; none: the price's, or 0")
+    tax_category: TaxCategory | None = Field(default=None, description="VAT category for e-invoices")
+    tax_exemption_reason: str | None = Field(default=None, description="Why the line bears no VAT")
+
+
+class InvoiceTemplateOut(BaseModel):
+    """The invoice each run of a schedule makes."""
+
+    currency: str | None = Field(default=None, description="ISO 4217; none: the business currency")
+    collection_method: str | None = Field(default=None, description="send_invoice or charge_automatically")
+    days_until_due: int | None = Field(default=None, description="Days from the issue date to the due date; none: 30")
+    description: str | None = Field(default=None, description="Notes")
+    footer: str | None = Field(default=None, description="Payment terms")
+    buyer_reference: str | None = Field(default=None, description="The customer's reference")
+    order_reference: str | None = Field(default=None, description="The customer's purchase order number")
+    items: list[TemplateItemOut] = Field(description="Its lines")
 
 
 class ScheduleFailure(BaseModel):
@@ -40,7 +70,7 @@ class ScheduleOut(BaseModel):
                                                "`pause_reason`), `cancelled` or `completed` (its last period made)")
     customer: str = Field(description="The customer billed, `cus_…`")
     mode: Mode = Field(description="`draft`, `finalize` or `finalize_and_send`")
-    invoice: InvoiceTemplate = Field(description="The invoice each run makes")
+    invoice: InvoiceTemplateOut = Field(description="The invoice each run makes")
     recurrence: Recurrence = Field(description="How often, from when, until when")
     time_zone: str = Field(description="IANA time zone of the run times and issue dates")
     catch_up: CatchUp = Field(description="Missed periods: `all` made in order, or only the `latest`")

@@ -33,14 +33,12 @@ SCHEMAS = {
     "Payment": models.Payment, "Receivables": models.Receivables, "AgingBucket": models.AgingBucket,
     "CurrencyReceivables": models.CurrencyReceivables, "CustomerReceivables": models.CustomerReceivables,
     "InvoicePeriod": models.InvoicePeriod, "InvoiceSchedule": models.InvoiceSchedule,
-    "InvoiceTemplate-Output": models.InvoiceTemplate, "ItemFields-Output": models.InvoiceTemplateItem,
+    "ScheduleInvoice": models.InvoiceTemplate, "ScheduleInvoiceItem": models.InvoiceTemplateItem,
     "Recurrence": models.Recurrence, "ScheduleFailure": models.ScheduleFailure,
     "ScheduleCreator": models.ScheduleCreator, "ScheduleRun": models.ScheduleRun,
     "ScheduleRunEmail": models.ScheduleRunEmail,
 }
-# Percentages of a schedule's invoice lines: the server documents (and sends) them as JSON strings ("0",
-# pydantic's JSON of a Decimal), where an invoice's lines have numbers; the model reads either as a Decimal.
-DECIMALS_AS_STRINGS = {("ItemFields-Output", "discount_percent"), ("ItemFields-Output", "tax_rate")}
+DECIMALS_AS_STRINGS: set[tuple[str, str]] = set()  # none now: every exact decimal is a JSON number
 PYTHON_TYPE = {("string", None): str, ("string", "email"): str, ("string", "uri"): str,
                ("string", "date-time"): dt.datetime, ("string", "date"): dt.date, ("integer", None): int,
                ("number", None): Decimal, ("boolean", None): bool, ("object", None): dict, ("array", None): list}

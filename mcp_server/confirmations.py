@@ -1,5 +1,5 @@
 """Confirmation before consequential tools (finalize, send, mark paid, void; issue, send, void a credit
-note; record, reverse a payment), however the client can ask.
+note; record, reverse a payment; create, cancel an invoice schedule), however the client can ask.
 
 - A 2026-07-28 client that declared elicitation: the tool answers `InputRequiredResult` with the
   question (a form with one box); the client asks its person and calls again with the answer and
@@ -67,7 +67,8 @@ PAST = {"finalize": "the invoice was not finalized", "send": "the invoice was no
         "pay": "the invoice was not marked paid", "void": "the invoice was not voided",
         "credit": "no credit note was issued", "send_credit": "the credit note was not sent",
         "void_credit": "the credit note was not voided", "record_payment": "no payment was recorded",
-        "reverse_payment": "the payment was not reversed"}
+        "reverse_payment": "the payment was not reversed", "schedule": "no invoice schedule was created",
+        "cancel_schedule": "the invoice schedule was not cancelled"}
 
 # Set by the gate on the request's scope.
 PRINCIPAL = "invoicing.principal"
@@ -125,8 +126,9 @@ def declined(tool: str, arguments: dict, answer: str = "decline") -> types.CallT
     action = ACTIONS[tool]
     detail = (f"The person {ANSWERED.get(answer, 'declined')}: nothing changed ({PAST[action]}). Ask them before "
               "trying again.")
+    invoice = arguments.get("invoice")  # a schedule's `invoice` is what it makes, not an invoice's id
     return types.CallToolResult(content=[types.TextContent(type="text", text=detail)], structured_content={
-        "declined": True, "action": action, "invoice": arguments.get("invoice"), "detail": detail})
+        "declined": True, "action": action, "invoice": invoice if isinstance(invoice, str) else None, "detail": detail})
 
 
 CHANGED_NOTICE = "The invoice changed after the person was asked: nothing was done, and they are asked again."

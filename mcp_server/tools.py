@@ -12,13 +12,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from operations import business, credit_notes, customers, invoices, payments, products, receivables
+from operations import business, credit_notes, customers, invoices, payments, products, receivables, schedules
 from operations.confirmations import ACTIONS
 from operations.pipeline import Operation
 
 MINOR_UNITS = ("Money is always an integer in the currency's minor unit: 250000 is 2,500.00 USD, 5000 is 5,000 JPY "
                "(no decimals), 1250 is 1.250 BHD (three decimals).")
-IDS = "Ids are prefixed strings (cus_, prod_, price_, in_, ii_, cn_, py_) or the underlying UUID."
+IDS = "Ids are prefixed strings (cus_, prod_, price_, in_, ii_, cn_, py_, sched_) or the underlying UUID."
 IDEMPOTENCY_KEY = {
     "type": "string", "minLength": 1, "maxLength": 255,
     "description": "Any unique string; a retry with the same key and arguments returns the first result instead of "
@@ -116,6 +116,7 @@ CUSTOMER = "The customer's id (cus_… or UUID)."
 INVOICE = "The invoice's id (in_… or UUID)."
 CREDIT_NOTE = "The credit note's id (cn_… or UUID)."
 PAYMENT = "The payment's id (py_… or UUID)."
+SCHEDULE = "The invoice schedule's id (sched_… or UUID)."
 CREDITING = ("`lines` credit part of the invoice's lines (each `invoice_line` with `quantity` or `amount` before tax, "
              "or neither for all that remains of it) or add lines of their own (`description`, `amount`, `tax_rate`); "
              "omitted, all that remains of the invoice is credited. Where the money goes adds up to the total: "
@@ -243,5 +244,32 @@ TOOLS: tuple[Tool, ...] = (
          "days_31_60, days_61_90, days_over_90 past due), and the same per customer, largest first (a page: "
          "next_cursor as `cursor` for more customers). Use it instead of adding up invoices. " + MINOR_UNITS,
          receivables.get_receivables, read_only=True, idempotent=True),
+    Tool("list_invoice_schedules", "List invoice schedules",
+         "Recurring invoices, newest first, each with its recurrence in words (`summary`), mode, next run and the "
+         "period it bills, invoices made so far, and why it is paused; filter by `customer` or `status` (active, "
+         "paused, cancelled, completed). Use the returned next_cursor as `cursor` for more.",
+         schedules.list_invoice_schedules, read_only=True, idempotent=True),
+    Tool("create_invoice_schedule", "Schedule recurring invoices",
+         "Invoice a customer on a schedule: `invoice` (what create_invoice takes, without customer and dates; "
+         "`days_until_due` sets each due date) made once per period of `recurrence` (`interval` week, month, quarter "
+         "or year, every `interval_count`; `day_of_month` or `last`; from `start_date`, today or later, until "
+         "`end_date` or `count` invoices; at `run_at` in `time_zone`). `mode`: `draft` (each waits for the user to "
+         "review; the default), `finalize` (needs invoices:finalize) or `finalize_and_send` (e-mailed to the "
+         "customer; needs invoices:send too). Runs act with this connection's permissions. Show the user the first "
+         "invoice with preview_invoice first; only when the user asked for it; the person is asked to confirm. "
+         + MINOR_UNITS,
+         schedules.create_invoice_schedule),
+    Tool("pause_invoice_schedule", "Pause an invoice schedule",
+         "Stop an active schedule's runs until it is resumed, with an optional `reason`. Nothing is made meanwhile.",
+         schedules.pause_invoice_schedule, "schedule", SCHEDULE),
+    Tool("resume_invoice_schedule", "Resume an invoice schedule",
+         "Make a paused schedule active again, its runs acting from now on with this connection's permissions "
+         "(the scopes of its mode). Periods that began while it was paused are made at once as its `catch_up` says "
+         "(in `finalize_and_send` mode, e-mailed), unless `skip_missed` is true. Only when the user asked for it.",
+         schedules.resume_invoice_schedule, "schedule", SCHEDULE),
+    Tool("cancel_invoice_schedule", "Cancel an invoice schedule",
+         "End an active or paused schedule for good: no further invoices; those made stay. It cannot be resumed. "
+         "Only when the user asked for it; the person is asked to confirm.",
+         schedules.cancel_invoice_schedule, "schedule", SCHEDULE, destructive=True),
 )
 BY_NAME = {tool.name: tool for tool in TOOLS}

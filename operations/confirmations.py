@@ -1,5 +1,6 @@
 """What a person is asked before an assistant moves money or tells a customer: finalize, send, mark
-paid, void an invoice; issue, send, void a credit note; record, reverse a payment. One question per
+paid, void an invoice; issue, send, void a credit note; record, reverse a payment; create or cancel
+an invoice schedule (recurring invoices made without anyone asking again). One question per
 action, in the account's formatting, worded as what will happen: "Finalize the draft for Globex Corp,
 2,500.00 USD due 24 Dec 2026? It gets the next number and can no longer be edited." Every surface that asks (elicitation in
 either protocol generation, the invoice view inside the assistant) asks this question. A send's question shows everything that
@@ -15,9 +16,11 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime
+from zoneinfo import ZoneInfo
 
 from babel.dates import format_date
+from sqlmodel import select
 
 from core.access.principal import Principal
 from core.base import executor
@@ -35,32 +38,42 @@ from core.billing.payment_inputs import PaymentCreate, PaymentReverse
 from core.billing.payment_render import payment_to_api
 from core.billing.presentation import document_locale
 from core.billing.sending import SendInput, email_note, recipients
+from core.models import BusinessProfile
+from core.schedules import recurrence, schedules
+from core.schedules.schedule_inputs import ScheduleCreate
 
 # Each tool's action: the name its digest is taken under (core's, for payments: `record_payment`, `reverse_payment`).
 ACTIONS = {"finalize_invoice": "finalize", "send_invoice": "send", "mark_invoice_paid": "pay", "void_invoice": "void",
            "create_credit_note": "credit", "send_credit_note": "send_credit", "void_credit_note": "void_credit",
-           "record_payment": "record_payment", "reverse_payment": "reverse_payment"}
+           "record_payment": "record_payment", "reverse_payment": "reverse_payment",
+           "create_invoice_schedule": "schedule", "cancel_invoice_schedule": "cancel_schedule"}
 # What each action takes beside what it acts on (issuing a credit note, recording a payment: all of it, the
 # invoice included).
 INPUTS = {"send": SendInput, "pay": PayInput, "void": VoidInput, "credit": CreditNoteCreate, "send_credit": SendInput,
-          "record_payment": PaymentCreate, "reverse_payment": PaymentReverse}
-# The argument naming what each action acts on: the invoice, the credit note, or the payment.
-SUBJECT = {"send_credit": "credit_note", "void_credit": "credit_note", "reverse_payment": "payment"}
+          "record_payment": PaymentCreate, "reverse_payment": PaymentReverse, "schedule": ScheduleCreate}
+# The argument naming what each action acts on: the invoice, the credit note, the payment, the customer
+# a schedule bills, or the schedule.
+SUBJECT = {"send_credit": "credit_note", "void_credit": "credit_note", "reverse_payment": "payment",
+           "schedule": "customer", "cancel_schedule": "schedule"}
 # Actions whose input names the invoice itself (a body field, part of what the digest covers).
-SUBJECT_IN_INPUT = ("credit", "record_payment")
+SUBJECT_IN_INPUT = ("credit", "record_payment", "schedule")
 # The box to tick, where "Yes, {action} it" would not read.
 AGREEMENTS = {"send_credit": "Yes, send it", "void_credit": "Yes, void it", "record_payment": "Yes, record it",
-              "reverse_payment": "Yes, reverse it"}
+              "reverse_payment": "Yes, reverse it", "schedule": "Yes, schedule them",
+              "cancel_schedule": "Yes, cancel it"}
 IDEMPOTENCY_ARGUMENT = "idempotency_key"
 CONFIRM_FIELD = "confirm"
 
 
 @dataclass(frozen=True)
 class Question:
-    action: str  # finalize, send, pay, void, credit, send_credit, void_credit, record_payment or reverse_payment
+    action: str  # finalize, send, pay, void, credit, send_credit, void_credit, record_payment, reverse_payment,
+    # schedule or cancel_schedule
     message: str
-    invoice: str  # what it acts on: the invoice's id (in_…), the credit note's (cn_…) or the payment's (py_…)
-    view: dict  # the invoice (credit note, payment) as it stands, for a view that shows what is asked about
+    invoice: str  # what it acts on: the invoice's id (in_…), the credit note's (cn_…), the payment's (py_…), the
+    # customer a new schedule bills (cus_…) or the schedule's (sched_…)
+    view: dict  # the invoice (credit note, payment, a schedule's first invoice, the schedule) as it stands, for a
+    # view that shows what is asked about
     confirmed: Confirmed  # what a "yes" to this question approves: the digest of what it showed
 
     @property
@@ -90,6 +103,10 @@ def question_for(tool: str, principal: Principal, arguments: dict) -> Question |
             return _credit_note_question(session, principal, action, subject, inputs)
         if action == "reverse_payment":
             return _reversal_question(session, principal, subject, inputs)
+        if action == "schedule":
+            return _schedule_question(session, principal, inputs)
+        if action == "cancel_schedule":
+            return _cancel_schedule_question(session, principal, subject)
         view = executor.within(session, invoices.view_invoice, principal.account_id, subject)
         # What an app's `max_amount` is compared with: the total, or the payment (`pay`: what is due).
         amount = {"pay": view["amount_due"], "record_payment": getattr(inputs, "amount", None)}.get(action)
@@ -303,3 +320,53 @@ def _void_credit(view: dict, _inputs: None) -> str | None:
 
 _WORDING = {"finalize": _finalize, "send": _send, "pay": _pay, "void": _void, "credit": _credit,
             "send_credit": _send_credit, "void_credit": _void_credit, "record_payment": _record_payment}
+
+
+# --- invoice schedules ----------------------------------------------------------------------------
+
+SCHEDULE_MODES = {"draft": "as drafts to review (nothing is sent)",
+                  "finalize": "each finalized with the next number (not e-mailed)"}
+
+
+def _schedule_question(session, principal: Principal, data: ScheduleCreate) -> Question | None:
+    shown = schedules.what_it_makes(session, principal, data)
+    first = shown["first_invoice"]
+    return Question("schedule", _schedule(shown, data), first["customer"], first,
+                    Confirmed(digest(shown, "schedule", None)))  # the input is part of what is shown
+
+
+def _schedule(shown: dict, data: ScheduleCreate) -> str:
+    """Creating a schedule: the amount, the customer and the recurrence in words, what each run does
+    (a draft, finalized, or e-mailed to whom), and the first run: when, the period it bills, its due date."""
+    first = shown["first_invoice"]
+    customer = first["customer_details"]
+    mode = SCHEDULE_MODES.get(data.mode)
+    if mode is None:  # finalize_and_send: to the customer's address when each run sends
+        mode = (f"each finalized and e-mailed to {customer['email']}" if customer.get("email")
+                else "each finalized and e-mailed to the customer, who has no e-mail address yet")
+    local = datetime.fromisoformat(shown["first_run"].replace("Z", "+00:00")).astimezone(ZoneInfo(shown["time_zone"]))
+    period = shown["first_period"]
+    due = f", due {_day(first, first['due_date'])}" if first.get("due_date") else ""
+    return (f"Schedule invoices of {_money(first)} to {customer['name']} {recurrence.in_words(data.recurrence)}, "
+            f"{mode}? The first is made on {_day(first, local.date())} at {local:%H:%M} ({shown['time_zone']}), "
+            f"for {_day(first, period['start'])} to {_day(first, period['end'])}{due}. Each run acts with this "
+            "connection's permissions; the schedule can be paused or cancelled later.")
+
+
+def _cancel_schedule_question(session, principal: Principal, subject: str) -> Question | None:
+    schedule = schedules.get_schedule(session, principal.account_id, subject)
+    if schedule.status not in ("active", "paused"):
+        return None  # cancelled or completed already: refused (schedules.cancel)
+    shown = jsonable(schedules.schedule_to_api(session, schedule))
+    customer = executor.within(session, invoices.account_customer, principal.account_id, shown["customer"])
+    issuer = {"issuer": {"country_code": session.exec(select(BusinessProfile.country_code).where(
+        BusinessProfile.account_id == principal.account_id)).first()}}
+    made = "1 invoice made so far" if shown["invoices_made"] == 1 else f"{shown['invoices_made']} invoices made so far"
+    if shown["status"] == "paused":
+        made += ", paused"
+    elif shown["next_period"]:
+        made += f", the next on {_day(issuer, shown['next_period']['start'])}"
+    message = (f"Cancel the invoice schedule for {customer.name}, {shown['summary']} ({made})? No further invoices "
+               "are made, for good: it cannot be resumed. The invoices made stay.")
+    return Question("cancel_schedule", message, shown["id"], shown,
+                    Confirmed(digest(shown, "cancel_schedule", None)))

@@ -35,7 +35,9 @@ get_invoice_schedule = Operation(
     lambda call: _shown(call, schedules.get_schedule(call.session, call.principal.account_id, call.params["id"])),
     scope=READ, response=ScheduleOut)
 create_invoice_schedule = Operation(
-    "create_invoice_schedule", lambda call: _shown(call, schedules.create_schedule(call.session, call.principal, call.body)),
+    "create_invoice_schedule",
+    lambda call: _shown(call, schedules.create_schedule(call.session, call.principal, call.body,
+                                                        confirmed=call.confirmed)),
     scope=WRITE, body=ScheduleCreate, body_required=True, idempotency="required", response=ScheduleOut)
 pause_invoice_schedule = Operation(
     "pause_invoice_schedule",
@@ -47,7 +49,8 @@ resume_invoice_schedule = Operation(
     scope=WRITE, body=ScheduleResume, idempotency="optional", response=ScheduleOut)
 cancel_invoice_schedule = Operation(
     "cancel_invoice_schedule",
-    lambda call: _shown(call, schedules.cancel(call.session, call.principal, call.params["id"])),
+    lambda call: _shown(call, schedules.cancel(call.session, call.principal, call.params["id"],
+                                               confirmed=call.confirmed)),
     scope=WRITE, idempotency="optional", response=ScheduleOut)
 run_invoice_schedule = Operation("run_invoice_schedule", _run_now, scope=WRITE, idempotency="required",
                                  response=ScheduleRunOut)

@@ -18,8 +18,10 @@ from core.access.principal import Principal
 from core.base import executor, ids, lookup
 from core.base.clock import iso, now
 from core.base.errors import DomainError, FieldError, InvalidState, ValidationFailed
+from core.base.jsonout import jsonable
 from core.base.validation import failed
 from core.billing import events, invoices
+from core.billing.confirmations import Confirmed, check
 from core.mechanisms.pagination import Page, paginate
 from core.models import BusinessProfile, InvoiceSchedule, Price, ScheduleRun
 from core.schedules import acting, recurrence
@@ -56,25 +58,43 @@ def default_time_zone(session: Session, account_id: uuid.UUID) -> str:
     return recurrence.main_time_zone(country)
 
 
-def create_schedule(session: Session, principal: Principal, data: ScheduleCreate) -> InvoiceSchedule:
-    """A new active schedule, its first run at the start date's `run_at`; the template is checked now
-    as an invoice would be (customer billable, prices of the account)."""
+def what_it_makes(session: Session, principal: Principal, data: ScheduleCreate) -> dict:
+    """What creating the schedule `data` would do, as a person asked about it is shown it: the input,
+    the first run's invoice (as `POST /invoices/preview` computes it for the start date), the time zone,
+    the first run's moment and period. Refuses (DomainError) as creating it would."""
     _require_mode(principal, data.mode)
-    customer = executor.within(session, invoices.billable_customer, principal.account_id, data.customer)
+    executor.within(session, invoices.billable_customer, principal.account_id, data.customer)
     time_zone = data.time_zone or default_time_zone(session, principal.account_id)
     rule = data.recurrence
     if rule.start_date < now().astimezone(ZoneInfo(time_zone)).date():
         raise ValidationFailed.at("recurrence.start_date", "is in the past: start today or later (run a period at "
                                                             "once with POST /invoice-schedules/{id}/run)")
     try:
-        invoices.preview_invoice(session, principal, data.invoice.invoice_input(data.customer, rule.start_date))
+        first = invoices.preview_invoice(session, principal, data.invoice.invoice_input(data.customer, rule.start_date))
     except DomainError as error:
         raise _under("invoice", error) from None
     _recurring_prices_agree(session, principal.account_id, data)
+    start, end = recurrence.period(rule, 0)
+    return {"input": data.model_dump(mode="json", warnings=False),
+            "first_invoice": {name: value for name, value in first.items() if name not in ("created", "updated")},
+            "time_zone": time_zone, "first_run": iso(recurrence.next_run(rule, time_zone, 0)),
+            "first_period": {"start": start.isoformat(), "end": end.isoformat()}}
+
+
+def create_schedule(session: Session, principal: Principal, data: ScheduleCreate, *,
+                    confirmed: Confirmed | None = None) -> InvoiceSchedule:
+    """A new active schedule, its first run at the start date's `run_at`; the template is checked now
+    as an invoice would be (customer billable, prices of the account). `confirmed`: what the person was
+    asked (`what_it_makes`), when a surface asked."""
+    shown = what_it_makes(session, principal, data)
+    if confirmed is not None:
+        check(confirmed, shown, "schedule", None)
+    rule, time_zone = data.recurrence, shown["time_zone"]
     schedule = InvoiceSchedule(
-        account_id=principal.account_id, customer_id=customer.id, mode=data.mode, template=data.invoice.stored(),
-        recurrence=rule.stored(), time_zone=time_zone, catch_up=data.catch_up, max_attempts=data.max_attempts,
-        next_run_at=recurrence.next_run(rule, time_zone, 0), **acting.creator_fields(principal))
+        account_id=principal.account_id, customer_id=ids.parse("customer", shown["first_invoice"]["customer"]),
+        mode=data.mode, template=data.invoice.stored(), recurrence=rule.stored(), time_zone=time_zone,
+        catch_up=data.catch_up, max_attempts=data.max_attempts, next_run_at=recurrence.next_run(rule, time_zone, 0),
+        **acting.creator_fields(principal))
     session.add(schedule)
     record(session, schedule, "invoice_schedule.created", principal.event_meta())
     return schedule
@@ -175,9 +195,13 @@ def resume(session: Session, principal: Principal, id_text: str, data: ScheduleR
     return schedule
 
 
-def cancel(session: Session, principal: Principal, id_text: str) -> InvoiceSchedule:
+def cancel(session: Session, principal: Principal, id_text: str, *, confirmed: Confirmed | None = None) -> InvoiceSchedule:
+    """Cancelled for good. `confirmed`: what the person was asked (the schedule as `schedule_to_api` shows
+    it, read under its lock here), when a surface asked."""
     schedule = get_schedule(session, principal.account_id, id_text, lock=True)
     _require_status(schedule, ("active", "paused"), "cancelled")
+    if confirmed is not None:
+        check(confirmed, jsonable(schedule_to_api(session, schedule)), "cancel_schedule", None)
     schedule.status, schedule.cancelled_at, schedule.next_run_at = "cancelled", now(), None
     _touched(session, schedule)
     record(session, schedule, "invoice_schedule.cancelled", principal.event_meta())

@@ -31,6 +31,7 @@ def real_ids(tool: Tool, records: dict[str, Any]) -> list[str]:
         "item": [records["draft"]["lines"]["data"][0]["id"]],
         "credit_note": [records["credit_note"]["id"]],
         "payment": [records["payment"]["id"]],
+        "schedule": [records["schedule"]["id"], records["paused_schedule"]["id"]],
     }.get(tool.id_argument or "", [])
 
 
@@ -39,15 +40,25 @@ def valid_body(tool: Tool, records: dict[str, Any]) -> dict[str, Any]:
     return hostile.valid_body(tool.operation.name, records) or {
         "record_payment": {"invoice": records["open"]["id"], "amount": 1},
         "reverse_payment": {"reason": "Bounced"},
+        "create_invoice_schedule": schedule_body(records),
     }.get(tool.name, {})
 
 
+def schedule_body(records: dict[str, Any]) -> dict[str, Any]:
+    return {"customer": records["customer"]["id"], "invoice": {"items": [{"price": records["price"]["id"]}]},
+            "recurrence": {"interval": "month", "start_date": "2030-01-31", "day_of_month": "last", "count": 3}}
+
+
 def seeded(tenant) -> dict[str, Any]:
-    """tests/hostile.py's records, and a payment of the open invoice."""
+    """tests/hostile.py's records, a payment of the open invoice, and invoice schedules (one paused)."""
     records = hostile.seed(tenant)
     paid = tenant.post("/payments", json={"invoice": records["open"]["id"], "amount": 100}, idem=True)
     assert paid.status_code == 201, paid.text
-    return {**records, "payment": paid.json()["data"]}
+    schedules = [tenant.post("/invoice-schedules", json=schedule_body(records), idem=True) for _ in range(2)]
+    assert all(made.status_code == 201 for made in schedules), schedules[0].text
+    paused = schedules[1].json()["data"]
+    assert tenant.post(f"/invoice-schedules/{paused['id']}/pause", json={}).status_code == 200
+    return {**records, "payment": paid.json()["data"], "schedule": schedules[0].json()["data"], "paused_schedule": paused}
 
 
 def arguments_for(tool: Tool, records: dict[str, Any]) -> st.SearchStrategy[dict[str, Any]]:

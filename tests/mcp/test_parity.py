@@ -11,8 +11,8 @@ from tests.api.invoicing import adhoc, customer, draft, open_invoice, price
 from tests.mcp.jsonrpc import structured
 
 VARYING = {"id", "customer", "invoice", "invoice_line", "price", "product", "created", "updated", "created_at", "finalized_at",
-           "paid_at", "voided_at", "reversed_at", "number", "public_url_token", "public_url", "public_pdf_url",
-           "formatted", "next_cursor", "request_id", "api_key_id"}
+           "paid_at", "voided_at", "reversed_at", "paused_at", "cancelled_at", "number", "public_url_token", "public_url",
+           "public_pdf_url", "formatted", "next_cursor", "request_id", "api_key_id"}
 
 
 def normalized(value: Any) -> Any:
@@ -68,6 +68,19 @@ def _payment(tenant) -> dict:
 def _owed(tenant) -> dict:
     _open(tenant)
     return {}
+
+
+SCHEDULE = {"invoice": {"items": [adhoc("Retainer", 250000)], "currency": "EUR"}, "time_zone": "Europe/Berlin",
+            "recurrence": {"interval": "month", "start_date": "2027-01-01", "count": 12}}
+
+
+def _schedule(tenant, *, paused: bool = False) -> dict:
+    created = tenant.post("/invoice-schedules", json={**_customer(tenant), **SCHEDULE}, idem=True)
+    assert created.status_code == 201, created.text
+    schedule = created.json()["data"]["id"]
+    if paused:
+        assert tenant.post(f"/invoice-schedules/{schedule}/pause", json={"reason": "Holiday"}).status_code == 200
+    return {"schedule": schedule}
 
 
 PAYMENT = {"amount": 100000, "method": "card", "reference": "CARD-7", "paid_on": "2026-11-20", "note": "Terminal 2"}
@@ -153,6 +166,19 @@ CASES = [
          lambda t, c: t.post(f"/payments/{c['payment']}/reverse", json={"reason": "Bounced"}, idem=True),
          lambda c: {**c, "reason": "Bounced"}),
     Case("get_receivables", _owed, lambda t, c: t.get("/receivables"), lambda c: {}, unwrap=False),
+    Case("list_invoice_schedules", _schedule, lambda t, c: t.get("/invoice-schedules", params={"status": "active"}),
+         lambda c: {"status": "active"}, unwrap=False),
+    Case("create_invoice_schedule", _customer,
+         lambda t, c: t.post("/invoice-schedules", json={**c, **SCHEDULE, "mode": "finalize"}, idem=True),
+         lambda c: {**c, **SCHEDULE, "mode": "finalize"}),
+    Case("pause_invoice_schedule", _schedule,
+         lambda t, c: t.post(f"/invoice-schedules/{c['schedule']}/pause", json={"reason": "Holiday"}),
+         lambda c: {**c, "reason": "Holiday"}),
+    Case("resume_invoice_schedule", lambda t: _schedule(t, paused=True),
+         lambda t, c: t.post(f"/invoice-schedules/{c['schedule']}/resume", json={"skip_missed": True}),
+         lambda c: {**c, "skip_missed": True}),
+    Case("cancel_invoice_schedule", _schedule, lambda t, c: t.post(f"/invoice-schedules/{c['schedule']}/cancel"),
+         lambda c: c),
 ]
 
 

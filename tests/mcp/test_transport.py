@@ -21,6 +21,8 @@ DECIDED_TOOLS = {
     "send_invoice", "mark_invoice_paid", "preview_invoice", "confirm_invoice_action", "get_e_invoice",
     "list_credit_notes", "get_credit_note", "preview_credit_note", "create_credit_note", "send_credit_note",
     "void_credit_note", "list_payments", "record_payment", "reverse_payment", "get_receivables",
+    "list_invoice_schedules", "create_invoice_schedule", "pause_invoice_schedule", "resume_invoice_schedule",
+    "cancel_invoice_schedule",
 }
 
 

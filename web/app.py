@@ -14,6 +14,7 @@ from web import (
     onboarding,
     public,
     receivables_pages,
+    reminder_pages,
     schedule_pages,
     settings_pages,
 )
@@ -32,5 +33,6 @@ def routes(connected_apps: ConnectedApps) -> list[BaseRoute]:
         *schedule_pages.routes(),
         *catalog_pages.routes(),
         *settings_pages.routes(),
+        *reminder_pages.routes(),
         *app_pages.routes(connected_apps),
     ]

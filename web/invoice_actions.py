@@ -1,5 +1,7 @@
 """An invoice's lifecycle in the dashboard: finalize, send, mark paid, void and delete, each on a
-page that says what it will do before the person confirms (run through the operations); and its
+page that says what it will do before the person confirms (run through the operations); a payment
+reminder sent now (confirmed first, with an optional message) and pausing or resuming the reminders
+of the account's policy for one invoice (`operations.reminders`); and its
 payments: the form on the invoice's page that records one (part of what is due, or more with the
 excess on the customer's balance), and reversing one, confirmed first with its reason."""
 
@@ -17,6 +19,7 @@ from core.billing import numbering
 from core.billing.business import find_profile
 from operations import invoices as invoice_operations
 from operations import payments as payment_operations
+from operations import reminders as reminder_operations
 from pages.routing import Visit, errors_of, page, redirect
 from web.acting import act, new_form_key
 from web.invoice_pages import (
@@ -55,6 +58,8 @@ ACTIONS: dict[str, dict] = {
              "states": ("open", "overdue"), "notice": "voided", "button": "Void invoice"},
     "delete": {"operation": invoice_operations.delete_invoice, "title": "Delete", "fields": (),
                "states": ("draft",), "notice": "deleted", "button": "Delete draft"},
+    "remind": {"operation": reminder_operations.remind_invoice, "title": "Send a reminder of", "fields": ("message",),
+               "states": ("open", "overdue"), "notice": "reminded", "button": "Send reminder"},
 }
 
 
@@ -70,10 +75,23 @@ def _consequence(visit: Visit, action: str, invoice: dict) -> str:
         due = format_money(invoice["amount_due"], invoice["currency"])
         return (f"{label} ({due} due) will be recorded as paid. No money moves: this records a payment you "
                 "received some other way.")
+    if action == "remind":
+        return _remind_consequence(invoice)
     if action == "void":
         return (f"{label} will be void: it keeps its number in your records but is no longer owed, and "
                 "the customer's link shows it as void. This cannot be undone.")
     return f"{label} will be deleted with its lines. Drafts have no number, so no gap is left."
+
+
+def _remind_consequence(invoice: dict) -> str:
+    due = format_money(invoice["amount_due"], invoice["currency"])
+    to = invoice["customer_details"].get("email")
+    if not to:
+        return (f"{_label(invoice)} ({due} due): the customer has no e-mail address to remind. Add one on their "
+                "page first.")
+    return (f"A payment reminder of {_label(invoice)} ({due} due) will be e-mailed now to {to}, in the words of "
+            "your reminder policy's step nearest its days overdue, with your message before them. It counts "
+            "against your e-mail limits; the reminders your policy sends on their days still go.")
 
 
 def _action_values(visit: Visit, action: str, invoice: dict, *, submitted: bool) -> dict[str, str]:
@@ -92,6 +110,8 @@ def _action_body(action: str, values: dict[str, str]) -> dict | None:
         return {"paid_on": values["paid_on"] or None, "reference": values["reference"] or None}
     if action == "void":
         return {"reason": values["reason"] or None}
+    if action == "remind":
+        return {"message": values["message"] or None}
     return None
 
 
@@ -235,9 +255,26 @@ def reverse_payment(visit: Visit) -> Response:
     return _reversal(visit, visit.text("payment", 100), run=True)
 
 
+# --- reminders ---------------------------------------------------------------------------------
+
+def pause_reminders(visit: Visit) -> Response:
+    """Pause (`paused=true`) or resume the policy's reminders of the invoice."""
+    try:
+        invoice = load_invoice(visit)
+    except NotFound:
+        return not_found(visit, "invoice", "/invoices")
+    paused = visit.text("paused", 10) == "true"
+    try:
+        act(visit, reminder_operations.pause_invoice_reminders, params={"id": invoice["id"]}, body={"paused": paused})
+    except DomainError as exc:
+        return refused(visit, exc, "reminders", {})
+    return redirect(detail_url(invoice["id"], "reminders_paused" if paused else "reminders_resumed"))
+
+
 def routes() -> list[Route]:
     return [*(page(f"/invoices/{{invoice_id}}/{action}", get=lambda visit, action=action: confirm_action(visit, action),
                    post=lambda visit, action=action: run_action(visit, action))
               for action in ACTIONS),
             page("/invoices/{invoice_id}/payments", post=record_payment),
+            page("/invoices/{invoice_id}/reminders", post=pause_reminders),
             page("/invoices/{invoice_id}/payments/reverse", get=confirm_reversal, post=reverse_payment)]

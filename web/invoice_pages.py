@@ -7,6 +7,7 @@ form that records one (run in `invoice_actions`), and shows its payment QR code 
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import closing
 from urllib.parse import urlencode
 
 from markupsafe import Markup
@@ -17,16 +18,18 @@ from core.access.accounts import account_of, owner_of
 from core.access.apikeys import list_keys
 from core.base import ids
 from core.base.clock import today
-from core.base.db import transaction
+from core.base.db import new_session, transaction
 from core.base.errors import DomainError, NotFound, ValidationFailed
 from core.base.money import currency_exponent, format_money, from_major
 from core.base.validation import parse
 from core.billing import documents, events, payment_qr
+from core.billing import invoices as core_invoices
 from core.billing.business import find_profile
 from core.billing.invoice_lines import UNIT_CODES
 from core.billing.payment_inputs import PAYMENT_METHODS
 from core.billing.presentation import address_lines, status_label, total_rows
 from core.documents.export import EInvoiceQuery, e_invoice
+from core.schedules import reminder_policy, reminders
 from operations import credit_notes as credit_note_operations
 from operations import customers as customer_operations
 from operations import invoices as invoice_operations
@@ -58,6 +61,9 @@ NOTICES = {
     "payment_to_balance": "The payment is recorded: the invoice is paid, and what was paid beyond it is on the "
                           "customer's balance for their next invoice.",
     "payment_reversed": "The payment is reversed: what it paid is due again.",
+    "reminded": "The payment reminder is e-mailed to the customer.",
+    "reminders_paused": "Reminders of this invoice are paused: your reminder policy sends none until you resume them.",
+    "reminders_resumed": "Reminders of this invoice are on again, as your reminder policy says.",
 }
 PAYABLE = ("open", "overdue")
 METHOD_LABELS = {"bank_transfer": "Bank transfer", "card": "Card", "cash": "Cash", "cheque": "Cheque",
@@ -68,7 +74,8 @@ METHOD_CHOICES = [(method, METHOD_LABELS[method]) for method in PAYMENT_METHODS]
 # How history names an event whose type does not read well as it is.
 EVENT_LABELS = {"credit_note.created": "credit note issued", "credit_note.voided": "credit note voided",
                 "credit_note.emailed": "credit note e-mailed", "credit_note.email_failed": "credit note e-mail failed",
-                "payment.recorded": "payment recorded", "payment.reversed": "payment reversed"}
+                "payment.recorded": "payment recorded", "payment.reversed": "payment reversed",
+                "invoice.reminder_sent": "payment reminder sent"}
 
 
 def _notice(visit: Visit) -> str | None:
@@ -120,6 +127,10 @@ def _actor_names(visit: Visit) -> Callable[[dict | None], str]:
             return f"{_app_name(meta)} (connected app)"
         if actor == "user":
             return f"{person} (dashboard)"
+        if actor == "reminders":
+            return "Your reminder policy (automatic)"
+        if actor == "schedule":
+            return "A schedule (automatic)"
         return "Customer, through the public link"
     return name
 
@@ -278,6 +289,8 @@ def _detail_page(visit: Visit, *, errors: dict | None = None, failed: str | None
         context["price_options"] = _price_options(visit, invoice["currency"])
     notes = [] if draft else notes_of_invoice(visit, invoice["id"])
     context["schedule_summary"] = _schedule_summary(visit, invoice)
+    context["reminders"] = reminders_of(visit, invoice)
+    context["late_fee_for"] = late_fee_origin(visit, invoice)
     payable = invoice["status"] in PAYABLE
     if payable:
         context["payment_values"] = (values or {}) if failed == "payment" else payment_defaults(invoice)
@@ -292,7 +305,44 @@ def _detail_page(visit: Visit, *, errors: dict | None = None, failed: str | None
                   drafted_by=_creators(visit, [invoice]).get(invoice["id"]),
                   customer_address=address_lines(invoice["customer_details"].get("address")),
                   totals=total_rows(invoice), errors=errors or {}, failed=failed, values=values or {},
-                  major=major_text, form_key=new_form_key(), notice=_notice(visit), **context)
+                  major=major_text, relative_days=relative_days, form_key=new_form_key(), notice=_notice(visit),
+                  **context)
+
+
+def relative_days(days: int) -> str:
+    """A reminder step's day in words: `7 days after the due date`, `on the due date`."""
+    if days == 0:
+        return "on the due date"
+    count = f"{abs(days)} day{'' if abs(days) == 1 else 's'}"
+    return f"{count} {'after' if days > 0 else 'before'} the due date"
+
+
+def reminders_of(visit: Visit, invoice: dict) -> dict | None:
+    """An open invoice's payment reminders: paused or not, the next one the account's policy will send
+    (`core.schedules.reminders.next_reminder`, read-only), whether the policy is on, and whether a
+    reminder can be sent now; None for an invoice that takes no reminder (a draft, paid, void)."""
+    if invoice["status"] not in PAYABLE:
+        return None
+    with closing(new_session(read_only=True)) as session:
+        account_id = account_of(session, visit.user).id
+        row = core_invoices.get_invoice(session, account_id, invoice["id"])
+        upcoming = reminders.next_reminder(session, row)
+        active = reminder_policy.policy_of(session, account_id).active
+    return {"paused": bool(invoice.get("reminders_paused")), "policy_active": active,
+            "next": upcoming, "next_when": relative_days(upcoming["days"]) if upcoming else "",
+            "can_remind": invoice["amount_due"] > 0}
+
+
+def late_fee_origin(visit: Visit, invoice: dict) -> dict | None:
+    """On a late fee's invoice, the overdue invoice it charges for: its id and number."""
+    overdue_id = invoice.get("late_fee_for")
+    if not overdue_id:
+        return None
+    try:
+        overdue = act(visit, invoice_operations.get_invoice, params={"id": overdue_id})
+    except NotFound:
+        return {"id": overdue_id, "number": overdue_id}
+    return {"id": overdue_id, "number": overdue["number"] or overdue_id}
 
 
 def _schedule_summary(visit: Visit, invoice: dict) -> str | None:

@@ -132,9 +132,9 @@ def test_creating_a_schedule_with_a_free_line_and_a_price(person, tenant):
     schedule_id = re.fullmatch(r"/schedules/(sched_[0-9a-f]+)\?notice=created", response.headers["location"]).group(1)
     schedule = tenant.get(f"/invoice-schedules/{schedule_id}").json()["data"]
     assert schedule["invoice"]["items"] == [
-        {"description": "Retainer", "quantity": "1", "unit": "NOS", "unit_amount": 250000,
-         "discount_percent": "0"},
-        {"price": widget["id"], "quantity": "2", "unit": "NOS", "discount_percent": "0"}]
+        {"description": "Retainer", "quantity": 1, "unit": "NOS", "unit_amount": 250000,
+         "discount_percent": 0},
+        {"price": widget["id"], "quantity": 2, "unit": "NOS", "discount_percent": 0}]
     assert (schedule["invoice"]["currency"], schedule["invoice"]["days_until_due"]) == ("EUR", 14)
     assert schedule["recurrence"]["run_at"] == "09:30" and schedule["recurrence"]["interval"] == "month"
     assert (schedule["time_zone"], schedule["mode"], schedule["catch_up"]) == ("Europe/Berlin", "draft", "all")

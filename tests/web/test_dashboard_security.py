@@ -8,10 +8,19 @@ import pytest
 from tests.api.invoicing import customer, draft, open_invoice, price
 from tests.conftest import make_tenant
 from tests.web.conftest import OWNER_PASSWORD, Browser
-from web import catalog_pages, credit_note_pages, invoice_actions, invoice_lines, invoice_pages, schedule_pages
+from web import (
+    catalog_pages,
+    credit_note_pages,
+    invoice_actions,
+    invoice_lines,
+    invoice_pages,
+    reminder_pages,
+    schedule_pages,
+)
 
 DASHBOARD_ROUTES = [*invoice_pages.routes(), *invoice_lines.routes(), *invoice_actions.routes(),
-                    *credit_note_pages.routes(), *catalog_pages.routes(), *schedule_pages.routes()]
+                    *credit_note_pages.routes(), *catalog_pages.routes(), *schedule_pages.routes(),
+                    *reminder_pages.routes()]
 POST_PATHS = sorted({route.path for route in DASHBOARD_ROUTES if "POST" in route.methods} | {"/settings/business"})
 GET_PATHS_WITH_IDS = sorted(route.path for route in DASHBOARD_ROUTES if "GET" in route.methods and "{" in route.path)
 

@@ -6,7 +6,7 @@ of VAT (category O)."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date
 from decimal import Decimal
 
 from sqlalchemy import update
@@ -52,17 +52,18 @@ def fee_lines(invoice: Invoice, policy: ReminderPolicyInput, days_overdue: int) 
     return lines
 
 
-def issue(session: Session, principal: Principal, invoice: Invoice, policy: ReminderPolicyInput, moment: datetime):
-    """The late fee's invoice for the overdue `invoice`, finalized in `session`'s transaction, acting as
-    `principal` (the account's owner: the policy is theirs); its id, or None when the fee comes to nothing."""
-    days_overdue = max(0, (moment.date() - invoice.due_date).days)
+def issue(session: Session, principal: Principal, invoice: Invoice, policy: ReminderPolicyInput, today: date):
+    """The late fee's invoice for the overdue `invoice`, issued `today` (the business's day) and finalized
+    in `session`'s transaction, acting as `principal` (the account's owner: the policy is theirs); its
+    id, or None when the fee comes to nothing."""
+    days_overdue = max(0, (today - invoice.due_date).days)
     lines = fee_lines(invoice, policy, days_overdue)
     if not lines:
         return None
     data = InvoiceCreate.model_validate({
         "customer": ids.public_id("customer", invoice.customer_id), "currency": invoice.currency,
         "description": f"Late payment of invoice {invoice.number}, due {invoice.due_date.isoformat()}.",
-        "days_until_due": 14, "items": lines})
+        "issue_date": today.isoformat(), "days_until_due": 14, "items": lines})
     drafted = executor.within(session, invoices.create_invoice, principal, data)
     fee_id = drafted.invoice.id
     session.exec(update(Invoice).where(Invoice.id == fee_id).values(late_fee_for_id=invoice.id))

@@ -12,7 +12,9 @@ from typing import Annotated, Literal
 from pydantic import Field, Strict, StrictBool, field_validator, model_validator
 from sqlmodel import Session
 
+from core.access import accounts
 from core.base.clock import iso, now
+from core.base.errors import InvalidState
 from core.base.validation import MULTI_LINE, FieldValueError, Input, MinorUnits
 from core.models import ReminderPolicy
 
@@ -143,6 +145,8 @@ def to_api(session: Session, account_id: uuid.UUID) -> dict:
 
 
 def replace(session: Session, account_id: uuid.UUID, data: ReminderPolicyInput) -> dict:
+    if data.active and not accounts.account_email_verified(session, account_id):
+        raise InvalidState("The account e-mail address is not verified: verify it before turning reminders on.")
     row = stored(session, account_id) or ReminderPolicy(account_id=account_id)
     dumped = data.model_dump(mode="json")
     row.active, row.steps, row.late_fee = data.active, dumped["steps"], dumped["late_fee"]

@@ -1,5 +1,5 @@
 """Payment reminders: each step of an account's policy e-mailed once per open invoice, by the worker's
-`schedules` job; and one reminder sent now, by request (`POST /invoices/{id}/remind`, MCP `send_reminder`).
+`reminders` job; and one reminder sent now, by request (`POST /invoices/{id}/remind`, MCP `send_reminder`).
 
 * **When.** A step is due from 08:00 on its day (the due date plus its `days`) in the business's time
   zone (its country's main zone), for an open invoice with something due whose reminders are not
@@ -15,8 +15,11 @@
 * **Caps.** Each reminder counts against the account's hourly e-mail cap; over it, the reminder waits
   (`pending`) until the cap resets, never dropped.
 * **Late fee.** A step marked `late_fee` issues the policy's fee as an invoice of its own (finalized,
-  naming the overdue one; the overdue invoice never changes), at most once per invoice, in the
-  reminder's transaction, and the reminder explains it.
+  naming the overdue one; the overdue invoice never changes), at most once per invoice and never on a
+  late fee's own invoice, in the reminder's transaction, and the reminder explains it. A fee that
+  cannot be issued (the customer archived) leaves the reminder to go without it, saying why.
+* **Who.** Only accounts whose e-mail address is verified send reminders (as invoice e-mails), and
+  only to customers with an address. One invoice's failure never holds up another's.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from core.access.principal import Principal
 from core.base import executor, ids
 from core.base.clock import now
 from core.base.db import transaction
-from core.base.errors import InvalidState, ValidationFailed
+from core.base.errors import DomainError, InvalidState, ValidationFailed
 from core.base.money import format_money
 from core.billing import delegated_actions, events, invoices, sending
 from core.billing.invoice_render import amount_due, invoice_to_api
@@ -79,9 +82,10 @@ def send_due(moment: datetime, done: Sent | None = None) -> Sent:
             InvoiceReminder.status == "pending", InvoiceReminder.next_attempt_at <= moment).limit(MAX_PER_PASS)))
     for reminder_id in waiting:
         _deliver(reminder_id, moment, done)
+    budget = [MAX_PER_PASS]  # new reminders this pass, all accounts together: the rest wait for the next
     for policy in policies:
         try:
-            _send_policy(policy, moment, done)
+            _send_policy(policy, moment, done, budget)
         except Exception:  # one account's failure never stops the others'
             log.exception("Reminders of account %s failed; they are tried again next pass.", policy.account_id)
     give_up_interrupted(moment)
@@ -93,23 +97,26 @@ def _zone(session: Session, account_id: uuid.UUID) -> ZoneInfo:
     return ZoneInfo(default_time_zone(session, account_id))
 
 
-def _send_policy(row: ReminderPolicy, moment: datetime, done: Sent) -> None:
+def _send_policy(row: ReminderPolicy, moment: datetime, done: Sent, budget: list[int]) -> None:
     policy = reminder_policy.policy_of_row(row)
     if not policy.steps:
         return
     with transaction() as session:
+        if not accounts.account_email_verified(session, row.account_id):
+            return  # as for invoice e-mails: nothing goes out in the name of an unverified account
         zone = _zone(session, row.account_id)
         local = moment.astimezone(zone)
         today = local.date() if local.time() >= SEND_FROM else local.date() - timedelta(days=1)
         earliest = min(step.days for step in policy.steps)
         candidates = list(session.exec(select(Invoice).where(
             Invoice.account_id == row.account_id, Invoice.status == "open", Invoice.reminders_paused.is_(False),
-            Invoice.due_date.is_not(None), Invoice.due_date <= today - timedelta(days=earliest))))
+            Invoice.due_date.is_not(None), Invoice.due_date <= today - timedelta(days=earliest))
+            .order_by(Invoice.due_date, Invoice.id)))
         rowed = {(reminder.invoice_id, reminder.step_days) for reminder in session.exec(select(InvoiceReminder).where(
             InvoiceReminder.account_id == row.account_id, InvoiceReminder.manual.is_(False),
             InvoiceReminder.invoice_id.in_([invoice.id for invoice in candidates])))} if candidates else set()
     for invoice in candidates:
-        if amount_due(invoice) <= 0:
+        if amount_due(invoice) <= 0 or budget[0] <= 0:
             continue
         finalized_on = invoice.finalized_at.astimezone(zone).date() if invoice.finalized_at else invoice.issue_date
         due = [step for step in sorted(policy.steps, key=lambda step: step.days)
@@ -119,8 +126,12 @@ def _send_policy(row: ReminderPolicy, moment: datetime, done: Sent) -> None:
         for passed in due[:-1]:
             if (invoice.id, passed.days) not in rowed:
                 done.skipped += _skip(invoice, passed)
-        if _claim_step(invoice.id, due[-1], policy, moment):
-            _deliver_claimed(invoice.id, due[-1].days, moment, done)
+        budget[0] -= 1
+        try:
+            if _claim_step(invoice.id, due[-1], policy, moment, zone):
+                _deliver_claimed(invoice.id, due[-1].days, moment, done)
+        except Exception:  # this invoice only: the others go on
+            log.exception("Reminder of invoice %s failed; it is tried again next pass.", invoice.id)
 
 
 def _skip(invoice: Invoice, step: ReminderStep) -> int:
@@ -144,9 +155,11 @@ def _remindable(invoice: Invoice | None) -> str | None:
     return None
 
 
-def _claim_step(invoice_id: uuid.UUID, step: ReminderStep, policy: ReminderPolicyInput, moment: datetime) -> bool:
+def _claim_step(invoice_id: uuid.UUID, step: ReminderStep, policy: ReminderPolicyInput, moment: datetime,
+                zone: ZoneInfo) -> bool:
     """The step's row inserted (`pending`), the late fee issued with it when the step charges one; False
-    when another process has it or the invoice no longer takes reminders."""
+    when another process has it or the invoice no longer takes reminders. A customer without an e-mail
+    address gets the row `failed` (once: no later pass tries that step again), and no fee."""
     try:
         with transaction() as session:
             invoice = session.exec(select(Invoice).where(Invoice.id == invoice_id).with_for_update()
@@ -155,14 +168,27 @@ def _claim_step(invoice_id: uuid.UUID, step: ReminderStep, policy: ReminderPolic
                 return False
             reminder = InvoiceReminder(account_id=invoice.account_id, invoice_id=invoice.id, step_days=step.days,
                                        status="pending", next_attempt_at=moment)
-            if step.late_fee and policy.late_fee is not None and not _fee_charged(session, invoice.id):
-                reminder.late_fee_invoice_id = late_fees.issue(session, _owner(session, invoice.account_id), invoice,
-                                                               policy, moment)
+            if not (invoice.customer_snapshot or {}).get("email"):
+                reminder.status, reminder.next_attempt_at = "failed", None
+                reminder.error = "The customer has no e-mail address."
+            elif step.late_fee and policy.late_fee is not None and invoice.late_fee_for_id is None \
+                    and not _fee_charged(session, invoice.id):
+                reminder.late_fee_invoice_id, reminder.error = _fee(session, invoice, policy, moment, zone)
             session.add(reminder)
             session.flush()
-        return True
+        return reminder.status == "pending"
     except IntegrityError:
         return False
+
+
+def _fee(session: Session, invoice: Invoice, policy: ReminderPolicyInput, moment: datetime, zone: ZoneInfo):
+    """The late fee's invoice id, issued in a savepoint, and None; or None and why it could not be."""
+    try:
+        with session.begin_nested():
+            return late_fees.issue(session, _owner(session, invoice.account_id), invoice, policy,
+                                   moment.astimezone(zone).date()), None
+    except DomainError as refused:
+        return None, f"No late fee was charged: {refused.detail}"[:1000]
 
 
 def _fee_charged(session: Session, invoice_id: uuid.UUID) -> bool:
@@ -207,7 +233,12 @@ def _deliver(reminder_id: uuid.UUID, moment: datetime, done: Sent) -> None:
             session.add(reminder)
             done.deferred += 1
             return
-        reminder.status, reminder.next_attempt_at = "sending", moment
+        if not reminder.manual and (why := _outside_policy(session, reminder)) is not None:
+            reminder.status, reminder.error, reminder.next_attempt_at = "skipped", f"Not sent: {why}.", None
+            session.add(reminder)
+            done.skipped += 1
+            return
+        reminder.status, reminder.next_attempt_at = "sending", max(now(), moment)
         session.add(reminder)
         policy = reminder_policy.policy_of(session, invoice.account_id)
         view = invoice_to_api(session, invoice, with_lines=False)
@@ -228,6 +259,16 @@ def _deliver(reminder_id: uuid.UUID, moment: datetime, done: Sent) -> None:
         done.sent += 1
 
 
+def _outside_policy(session: Session, reminder: InvoiceReminder) -> str | None:
+    """Why a reminder that waited (for the cap) is no longer the policy's to send, or None."""
+    policy = reminder_policy.policy_of(session, reminder.account_id)
+    if not policy.active:
+        return "reminders were turned off"
+    if reminder.step_days not in {step.days for step in policy.steps}:
+        return "its step was removed from the policy"
+    return None
+
+
 def _step(policy: ReminderPolicyInput, days: int) -> ReminderStep:
     """The step of `days`, or for a reminder by request the policy's step nearest (default wording)."""
     steps = policy.steps or reminder_policy.DEFAULT_STEPS
@@ -239,12 +280,15 @@ def _step(policy: ReminderPolicyInput, days: int) -> ReminderStep:
 
 def _sent(reminder_id: uuid.UUID, to: str | None, error: str | None, meta: dict) -> None:
     with transaction() as session:
-        reminder = session.get(InvoiceReminder, reminder_id)
+        reminder = session.exec(select(InvoiceReminder).where(InvoiceReminder.id == reminder_id).with_for_update()
+                                .execution_options(populate_existing=True)).one()
+        if reminder.status != "sending":  # given up as unknown meanwhile: that stands
+            return
         if error is not None:
             reminder.status, reminder.error = "failed", error[:1000]
             session.add(reminder)
             return
-        reminder.status, reminder.sent_to, reminder.sent_at, reminder.error = "sent", to, now(), None
+        reminder.status, reminder.sent_to, reminder.sent_at = "sent", to, now()  # any note on its fee stays
         session.add(reminder)
         invoice = session.get(Invoice, reminder.invoice_id)
         fee = ids.public_id("invoice", reminder.late_fee_invoice_id) if reminder.late_fee_invoice_id else None

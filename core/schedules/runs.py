@@ -39,7 +39,17 @@ from core.access.principal import Principal
 from core.base import executor, ids, metrics
 from core.base.clock import now
 from core.base.db import new_session, transaction
-from core.base.errors import DomainError, Forbidden, GrantLimitExceeded, InvalidState, RateLimited, Unauthorized, UpstreamFailed
+from core.base.errors import (
+    Conflict,
+    DomainError,
+    Forbidden,
+    GrantLimitExceeded,
+    InternalError,
+    InvalidState,
+    RateLimited,
+    Unauthorized,
+    UpstreamFailed,
+)
 from core.billing import finalization, invoices, sending
 from core.models import InvoiceSchedule, ScheduleRun
 from core.schedules import acting, recurrence, schedules
@@ -78,12 +88,19 @@ def run_due(clock=now) -> Pass:
             if run is not None:
                 done.made.append(run.invoice_id)
                 metrics.schedule_run("made", (moment - run.scheduled_for).total_seconds())
-        except IntegrityError:  # another process made this period first: nothing to do
-            log.info("Schedule %s: period made by another process.", schedule_id)
-        except DomainError as error:
+            continue
+        except IntegrityError:
+            # Another process made this period first (the schedule has moved on: nothing is recorded), or
+            # something else clashed: recorded as a failure like any other.
+            error: DomainError = Conflict("The period's run could not be recorded: it clashed with another row.")
+        except DomainError as refused:
+            error = refused
+        except Exception:  # a fault of ours, or of the host (a time zone gone): this schedule only
+            log.exception("Schedule %s: the run of its next period failed.", schedule_id)
+            error = InternalError("The run failed unexpectedly; it is tried again later.")
+        if record_failure(schedule_id, error, moment):
             done.failed += 1
             metrics.schedule_run("failed", None)
-            record_failure(schedule_id, error, moment)
     send_due_emails(moment, done)
     give_up_interrupted(moment)
     return done
@@ -114,7 +131,7 @@ def run_period(session: Session, schedule_id: uuid.UUID, moment: datetime, *, fo
     for scope in schedules.required_scopes(schedule.mode):
         principal.require(scope)
     if schedule.catch_up == "latest" and not forced:
-        skip_passed(session, schedule, moment, keep_latest=True)
+        schedules.skip_passed(session, schedule, moment, keep_latest=True)
     rule = recurrence.from_stored(schedule.recurrence)
     bounds = recurrence.period(rule, schedule.next_index)
     if bounds is None:
@@ -168,35 +185,18 @@ def _advance(session: Session, schedule: InvoiceSchedule, rule: recurrence.Recur
         schedules.complete(session, schedule, meta)
 
 
-def skip_passed(session: Session, schedule: InvoiceSchedule, moment: datetime, *, keep_latest: bool) -> int:
-    """Record as skipped the periods whose run time passed by `moment`: all of them, or (`keep_latest`)
-    all but the latest, which is then the one to make. How many were skipped."""
-    rule, skipped = recurrence.from_stored(schedule.recurrence), 0
-    while True:
-        probe = schedule.next_index + (1 if keep_latest else 0)
-        due_at = recurrence.next_run(rule, schedule.time_zone, probe)
-        bounds = recurrence.period(rule, schedule.next_index)
-        if due_at is None or due_at > moment or bounds is None:
-            return skipped
-        session.add(ScheduleRun(account_id=schedule.account_id, schedule_id=schedule.id,
-                                period_index=schedule.next_index, period_start=bounds[0], period_end=bounds[1],
-                                scheduled_for=recurrence.run_moment(rule, schedule.time_zone, bounds[0]),
-                                status="skipped"))
-        schedule.next_index += 1
-        skipped += 1
-
-
 def _refusal(error: DomainError) -> bool:
     return isinstance(error, REFUSALS)
 
 
-def record_failure(schedule_id: uuid.UUID, error: DomainError, moment: datetime) -> None:
+def record_failure(schedule_id: uuid.UUID, error: DomainError, moment: datetime) -> bool:
     """A run of the schedule's next period failed with `error` (its work rolled back): say so on the
-    schedule, and pause it (a refusal, or the last attempt) or try again later."""
+    schedule, and pause it (a refusal, or the last attempt) or try again later. False when the schedule
+    moved on meanwhile (made by another process, resumed, paused): nothing failed then."""
     with transaction() as session:
         schedule = _locked(session, schedule_id)
         if schedule is None or schedule.status != "active" or (schedule.next_run_at and schedule.next_run_at > moment):
-            return  # resumed, paused or run by someone else meanwhile
+            return False
         schedule.attempts += 1
         schedule.last_error, schedule.last_error_at = error.detail[:1000], moment
         meta = {"actor": "schedule", "code": error.code, "reason": schedule.last_error,
@@ -211,6 +211,7 @@ def record_failure(schedule_id: uuid.UUID, error: DomainError, moment: datetime)
             session.add(schedule)
         log.warning("Schedule %s: run of period %s failed (%s): %s", schedule_id, schedule.next_index, error.code,
                     error.detail)
+    return True
 
 
 # --- e-mail -----------------------------------------------------------------------------------------
@@ -222,7 +223,11 @@ def send_due_emails(moment: datetime, done: Pass) -> None:
             ScheduleRun.email_status == "pending", ScheduleRun.email_next_at <= moment)
             .order_by(ScheduleRun.email_next_at).limit(MAX_PER_PASS)))
     for run_id in due:
-        outcome = send_run_email(run_id, moment)
+        try:
+            outcome = send_run_email(run_id, moment)
+        except Exception:  # one run's fault never stops the others' e-mails
+            log.exception("Schedule run %s: its e-mail failed unexpectedly; given up after the lease.", run_id)
+            continue
         if outcome == "sent":
             done.emails_sent += 1
         elif outcome == "pending":
@@ -234,8 +239,11 @@ def send_due_emails(moment: datetime, done: Pass) -> None:
 def _claim(run_id: uuid.UUID, moment: datetime) -> bool:
     """The run's e-mail taken by this process (committed before anything is sent), or not pending."""
     with transaction() as session:
-        claimed = session.exec(update(ScheduleRun).where(ScheduleRun.id == run_id, ScheduleRun.email_status == "pending")
-                               .values(email_status="sending", email_next_at=moment,
+        # Stamped with the time of the claim, not of the pass's start (later, by the sends before it): the
+        # lease counts from here. (`moment` when the pass runs ahead of the clock: a driven clock in tests.)
+        claimed = session.exec(update(ScheduleRun).where(ScheduleRun.id == run_id, ScheduleRun.email_status == "pending",
+                                                         ScheduleRun.email_next_at <= moment)
+                               .values(email_status="sending", email_next_at=max(now(), moment),
                                        email_attempts=ScheduleRun.email_attempts + 1))
         return claimed.rowcount == 1
 
@@ -264,7 +272,10 @@ def send_run_email(run_id: uuid.UUID, moment: datetime) -> str | None:
 
 def _email_outcome(run_id: uuid.UUID, error: DomainError | None, moment: datetime) -> str:
     with transaction() as session:
-        run = session.get(ScheduleRun, run_id)
+        run = session.exec(select(ScheduleRun).where(ScheduleRun.id == run_id).with_for_update()
+                           .execution_options(populate_existing=True)).one()
+        if run.email_status != "sending":  # given up as unknown meanwhile: that stands
+            return run.email_status
         if error is None:
             run.email_status, run.email_error, run.email_next_at = "sent", None, None
         elif isinstance(error, RateLimited):  # a cap: after it resets, never dropped

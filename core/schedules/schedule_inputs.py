@@ -91,5 +91,6 @@ class SchedulePause(Input):
 class ScheduleResume(Input):
     """How a paused schedule goes on."""
 
-    skip_missed: StrictBool = Field(default=False, description="Skip the periods that began while it was paused, instead "
-                                                         "of making them as `catch_up` says")
+    skip_missed: StrictBool = Field(default=False, description="Skip every period whose time has passed (the one whose "
+                                                               "failure paused it too), instead of making them as "
+                                                               "`catch_up` says")

@@ -8,6 +8,7 @@ schedule's id) and go to webhooks like them, `data.object` the schedule.
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 from decimal import Decimal
 from zoneinfo import ZoneInfo
 
@@ -100,7 +101,7 @@ def create_schedule(session: Session, principal: Principal, data: ScheduleCreate
     return schedule
 
 
-def _every(unit: str, count: int) -> tuple[str, int]:
+def _interval_length(unit: str, count: int) -> tuple[str, int]:
     """An interval in days or months, so that equal intervals compare equal (a year is 12 months)."""
     days = {"day": 1, "week": 7}
     if unit in days:
@@ -111,14 +112,14 @@ def _every(unit: str, count: int) -> tuple[str, int]:
 def _recurring_prices_agree(session: Session, account_id: uuid.UUID, data: ScheduleCreate) -> None:
     """A recurring price bills per its own interval: the schedule must run at that interval (as a
     subscription's prices share its interval), else the invoice would bill a month for a week."""
-    runs_every = _every(data.recurrence.interval, data.recurrence.interval_count)
+    runs_every = _interval_length(data.recurrence.interval, data.recurrence.interval_count)
     for index, item in enumerate(data.invoice.items):
         price_id = ids.try_parse("price", item.price) if item.price else None
         price = session.get(Price, price_id) if price_id else None
         if price is None or price.account_id != account_id or price.type != "recurring" or not price.recurring_interval:
             continue
         count = price.recurring_interval_count or 1
-        if _every(price.recurring_interval, count) != runs_every:
+        if _interval_length(price.recurring_interval, count) != runs_every:
             every = price.recurring_interval if count == 1 else f"{count} {price.recurring_interval}s"
             raise ValidationFailed.at(f"invoice.items.{index}.price", (
                 f"is a recurring price billed every {every}, not at this schedule's interval: use a price of the "
@@ -175,8 +176,6 @@ def set_paused(session: Session, schedule: InvoiceSchedule, reason: str, meta: d
 def resume(session: Session, principal: Principal, id_text: str, data: ScheduleResume | None = None) -> InvoiceSchedule:
     """Active again, acting from now on as `principal`; its next period due at once when its time has
     passed (periods missed meanwhile made as `catch_up` says, or skipped when asked)."""
-    from core.schedules import runs  # the runner reads schedules; this module only uses its skipping rule
-
     schedule = get_schedule(session, principal.account_id, id_text, lock=True)
     _require_status(schedule, ("paused",), "resumed")
     _require_mode(principal, schedule.mode)
@@ -185,7 +184,7 @@ def resume(session: Session, principal: Principal, id_text: str, data: ScheduleR
     schedule.status, schedule.pause_reason, schedule.paused_at, schedule.attempts = "active", None, None, 0
     moment = now()
     if data is not None and data.skip_missed:
-        runs.skip_passed(session, schedule, moment, keep_latest=False)
+        skip_passed(session, schedule, moment, keep_latest=False)
     schedule.next_run_at = recurrence.next_run(recurrence.from_stored(schedule.recurrence), schedule.time_zone,
                                                schedule.next_index)
     _touched(session, schedule)
@@ -193,6 +192,24 @@ def resume(session: Session, principal: Principal, id_text: str, data: ScheduleR
     if schedule.next_run_at is None:
         complete(session, schedule, principal.event_meta())
     return schedule
+
+
+def skip_passed(session: Session, schedule: InvoiceSchedule, moment: datetime, *, keep_latest: bool) -> int:
+    """Record as skipped the periods whose run time passed by `moment`: all of them, or (`keep_latest`)
+    all but the latest, which is then the one to make. How many were skipped."""
+    rule, skipped = recurrence.from_stored(schedule.recurrence), 0
+    while True:
+        probe = schedule.next_index + (1 if keep_latest else 0)
+        due_at = recurrence.next_run(rule, schedule.time_zone, probe)
+        bounds = recurrence.period(rule, schedule.next_index)
+        if due_at is None or due_at > moment or bounds is None:
+            return skipped
+        session.add(ScheduleRun(account_id=schedule.account_id, schedule_id=schedule.id,
+                                period_index=schedule.next_index, period_start=bounds[0], period_end=bounds[1],
+                                scheduled_for=recurrence.run_moment(rule, schedule.time_zone, bounds[0]),
+                                status="skipped"))
+        schedule.next_index += 1
+        skipped += 1
 
 
 def cancel(session: Session, principal: Principal, id_text: str, *, confirmed: Confirmed | None = None) -> InvoiceSchedule:

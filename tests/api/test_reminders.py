@@ -273,3 +273,97 @@ def test_another_accounts_invoice_is_404(tenant, other_tenant):
     invoice = invoice_due(tenant)
     assert other_tenant.post(f"/invoices/{invoice['id']}/remind", idem=True).status_code == 404
     assert other_tenant.post(f"/invoices/{invoice['id']}/reminders", json={"paused": True}).status_code == 404
+
+
+# --- what the review found ------------------------------------------------------------------------------
+
+
+def fees_for(tenant, invoice_id: str) -> list[dict]:
+    return [i for i in tenant.get("/invoices?limit=100").json()["data"] if i["late_fee_for"] == invoice_id]
+
+
+def test_a_late_fees_own_invoice_is_reminded_but_never_charged_a_fee(tenant, mailbox):
+    set_policy(tenant, [step(7, late_fee=True)], late_fee={"kind": "fixed", "amount": 2500})
+    invoice = invoice_due(tenant)
+    remind_at(on("2027-03-17"))
+    [fee] = fees_for(tenant, invoice["id"])
+    assert fee["issue_date"] == "2027-03-17" and fee["due_date"] == "2027-03-31"  # the business's day
+    day = on("2027-03-18")
+    while day < on("2027-06-30"):
+        remind_at(day)
+        day += timedelta(days=1)
+    assert fees_for(tenant, fee["id"]) == []  # no fee on the fee, ever
+    assert reminders_of(fee["id"]) == [(7, "sent")]
+    assert len(fees_for(tenant, invoice["id"])) == 1
+
+
+def test_an_unverified_account_cannot_turn_reminders_on_and_sends_none(client, mailbox):
+    from core.access import accounts
+    from core.models import ReminderPolicy
+    from tests.conftest import make_tenant
+    tenant = make_tenant(client)
+    with db.transaction() as session:
+        user = accounts.user_by_email(session, tenant.user_email)
+        user.email_verified_at = None
+        session.add(user)
+    response = tenant.request("PUT", "/reminder-policy", json={"active": True, "steps": [step(7)]})
+    assert response.status_code == 409 and "not verified" in response.json()["detail"]
+    invoice = invoice_due(tenant)
+    with db.transaction() as session:  # a policy turned on before the address changed
+        session.add(ReminderPolicy(account_id=tenant.account_id, active=True, steps=[step(7)]))
+    assert remind_at(on("2027-03-17")).sent == 0 and mailbox.received == []
+    assert reminders_of(invoice["id"]) == []
+
+
+def test_a_fee_that_cannot_be_issued_leaves_the_reminder_to_go_without_it(tenant, mailbox):
+    set_policy(tenant, [step(7, late_fee=True)], late_fee={"kind": "fixed", "amount": 2500})
+    invoice = invoice_due(tenant)
+    assert tenant.delete(f"/customers/{invoice['customer']}").status_code == 200  # archived: no new invoice
+    assert remind_at(on("2027-03-17")).sent == 1
+    assert fees_for(tenant, invoice["id"]) == []
+    from core.base import ids
+    with db.transaction() as session:
+        row = session.exec(select(InvoiceReminder).where(
+            InvoiceReminder.invoice_id == ids.parse("invoice", invoice["id"]))).one()
+    assert row.status == "sent" and row.error.startswith("No late fee was charged: ")
+
+
+def test_one_failing_invoice_holds_up_no_other(tenant, mailbox, monkeypatch):
+    set_policy(tenant, [step(7)])
+    first, second = invoice_due(tenant), invoice_due(tenant)
+    real = reminders._claim_step
+
+    def broken_for_first(invoice_id, *args):
+        if str(invoice_id.hex) in first["id"]:
+            raise RuntimeError("boom")
+        return real(invoice_id, *args)
+
+    monkeypatch.setattr(reminders, "_claim_step", broken_for_first)
+    assert remind_at(on("2027-03-17")).sent == 1
+    assert reminders_of(second["id"]) == [(7, "sent")] and reminders_of(first["id"]) == []
+
+
+def test_a_customer_without_an_address_gets_no_fee_and_no_retry(tenant, mailbox):
+    from tests.api.invoicing import customer
+    set_policy(tenant, [step(7, late_fee=True)], late_fee={"kind": "fixed", "amount": 2500})
+    nameless = customer(tenant, email=None)
+    invoice = open_invoice(tenant, customer_id=nameless["id"], items=[adhoc("Consulting", 100000)], currency="EUR",
+                           due_date=DUE)
+    remind_at(on("2027-03-17"))
+    remind_at(on("2027-03-18"))
+    assert reminders_of(invoice["id"]) == [(7, "failed")] and fees_for(tenant, invoice["id"]) == []
+
+
+def test_a_waiting_reminder_is_not_sent_once_the_policy_is_off(tenant, mailbox):
+    from core.mechanisms import ratelimit
+    from tests.limits import spend
+    set_policy(tenant, [step(7)])
+    invoice = invoice_due(tenant)
+    spend(ratelimit.emails_per_account(), str(tenant.account_id), 50)
+    assert remind_at(on("2027-03-17")).deferred == 1
+    set_policy(tenant, [step(7)], active=False)
+    with db.transaction() as session:
+        session.exec(delete(RateLimitWindow))
+        session.exec(delete(RateLimitLog))
+    assert remind_at(on("2027-03-17", 11)).sent == 0
+    assert reminders_of(invoice["id"]) == [(7, "skipped")] and mailbox.received == []

@@ -370,6 +370,10 @@ def test_run_now_makes_the_next_period_at_once_and_moves_on(tenant):
 
 @pytest.mark.parametrize(("change", "path"), [
     ({"time_zone": "Mars/Olympus"}, "time_zone"),
+    ({"time_zone": "localtime"}, "time_zone"),  # the host's, which another host may not have
+    ({"time_zone": "Factory"}, "time_zone"),
+    ({"time_zone": "posix/Europe/Berlin"}, "time_zone"),
+    ({"time_zone": "europe/berlin"}, "time_zone"),
     ({"recurrence": {"interval": "month", "start_date": "2020-01-01"}}, "recurrence.start_date"),
     ({"recurrence": {"interval": "fortnight", "start_date": "2027-01-01"}}, "recurrence.interval"),
     ({"recurrence": {"interval": "week", "start_date": "2027-01-01", "day_of_month": 3}}, "recurrence"),
@@ -495,3 +499,19 @@ def test_the_pdf_and_the_public_page_show_the_period(tenant):
     assert "Period: 1 January 2027 – 31 January 2027" in text
     page = tenant.client.get(f"/i/{invoice['public_url_token']}")
     assert "1 January 2027 – 31 January 2027" in page.text
+
+
+def test_a_schedule_failing_unexpectedly_stops_no_other(tenant, other_tenant):
+    from core.base import ids
+    from core.models import InvoiceSchedule
+    broken, fine = created(tenant), created(other_tenant)
+    with db.transaction() as session:  # as if the host had lost a time zone
+        row = session.get(InvoiceSchedule, ids.parse("invoice_schedule", broken["id"]))
+        row.time_zone = "Nowhere/Gone"
+        session.add(row)
+    moment = at("2027-01-01T07:00:00+00:00")
+    for _ in range(3):
+        run_at(moment)
+    assert len(made(other_tenant, fine["id"])) == 1
+    failed = schedule_now(tenant, broken["id"])
+    assert failed["last_failure"]["attempts"] == 1 and "unexpectedly" in failed["last_failure"]["reason"]

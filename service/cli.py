@@ -218,7 +218,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="do not run the background work in this process (run `invoicing worker` instead)")
     serve.set_defaults(handler=cmd_serve)
 
-    commands.add_parser("worker", help="run the background work alone (webhook delivery, cleanup)") \
+    commands.add_parser("worker", help="run the background work alone (webhook delivery, invoice schedules, payment "
+                                       "reminders, cleanup)") \
         .set_defaults(handler=cmd_worker)
 
     db = commands.add_parser("db", help="database schema").add_subparsers(dest="db_command", required=True,

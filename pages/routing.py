@@ -87,6 +87,15 @@ def errors_of(error: DomainError) -> dict[str, str]:
     return errors_by_field(error.errors) if error.errors else {"": error.detail}
 
 
+def errors_at(error: DomainError, field_of) -> dict[str, str]:
+    """`errors_of`, each path turned into the form field it belongs beside (`field_of(path)`); the
+    first message of a field stands."""
+    errors: dict[str, str] = {}
+    for path, message in errors_of(error).items():
+        errors.setdefault(field_of(path), message)
+    return errors
+
+
 def sign_in_first(back: str) -> RedirectResponse:
     """Send a signed-out visitor to the sign-in page, and back to `back` (a GET-able path) after."""
     return redirect(login_url(back))

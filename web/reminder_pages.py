@@ -24,7 +24,7 @@ from core.schedules.reminder_policy import (
     SUBJECT_MAX,
 )
 from operations import reminders as reminder_operations
-from pages.routing import Visit, errors_of, page, redirect
+from pages.routing import Visit, errors_at, page, redirect
 from web.acting import act
 from web.invoice_pages import major_text, typed_money
 from web.rendering import notice_of, render
@@ -119,13 +119,6 @@ def _field_of(path: str, rows: list[int]) -> str:
     return path
 
 
-def _form_errors(exc: DomainError, rows: list[int]) -> dict[str, str]:
-    errors: dict[str, str] = {}
-    for path, message in errors_of(exc).items():
-        errors.setdefault(_field_of(path, rows), message)
-    return errors
-
-
 def _labels(values: dict) -> dict[str, str]:
     labels = {"active": "Send reminders", "steps": "Steps", "late_fee": "Late fee",
               "late_fee.amount": "Fixed late fee", "reference_rate": "Reference rate"}
@@ -168,7 +161,7 @@ def save_reminder_settings(visit: Visit) -> Response:
             raise ValidationFailed.at("steps", f"at most {STEPS_MAX} steps")
         act(visit, reminder_operations.replace_reminder_policy, body=_body(values, currency, rows))
     except DomainError as exc:
-        return _form_page(visit, values, _form_errors(exc, rows), currency, status_code=exc.status)
+        return _form_page(visit, values, errors_at(exc, lambda path: _field_of(path, rows)), currency, status_code=exc.status)
     return redirect(f"{PATH}?notice=saved")
 
 

@@ -31,7 +31,7 @@ from core.schedules.schedule_inputs import InvoiceTemplate
 from operations import customers as customer_operations
 from operations import products as product_operations
 from operations import schedules as schedule_operations
-from pages.routing import Visit, errors_of, page, redirect
+from pages.routing import Visit, errors_at, errors_of, page, redirect
 from web.acting import act, new_form_key, principal_of
 from web.invoice_pages import PICKER_LIMIT, customer_choices, typed_money
 from web.rendering import not_found, notice_of, render
@@ -313,13 +313,6 @@ def _field_of(path: str, rows: list[int]) -> str:
     return path
 
 
-def _form_errors(exc: DomainError, rows: list[int]) -> dict[str, str]:
-    errors: dict[str, str] = {}
-    for path, message in errors_of(exc).items():
-        errors.setdefault(_field_of(path, rows), message)
-    return errors
-
-
 def _labels(values: dict) -> dict[str, str]:
     labels = dict(LABELS)
     names = {"price": "price", "description": "description", "quantity": "quantity", "unit": "unit",
@@ -363,7 +356,7 @@ def create_schedule(visit: Visit) -> Response:
     except NotFound as exc:
         return _form_page(visit, values, _not_found_errors(exc, values), status_code=422)
     except DomainError as exc:
-        return _form_page(visit, values, _form_errors(exc, rows), status_code=exc.status)
+        return _form_page(visit, values, errors_at(exc, lambda path: _field_of(path, rows)), status_code=exc.status)
     return redirect(schedule_url(created["id"], "created"))
 
 

@@ -1,5 +1,6 @@
-"""Confirmation before consequential tools (finalize, send, mark paid, void; issue, send, void a credit
-note; record, reverse a payment; create, cancel an invoice schedule), however the client can ask.
+"""Confirmation before consequential tools (finalize, send, mark paid, void, e-mail a payment reminder;
+issue, send, void a credit note; record, reverse a payment; create, cancel an invoice schedule), however
+the client can ask.
 
 - A 2026-07-28 client that declared elicitation: the tool answers `InputRequiredResult` with the
   question (a form with one box); the client asks its person and calls again with the answer and
@@ -68,7 +69,7 @@ PAST = {"finalize": "the invoice was not finalized", "send": "the invoice was no
         "credit": "no credit note was issued", "send_credit": "the credit note was not sent",
         "void_credit": "the credit note was not voided", "record_payment": "no payment was recorded",
         "reverse_payment": "the payment was not reversed", "schedule": "no invoice schedule was created",
-        "cancel_schedule": "the invoice schedule was not cancelled"}
+        "cancel_schedule": "the invoice schedule was not cancelled", "remind": "no reminder was sent"}
 
 # Set by the gate on the request's scope.
 PRINCIPAL = "invoicing.principal"

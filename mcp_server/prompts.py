@@ -107,8 +107,9 @@ def _chase() -> str:
         "(amount_paid above 0) is owed only its amount_due.",
         "3. Show the person, per customer, what is overdue and its oldest bucket, and propose a short polite "
         "reminder for each, firmer for the older buckets.",
-        "4. For each reminder the person approves, call send_invoice with the invoice and the reminder as "
-        "`message`. The person is asked to confirm each e-mail; never send without their approval.",
+        "4. For each reminder the person approves, call send_reminder with the invoice and your words as "
+        "`message` (put before the reminder's own text). The person is asked to confirm each e-mail; never send "
+        "without their approval.",
         "5. If the person says an invoice was paid meanwhile, do not remind: record what arrived with "
         "record_payment (they are asked to confirm it) and leave it out.",
     ])

@@ -46,8 +46,9 @@ A declined confirmation answers {"declined": true}: nothing changed. An issued i
 with a credit note (preview_credit_note, then create_credit_note when the user asks), which credits part or all of \
 it, off what is due, refunded, or to the customer's balance. Money received is recorded with record_payment (part \
 or all of what is due; reverse_payment undoes one, reopening a paid invoice); what customers owe, overdue and by \
-age, is get_receivables: use it rather than adding up invoices. Recurring invoices are invoice schedules \
-(create_invoice_schedule, when the user asks: show the first invoice with preview_invoice first; \
+age, is get_receivables: use it rather than adding up invoices. send_reminder e-mails a customer a payment \
+reminder of one open or overdue invoice, when the user asks (the person is asked to confirm). Recurring invoices are \
+invoice schedules (create_invoice_schedule, when the user asks: show the first invoice with preview_invoice first; \
 list_invoice_schedules; pause, resume or cancel one). The PDF of an invoice is the resource \
 invoice://{id}/pdf, of a credit note credit-note://{id}/pdf; the prompts draft_invoice_from_notes, \
 chase_overdue_invoices and month_end_summary guide common tasks.

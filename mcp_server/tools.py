@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from operations import business, credit_notes, customers, invoices, payments, products, receivables, schedules
+from operations import business, credit_notes, customers, invoices, payments, products, receivables, reminders, schedules
 from operations.confirmations import ACTIONS
 from operations.pipeline import Operation
 
@@ -194,6 +194,12 @@ TOOLS: tuple[Tool, ...] = (
          "E-mail the invoice with its PDF and public link to the customer (or `to`); a draft is finalized first. "
          "Only when the user asked for it. At most 10 sends per hour per credential.",
          invoices.send_invoice, "invoice", INVOICE, open_world=True),
+    Tool("send_reminder", "E-mail a payment reminder",
+         "E-mail the customer a payment reminder of an open or overdue invoice now, to the address it was issued "
+         "to: the words of the reminder policy's step nearest its days overdue, with `message` (optional) put "
+         "before them. Counts as a send (the same limits as send_invoice); the policy's own reminders are not "
+         "changed. Only when the user asked for it; the person is asked to confirm.",
+         reminders.remind_invoice, "invoice", INVOICE, open_world=True),
     Tool("mark_invoice_paid", "Mark an invoice paid",
          "Record that an open or overdue invoice was paid in full outside the service (no money moves): one payment "
          "of all it has due, which can be reversed later. For part of it, or a method, use record_payment. Only when "

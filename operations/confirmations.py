@@ -1,6 +1,7 @@
 """What a person is asked before an assistant moves money or tells a customer: finalize, send, mark
-paid, void an invoice; issue, send, void a credit note; record, reverse a payment; create or cancel
-an invoice schedule (recurring invoices made without anyone asking again). One question per
+paid, void an invoice, or e-mail a payment reminder of one; issue, send, void a credit note; record,
+reverse a payment; create or cancel an invoice schedule (recurring invoices made without anyone asking
+again). One question per
 action, in the account's formatting, worded as what will happen: "Finalize the draft for Globex Corp,
 2,500.00 USD due 24 Dec 2026? It gets the next number and can no longer be edited." Every surface that asks (elicitation in
 either protocol generation, the invoice view inside the assistant) asks this question. A send's question shows everything that
@@ -40,17 +41,20 @@ from core.billing.presentation import document_locale
 from core.billing.sending import SendInput, email_note, recipients
 from core.models import BusinessProfile
 from core.schedules import recurrence, schedules
+from core.schedules.reminder_inputs import RemindInput
 from core.schedules.schedule_inputs import ScheduleCreate
 
 # Each tool's action: the name its digest is taken under (core's, for payments: `record_payment`, `reverse_payment`).
 ACTIONS = {"finalize_invoice": "finalize", "send_invoice": "send", "mark_invoice_paid": "pay", "void_invoice": "void",
            "create_credit_note": "credit", "send_credit_note": "send_credit", "void_credit_note": "void_credit",
            "record_payment": "record_payment", "reverse_payment": "reverse_payment",
-           "create_invoice_schedule": "schedule", "cancel_invoice_schedule": "cancel_schedule"}
+           "create_invoice_schedule": "schedule", "cancel_invoice_schedule": "cancel_schedule",
+           "send_reminder": "remind"}
 # What each action takes beside what it acts on (issuing a credit note, recording a payment: all of it, the
 # invoice included).
 INPUTS = {"send": SendInput, "pay": PayInput, "void": VoidInput, "credit": CreditNoteCreate, "send_credit": SendInput,
-          "record_payment": PaymentCreate, "reverse_payment": PaymentReverse, "schedule": ScheduleCreate}
+          "record_payment": PaymentCreate, "reverse_payment": PaymentReverse, "schedule": ScheduleCreate,
+          "remind": RemindInput}
 # The argument naming what each action acts on: the invoice, the credit note, the payment, the customer
 # a schedule bills, or the schedule.
 SUBJECT = {"send_credit": "credit_note", "void_credit": "credit_note", "reverse_payment": "payment",
@@ -60,7 +64,7 @@ SUBJECT_IN_INPUT = ("credit", "record_payment", "schedule")
 # The box to tick, where "Yes, {action} it" would not read.
 AGREEMENTS = {"send_credit": "Yes, send it", "void_credit": "Yes, void it", "record_payment": "Yes, record it",
               "reverse_payment": "Yes, reverse it", "schedule": "Yes, schedule them",
-              "cancel_schedule": "Yes, cancel it"}
+              "cancel_schedule": "Yes, cancel it", "remind": "Yes, send it"}
 IDEMPOTENCY_ARGUMENT = "idempotency_key"
 CONFIRM_FIELD = "confirm"
 
@@ -68,7 +72,7 @@ CONFIRM_FIELD = "confirm"
 @dataclass(frozen=True)
 class Question:
     action: str  # finalize, send, pay, void, credit, send_credit, void_credit, record_payment, reverse_payment,
-    # schedule or cancel_schedule
+    # schedule, cancel_schedule or remind
     message: str
     invoice: str  # what it acts on: the invoice's id (in_…), the credit note's (cn_…), the payment's (py_…), the
     # customer a new schedule bills (cus_…) or the schedule's (sched_…)
@@ -126,7 +130,7 @@ def question_for(tool: str, principal: Principal, arguments: dict) -> Question |
 CREDIT_NOTE_ACTIONS = ("credit", "send_credit", "void_credit")
 # An app's limits: the action they are set for, where it is not the action's own name.
 LIMITED_AS = {"credit": "credit", "void_credit": "credit", "send_credit": "send", "record_payment": "pay",
-              "reverse_payment": "pay"}
+              "reverse_payment": "pay", "remind": "send"}
 
 
 def _credit_note_question(session, principal: Principal, action: str, subject: str, inputs) -> Question | None:
@@ -318,8 +322,31 @@ def _void_credit(view: dict, _inputs: None) -> str | None:
     return f"Void credit note {view['number']} ({_money(view)}){effects}? It keeps its number."
 
 
+def _remind(view: dict, inputs: RemindInput) -> str | None:
+    """A payment reminder now: the invoice, its customer and the address it goes to (the one the invoice
+    was issued to), what is due and how late it is, and the note put before the reminder's words, in full."""
+    to = (view.get("customer_details") or {}).get("email")
+    if view["status"] not in ("open", "overdue") or view["amount_due"] <= 0 or not to:
+        return None  # a draft, paid or void invoice, nothing due, nobody to write to: refused (reminders.remind_now)
+    note = email_note(inputs.message)
+    question = (f"E-mail a payment reminder for {view['number']} to {view['customer_details']['name']} at {to}: "
+                f"{_money(view, 'amount_due')} due{_lateness(view)}{', with the note below' if note else ''}?")
+    return f"{question}\n\n{note}" if note else question
+
+
+def _lateness(view: dict) -> str:
+    """What follows the amount due: ", 12 days overdue"; " today"; " 24 Dec 2026, not overdue yet"."""
+    if not view.get("due_date"):
+        return " (no due date)"
+    days = (today() - date.fromisoformat(str(view["due_date"])[:10])).days
+    if days > 0:
+        return f", {days} day{'s' if days != 1 else ''} overdue"
+    return " today" if days == 0 else f" {_day(view, view['due_date'])}, not overdue yet"
+
+
 _WORDING = {"finalize": _finalize, "send": _send, "pay": _pay, "void": _void, "credit": _credit,
-            "send_credit": _send_credit, "void_credit": _void_credit, "record_payment": _record_payment}
+            "send_credit": _send_credit, "void_credit": _void_credit, "record_payment": _record_payment,
+            "remind": _remind}
 
 
 # --- invoice schedules ----------------------------------------------------------------------------

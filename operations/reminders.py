@@ -1,42 +1,16 @@
 """Payment reminders: the account's policy, one reminder now, and pausing an invoice's reminders."""
 
-from typing import Annotated
-
-from pydantic import BaseModel, Field, StrictBool
-
-from core.base.validation import MULTI_LINE, Input
 from core.billing import invoices, sending
 from core.billing.invoice_render import InvoiceOut
 from core.schedules import reminder_policy, reminders
+from core.schedules.reminder_inputs import RemindersPause, RemindInput, RemindOut
 from core.schedules.reminder_policy import ReminderPolicyInput, ReminderPolicyOut
 from operations.pipeline import Call, Operation
 
-MESSAGE_MAX = 2000
-
-
-class RemindInput(Input):
-    """An optional note put before the reminder's text."""
-
-    message: Annotated[str | None, MULTI_LINE] = Field(default=None, max_length=MESSAGE_MAX,
-                                                       description="Text put before the reminder's own")
-
-
-class RemindOut(BaseModel):
-    """The invoice reminded of, and where the reminder went."""
-
-    data: InvoiceOut = Field(description="The invoice, without lines")
-    emailed_to: str = Field(description="The customer's address the reminder went to")
-
-
-class RemindersPause(Input):
-    """Whether the policy's reminders of this invoice are paused."""
-
-    paused: StrictBool = Field(description="true: no reminder of the policy for this invoice; false: as the policy says")
-
 
 def _remind(call: Call) -> dict:
-    data, to = reminders.remind_now(call.session, call.principal, call.params["id"],
-                                    call.body.message if call.body else None)
+    data, to = reminders.remind_now(call.session, call.principal, call.params["id"], call.body,
+                                    confirmed=call.confirmed)
     return {"data": data, "emailed_to": to}
 
 

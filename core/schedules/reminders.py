@@ -44,6 +44,7 @@ from core.base.db import transaction
 from core.base.errors import DomainError, InvalidState, ValidationFailed
 from core.base.money import format_money
 from core.billing import delegated_actions, events, invoices, sending
+from core.billing.confirmations import Confirmed, require_as_confirmed
 from core.billing.invoice_render import amount_due, invoice_to_api
 from core.billing.presentation import issuer_name, public_url
 from core.mechanisms import ratelimit
@@ -51,6 +52,7 @@ from core.models import Account, Invoice, InvoiceReminder, ReminderPolicy
 from core.outbound import mailer
 from core.outbound.mailer import MailRejected
 from core.schedules import late_fees, reminder_policy
+from core.schedules.reminder_inputs import RemindInput
 from core.schedules.reminder_policy import ReminderPolicyInput, ReminderStep
 
 log = logging.getLogger("invoicing.reminders")
@@ -333,10 +335,13 @@ def reminder_message(view: dict, step: ReminderStep, *, to: str, today: date, fe
 # --- one reminder now, by request ---------------------------------------------------------------------
 
 
-def remind_now(session: Session, principal: Principal, id_text: str, note: str | None = None) -> tuple[dict, str]:
+def remind_now(session: Session, principal: Principal, id_text: str, data: RemindInput | None = None, *,
+               confirmed: Confirmed | None = None) -> tuple[dict, str]:
     """E-mail a reminder of one open invoice now, as `principal` (its send limits and the account's cap,
     an app's `send` limits): the invoice, and the address. `session` is one whose transactions the
-    caller manages: the reminder is committed as sending before the mail server is talked to."""
+    caller manages: the reminder is committed as sending before the mail server is talked to.
+    `confirmed`: what the person was asked (`remind`: the invoice with its lines and the note), when a
+    surface asked (core.billing.confirmations); checked after the lock and the checks above."""
     invoice = invoices.get_invoice(session, principal.account_id, id_text, lock=True)
     if invoice.status != "open":
         raise InvalidState(f"Invoice {id_text} is {invoice.status}: only an open invoice gets a reminder.")
@@ -349,6 +354,8 @@ def remind_now(session: Session, principal: Principal, id_text: str, note: str |
     if not to:
         raise ValidationFailed.at("customer", "has no e-mail address to remind")
     executor.within(session, delegated_actions.act_for, principal, "send", invoice)
+    data = data or RemindInput()
+    require_as_confirmed(session, invoice, "remind", data, confirmed)
     usage = sending.count_send(session, principal)
     today = now().date()
     days = (today - invoice.due_date).days if invoice.due_date else 0
@@ -358,7 +365,7 @@ def remind_now(session: Session, principal: Principal, id_text: str, note: str |
     step = _step(reminder_policy.policy_of(session, principal.account_id), days)
     session.commit()
     try:
-        mailer.send(reminder_message(view, step, to=to, today=today, fee=None, note=note), kind="reminder")
+        mailer.send(reminder_message(view, step, to=to, today=today, fee=None, note=data.message), kind="reminder")
     except MailRejected as exc:
         _sent(reminder.id, to, f"The e-mail provider did not accept the reminder ({exc.detail}).", {})
         from core.base.errors import UpstreamFailed

@@ -94,7 +94,7 @@ def test_inspector_cli_lists_and_calls_tools(live_server, tmp_path):
             "--header", f"Authorization: Bearer {tenant.key}"]
     listed = run([*base, "--method", "tools/list"], tmp_path)
     assert listed.returncode == 0, listed.stderr[-2000:]
-    assert len(json.loads(listed.stdout)["tools"]) == 37
+    assert len(json.loads(listed.stdout)["tools"]) == 38
     called = run([*base, "--method", "tools/call", "--tool-name", "create_customer", "--tool-arg", "name=Inspector"],
                  tmp_path)
     assert called.returncode == 0, called.stderr[-2000:]

@@ -126,7 +126,7 @@ def prompt_text(client, key, name, arguments=None) -> str:
 
 def test_chasing_starts_from_the_receivables_and_sends_only_what_the_person_approves(client, tenant):
     text = prompt_text(client, tenant.key, "chase_overdue_invoices")
-    assert text.index("get_receivables") < text.index("list_invoices") < text.index("send_invoice")
+    assert text.index("get_receivables") < text.index("list_invoices") < text.index("send_reminder")
     assert "days_over_90" in text and "Do not add up invoices yourself" in text
     assert "record_payment" in text  # paid meanwhile: recorded, not reminded
 

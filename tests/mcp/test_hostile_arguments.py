@@ -41,6 +41,7 @@ def valid_body(tool: Tool, records: dict[str, Any]) -> dict[str, Any]:
         "record_payment": {"invoice": records["open"]["id"], "amount": 1},
         "reverse_payment": {"reason": "Bounced"},
         "create_invoice_schedule": schedule_body(records),
+        "send_reminder": {"message": "Any news?"},
     }.get(tool.name, {})
 
 

@@ -111,7 +111,7 @@ REMINDER_POLICY = {
               {"days": 14, "subject": "Invoice {number} is overdue", "late_fee": True,
                "body": "Hello {customer},\n\ninvoice {number} for {amount_due} is {days_overdue} days overdue."
                        "\n\n{link}\n\n{business}"}],
-    "late_fee": {"kind": "statutory", "amount": None}, "reference_rate": "2.15", "updated": _CREATED,
+    "late_fee": {"kind": "statutory", "amount": None}, "reference_rate": 2.15, "updated": _CREATED,
 }
 SCHEDULE_RUN = {
     "id": "schrun_7c9e1a3c5e7a9c1e3a5c7e9a1c3e5a7c", "object": "schedule_run", "schedule": _SCHEDULE_ID,

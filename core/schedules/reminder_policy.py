@@ -9,10 +9,11 @@ import uuid
 from decimal import Decimal
 from typing import Annotated, Literal
 
-from pydantic import Field, Strict, StrictBool, field_validator, model_validator
+from pydantic import Field, Strict, StrictBool, WithJsonSchema, field_validator, model_validator
 from sqlmodel import Session
 
 from core.access import accounts
+from core.base.api_types import Timestamp
 from core.base.clock import iso, now
 from core.base.errors import InvalidState
 from core.base.validation import MULTI_LINE, FieldValueError, Input, MinorUnits
@@ -74,6 +75,7 @@ class LateFee(Input):
 
 
 ReferenceRate = Annotated[Decimal, Field(ge=-10, le=50, max_digits=8, decimal_places=4)]
+ReferenceRateOut = Annotated[Decimal, WithJsonSchema({"type": "number", "minimum": -10, "maximum": 50})]
 
 
 class ReminderPolicyInput(Input):
@@ -105,7 +107,8 @@ class ReminderPolicyOut(ReminderPolicyInput):
     """The account's payment reminder policy."""
 
     object: Literal["reminder_policy"] = Field("reminder_policy", description="Always `reminder_policy`")
-    updated: str | None = Field(description="When it last changed; null while never set")
+    reference_rate: ReferenceRateOut | None = Field(description="The reference rate in percent a year, as entered")
+    updated: Timestamp | None = Field(description="When it last changed; null while never set")
 
 
 DEFAULT_STEPS = [
@@ -139,9 +142,11 @@ def policy_of_row(row: ReminderPolicy) -> ReminderPolicyInput:
 
 
 def to_api(session: Session, account_id: uuid.UUID) -> dict:
+    """The policy as the API shows it: the reference rate a JSON number, as every exact decimal."""
     row = stored(session, account_id)
     policy = policy_of(session, account_id)
-    return {"object": "reminder_policy", **policy.model_dump(mode="json"), "updated": iso(row.updated) if row else None}
+    return {"object": "reminder_policy", **policy.model_dump(mode="json"), "reference_rate": policy.reference_rate,
+            "updated": iso(row.updated) if row else None}
 
 
 def replace(session: Session, account_id: uuid.UUID, data: ReminderPolicyInput) -> dict:

@@ -423,6 +423,102 @@ def test_schedule_options_that_cannot_be_sent_exit_2(cli, args, message):
     assert message in refused(cli("schedules", "create", *args), 2)
 
 
+# --- payment reminders ----------------------------------------------------------------------------------
+
+def reminder_step(days: int, **fields) -> dict:
+    return {"days": days, "subject": f"Step {days}: invoice {{number}}",
+            "body": "Hello {customer},\n{amount_due} was due on {due_date}.\n{link}", **fields}
+
+
+def test_the_reminder_policy_shown_set_from_a_file_and_turned_off_and_on(cli, home):
+    shown = cli("reminders", "policy")
+    assert shown.returncode == 0, shown.stderr
+    assert re.search(r"Reminders\s+off", shown.stdout) and "never (the default steps, off)" in shown.stdout
+    assert "3 days before the due date" in shown.stdout and "7 days after" in shown.stdout
+    assert "30 days after" in shown.stdout and "Invoice {number} is overdue" in shown.stdout
+    defaults = data(cli("reminders", "policy", "--json"))
+    assert (defaults["object"], defaults["active"], defaults["updated"]) == ("reminder_policy", False, None)
+    assert [step["days"] for step in defaults["steps"]] == [-3, 7, 30]
+
+    # What `policy --json` printed, edited, is a file `set` takes (its object and updated left aside).
+    edited = {**defaults, "steps": [reminder_step(-1), reminder_step(14, late_fee=True)],
+              "late_fee": {"kind": "statutory"}, "reference_rate": "2.15"}
+    (home / "policy.json").write_text(json.dumps(edited))
+    made = cli("reminders", "set", "--file", "policy.json", "--on")
+    assert made.returncode == 0, made.stderr
+    assert "Reminders are on: 2 steps." in made.stderr
+    assert re.search(r"Reminders\s+on", made.stdout) and re.search(r"Reference rate\s+2.15 % a year", made.stdout)
+    assert re.search(r"Late fee\s+statutory", made.stdout)
+    assert "1 day before the due date" in made.stdout and "14 days after" in made.stdout
+    assert "Hello {customer}, {amount_due} was due" in made.stdout  # a step's text on one line
+    policy = data(cli("reminders", "policy", "--json"))
+    assert policy["active"] is True and policy["updated"]
+    assert [(step["days"], step["late_fee"]) for step in policy["steps"]] == [(-1, False), (14, True)]
+    assert (policy["late_fee"]["kind"], Decimal(str(policy["reference_rate"]))) == ("statutory", Decimal("2.15"))
+
+    off = cli("reminders", "set", "--off", "--json")
+    assert off.returncode == 0 and "Reminders are off (2 steps kept)." in off.stderr
+    turned_off = json.loads(off.stdout)
+    assert turned_off["active"] is False
+    assert (turned_off["steps"], turned_off["late_fee"]) == (policy["steps"], policy["late_fee"])
+    assert Decimal(str(turned_off["reference_rate"])) == Decimal("2.15")
+    assert data(cli("reminders", "set", "--on", "--json"))["active"] is True
+
+    fixed = {"active": False, "steps": [reminder_step(7, late_fee=True)], "late_fee": {"kind": "fixed", "amount": 2500}}
+    replaced = data(cli("reminders", "set", "--file", "-", "--json", stdin=json.dumps(fixed)))
+    assert (replaced["active"], replaced["late_fee"], replaced["reference_rate"]) == \
+        (False, {"kind": "fixed", "amount": 2500}, None)
+    assert re.search(r"Late fee\s+fixed: 2500 in minor units", cli("reminders", "policy").stdout)
+
+
+def test_an_invalid_policy_is_refused_at_its_field(cli, home):
+    (home / "policy.json").write_text(json.dumps({"active": True, "steps": [reminder_step(7, body="Pay {foo} now")]}))
+    refusal = refused(cli("reminders", "set", "--file", "policy.json"))
+    assert "Error (validation)" in refusal and "steps.0.body" in refusal and "{foo}" in refusal
+    assert data(cli("reminders", "policy", "--json"))["updated"] is None  # nothing changed
+
+
+@pytest.mark.parametrize(("content", "args", "message"), [
+    (None, (), "Give --file policy.json"),
+    ([], ("--file", "policy.json"), "must hold a JSON object"),
+    ({"steps": []}, ("--file", "policy.json"), "Say whether reminders are on"),
+    ({"active": True, "steps": {"days": 7}}, ("--file", "policy.json"), "must be a JSON array"),
+    (None, ("--file", "missing.json"), "Cannot read missing.json"),
+])
+def test_reminder_options_that_cannot_be_sent_exit_2(cli, home, content, args, message):
+    if content is not None:
+        (home / "policy.json").write_text(json.dumps(content))
+    assert message in refused(cli("reminders", "set", *args), 2)
+
+
+def test_an_invoice_reminded_now_and_its_reminders_paused_and_resumed(cli):
+    who = customer(cli)
+    draft = data(cli("invoices", "create", "--customer", who, "--item", "Design:80000", "--json"))["id"]
+    assert "Error (invalid_state)" in refused(cli("invoices", "remind", draft))  # a draft is never reminded
+    invoice = data(cli("invoices", "finalize", draft, "--json"))
+
+    reminded = cli("invoices", "remind", draft, "--message", "Any news on this one?")
+    assert reminded.returncode == 0, reminded.stderr
+    assert f"Reminded Globex Corp of {invoice['number']} (800.00 USD due) at ap@globex.example." in reminded.stderr
+    assert re.search(r"Status\s+open", reminded.stdout)
+    answer = data(cli("invoices", "remind", draft, "--json"))
+    assert (answer["id"], answer["emailed_to"]) == (draft, "ap@globex.example")
+    events = [e["type"] for e in data(cli("invoices", "events", draft, "--json"))]
+    assert events.count("invoice.reminder_sent") == 2
+
+    paused = cli("invoices", "pause-reminders", draft)
+    assert paused.returncode == 0, paused.stderr
+    assert re.search(r"Reminders\s+paused", paused.stdout)
+    assert f"Paused the reminders of {invoice['number']}. Resume them with: invoicing-cli invoices " \
+           f"resume-reminders {draft}" in paused.stderr
+    assert data(cli("invoices", "get", draft, "--json"))["reminders_paused"] is True
+    resumed = cli("invoices", "resume-reminders", draft, "--json")
+    assert resumed.returncode == 0 and json.loads(resumed.stdout)["reminders_paused"] is False
+    assert f"Resumed the reminders of {invoice['number']}." in resumed.stderr
+    assert "Reminders" not in cli("invoices", "get", draft).stdout
+    assert "Error (not_found)" in refused(cli("invoices", "pause-reminders", "in_" + "0" * 32))
+
+
 def test_catalog_commands(cli):
     product = data(cli("products", "create", "--name", "Design day", "--json"))
     price = data(cli("prices", "create", "--product", product["id"], "--unit-amount", "80000", "--currency", "EUR",
@@ -499,10 +595,12 @@ COMMANDS = [["login"], ["logout"], ["whoami"], ["receivables"], *[[group, comman
     "customers": ["list", "get", "create", "update", "archive", "restore"],
     "products": ["list", "get", "create", "update", "archive", "restore"],
     "prices": ["list", "get", "create", "update", "archive", "restore"],
-    "invoices": ["list", "get", "create", "finalize", "send", "pay", "void", "delete", "pdf", "e-invoice", "events"],
+    "invoices": ["list", "get", "create", "finalize", "send", "pay", "void", "delete", "pdf", "e-invoice", "events",
+                 "remind", "pause-reminders", "resume-reminders"],
     "credit-notes": ["list", "create", "preview", "show", "get", "void", "send", "pdf", "e-invoice"],
     "payments": ["list", "get", "record", "reverse"],
     "schedules": ["list", "get", "create", "pause", "resume", "cancel", "run", "runs"],
+    "reminders": ["policy", "set"],
     "webhooks": ["list", "create", "delete"]}.items() for command in commands]]
 
 

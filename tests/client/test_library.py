@@ -1,6 +1,7 @@
 """The Python client library (`clients/python`, `invoicing_client`) against a live server: every
-resource (payments, receivables and invoice schedules among them), pagination, each error class, retries that keep one
-idempotency key, the async client, and webhook verification of a real delivery."""
+resource (payments, receivables, invoice schedules and payment reminders among them), pagination, each
+error class, retries that keep one idempotency key, the async client, and webhook verification of a
+real delivery."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import hashlib
 import hmac
 import json
 import time
+import uuid
 from decimal import Decimal
 
 import httpx
@@ -31,6 +33,7 @@ from invoicing_client import (
     __version__,
     webhooks,
 )
+from invoicing_client._http import Call
 from invoicing_client.models import (
     CreditNote,
     CreditNoteLine,
@@ -39,9 +42,13 @@ from invoicing_client.models import (
     Invoice,
     InvoiceItem,
     InvoiceSchedule,
+    LateFee,
     Payment,
     Receivables,
     Refund,
+    RemindedInvoice,
+    ReminderPolicy,
+    ReminderStep,
     ScheduleRun,
     SentCreditNote,
     SentInvoice,
@@ -684,6 +691,171 @@ def test_creating_and_running_carry_an_idempotency_key_and_a_lost_answer_makes_o
     assert [i.id for i in api.invoices.list()] == [run.invoice]
 
 
+# --- payment reminders -------------------------------------------------------------------------------
+
+def reminder_step(days: int, **fields) -> dict:
+    return {"days": days, "subject": f"Step {days}: invoice {{number}}",
+            "body": "Hello {customer}, {amount_due} was due on {due_date}. {link}", **fields}
+
+
+def open_invoice_for(api, email: str) -> Invoice:
+    """An open invoice of a customer with an address of its own (the mailbox is the module's)."""
+    who = api.customers.create(name="Globex Corp", email=email)
+    return api.invoices.finalize(api.invoices.create(customer=who.id, items=LINES[:1]).id)
+
+
+def reminders_to(mailbox, address: str) -> list:
+    return [received.message for received in mailbox[0].received if address in received.rcpt_tos]
+
+
+def test_the_policy_is_off_with_three_default_steps_until_set(api):
+    policy = api.reminders.policy()
+    assert isinstance(policy, ReminderPolicy) and policy.object == "reminder_policy"
+    assert (policy.active, policy.updated, policy.late_fee, policy.reference_rate) == (False, None, None, None)
+    assert [step.days for step in policy.steps] == [-3, 7, 30]
+    assert all(isinstance(step, ReminderStep) and step.late_fee is False for step in policy.steps)
+    assert "{number}" in policy.steps[1].subject and "{link}" in policy.steps[1].body
+
+
+def test_a_policy_is_set_read_back_and_turned_off_keeping_its_steps(api):
+    policy = api.reminders.set_policy(
+        active=True, steps=[ReminderStep(days=-1, subject="Due tomorrow: {number}", body="Hello {customer}. {link}"),
+                            reminder_step(14, late_fee=True)],
+        late_fee=LateFee(kind="statutory"), reference_rate=Decimal("2.15"))
+    assert policy.active is True and isinstance(policy.updated, dt.datetime)
+    assert [(step.days, step.late_fee) for step in policy.steps] == [(-1, False), (14, True)]
+    assert policy.steps[0].subject == "Due tomorrow: {number}"
+    assert (policy.late_fee.kind, policy.late_fee.amount, policy.reference_rate) == ("statutory", None, Decimal("2.15"))
+    assert api.reminders.policy().to_dict() == policy.to_dict()
+
+    off = api.reminders.set_active(False)
+    assert off.active is False and off.updated >= policy.updated
+    assert [s.model_dump() for s in off.steps] == [s.model_dump() for s in policy.steps]
+    assert (off.late_fee, off.reference_rate) == (policy.late_fee, Decimal("2.15"))
+    assert api.reminders.set_active(True).active is True
+
+    fixed = api.reminders.set_policy(active=True, steps=[reminder_step(7, late_fee=True)],
+                                     late_fee={"kind": "fixed", "amount": 2500})
+    assert (fixed.late_fee.kind, fixed.late_fee.amount, fixed.reference_rate) == ("fixed", 2500, None)
+    emptied = api.reminders.set_policy(active=False, steps=[])  # the whole policy: no steps, no fee
+    assert (emptied.steps, emptied.late_fee) == ([], None)
+
+
+@pytest.mark.parametrize(("change", "path"), [
+    ({"steps": [reminder_step(7, body="Pay {foo} now")]}, "steps.0.body"),
+    ({"steps": [reminder_step(7, subject="{number.__class__}")]}, "steps.0.subject"),
+    ({"steps": [reminder_step(7), reminder_step(7)]}, "steps"),
+    ({"steps": [reminder_step(400)]}, "steps.0.days"),
+    ({"steps": [reminder_step(7, late_fee=True)]}, "late_fee"),
+    ({"steps": [reminder_step(7)], "late_fee": {"kind": "statutory"}}, "reference_rate"),
+    ({"steps": [reminder_step(7)], "late_fee": {"kind": "fixed"}}, "late_fee"),
+])
+def test_an_invalid_policy_is_a_validation_error_at_its_field(api, change, path):
+    with pytest.raises(ValidationError) as raised:
+        api.reminders.set_policy(active=True, **change)
+    assert raised.value.status_code == 422 and raised.value.code == "validation"
+    paths = [error["path"] for error in raised.value.errors]
+    assert any(found == path or found.startswith(path + ".") for found in paths), paths
+    assert api.reminders.policy().updated is None  # nothing was changed
+
+
+def test_an_unknown_placeholder_names_itself_and_the_known_ones(api):
+    with pytest.raises(ValidationError) as raised:
+        api.reminders.set_policy(active=False, steps=[reminder_step(7, body="Pay {foo} now")])
+    [error] = raised.value.errors
+    assert error["path"] == "steps.0.body" and "{foo}" in error["message"] and "{amount_due}" in error["message"]
+    assert "steps.0.body" in str(raised.value)
+
+
+def test_steps_must_be_a_list_before_anything_is_sent(api):
+    with pytest.raises(TypeError, match="list of steps"):
+        api.reminders.set_policy(active=True, steps=reminder_step(7))
+
+
+def test_setting_the_policy_needs_the_send_scope_and_turning_it_on_a_verified_address(origin):
+    scoped = make_tenant(None, scopes=["invoices:read", "invoices:write"])
+    with InvoicingClient(api_key=scoped.key, base_url=origin) as client:
+        assert client.reminders.policy().active is False
+        with pytest.raises(PermissionDeniedError) as raised:
+            client.reminders.set_policy(active=False, steps=[])
+    assert raised.value.code == "forbidden" and "invoices:send" in raised.value.message
+    unverified = make_tenant(None, verified=False)
+    with InvoicingClient(api_key=unverified.key, base_url=origin) as client:
+        with pytest.raises(ConflictError) as conflict:
+            client.reminders.set_active(True)
+        assert client.reminders.set_active(False).active is False  # off is always allowed
+    assert conflict.value.code == "invalid_state" and "verif" in conflict.value.message
+
+
+def test_a_reminder_now_is_emailed_with_the_policys_words(api, mailbox):
+    address = f"ap-{uuid.uuid4().hex[:8]}@globex.example"
+    invoice = open_invoice_for(api, address)
+    reminded = api.invoices.remind(invoice.id, message="Any news on this one?")
+    assert isinstance(reminded, RemindedInvoice) and isinstance(reminded, Invoice)
+    assert (reminded.id, reminded.status, reminded.emailed_to, reminded.amount_due) == \
+        (invoice.id, "open", address, invoice.amount_due)
+    [message] = wait_for(lambda: reminders_to(mailbox, address))
+    # Due in 30 days: the default step nearest, three days before the due date.
+    assert message["Subject"].startswith(f"Invoice {invoice.number} is due on ")
+    text = message.get_body(("plain",)).get_content()
+    assert text.startswith("Any news on this one?") and invoice.public_url in text
+    assert "invoice.reminder_sent" in [event.type for event in api.invoices.events(invoice.id)]
+    assert reminded.to_dict()["emailed_to"] == address
+
+
+def test_a_reminder_carries_an_idempotency_key_and_a_lost_answer_sends_one(api, origin, account, mailbox):
+    address = f"ap-{uuid.uuid4().hex[:8]}@globex.example"
+    invoice = open_invoice_for(api, address)
+    transport = LosesTheFirstAnswer()
+    with InvoicingClient(api_key=account.key, base_url=origin, http_client=httpx.Client(transport=transport)) as client:
+        reminded = client.invoices.remind(invoice.id)
+        once = client.invoices.remind(invoice.id, idempotency_key="remind-once")
+        again = client.invoices.remind(invoice.id, idempotency_key="remind-once")  # replayed, not sent again
+    assert transport.keys[0] == transport.keys[1] and transport.keys[0] is not None  # the retry of the lost answer
+    assert transport.keys[2:] == ["remind-once", "remind-once"]
+    assert reminded.emailed_to == once.emailed_to == again.emailed_to == address
+    wait_for(lambda: len(reminders_to(mailbox, address)) >= 2)
+    time.sleep(0.5)
+    assert len(reminders_to(mailbox, address)) == 2  # the lost answer's and remind-once's: no third
+    with pytest.raises(InvoicingError) as raised:  # what the library never does: no key at all
+        api.request(Call("POST", f"/invoices/{invoice.id}/remind", body={}))
+    assert (raised.value.status_code, raised.value.code) == (428, "idempotency_key_required")
+
+
+def test_only_an_open_invoice_with_something_due_is_reminded(api, mailbox):
+    address = f"ap-{uuid.uuid4().hex[:8]}@globex.example"
+    who = api.customers.create(name="Globex Corp", email=address)
+    draft = api.invoices.create(customer=who.id, items=LINES[:1])
+    paid = api.invoices.pay(api.invoices.finalize(api.invoices.create(customer=who.id, items=LINES[:1]).id).id)
+    for invoice in (draft, paid):
+        with pytest.raises(ConflictError) as raised:
+            api.invoices.remind(invoice.id)
+        assert raised.value.status_code == 409 and raised.value.code == "invalid_state"
+    with pytest.raises(NotFoundError):
+        api.invoices.remind("in_" + "0" * 32)
+    silent = api.customers.create(name="No Address Ltd")
+    with pytest.raises(ValidationError) as raised:
+        api.invoices.remind(api.invoices.finalize(api.invoices.create(customer=silent.id, items=LINES[:1]).id).id)
+    assert [error["path"] for error in raised.value.errors] == ["customer"]
+    assert reminders_to(mailbox, address) == []
+
+
+def test_an_invoices_reminders_are_paused_and_resumed(api, origin):
+    invoice = open_invoice_for(api, "ap@globex.example")
+    assert invoice.reminders_paused is False and invoice.late_fee_for is None
+    paused = api.invoices.pause_reminders(invoice.id)
+    assert isinstance(paused, Invoice) and (paused.id, paused.reminders_paused, paused.status) == (invoice.id, True, "open")
+    assert api.invoices.retrieve(invoice.id).reminders_paused is True
+    assert api.invoices.pause_reminders(invoice.id).reminders_paused is True  # pausing again changes nothing
+    assert api.invoices.resume_reminders(invoice.id).reminders_paused is False
+    assert api.invoices.retrieve(invoice.id).reminders_paused is False
+    theirs = make_tenant(None)
+    with InvoicingClient(api_key=theirs.key, base_url=origin) as other:
+        for attempt in (lambda: other.invoices.pause_reminders(invoice.id), lambda: other.invoices.remind(invoice.id)):
+            with pytest.raises(NotFoundError):
+                attempt()
+
+
 def test_list_pages_through_every_page_newest_first(api):
     made = [api.customers.create(name=f"Customer {n}").id for n in range(7)]
     assert [c.id for c in api.customers.list(limit=3)] == made[::-1]
@@ -991,6 +1163,32 @@ def test_the_async_client_has_invoice_schedules(origin, account):
     assert (paused.status, paused.pause_reason, resumed.status) == ("paused", "Away", "active")
     assert run.invoice.startswith("in_") and [r.id for r in runs] == [r.id for r in first_page.data] == [run.id]
     assert cancelled.status == again.status == "cancelled" and again.invoices_made == 1
+
+
+def test_the_async_client_has_payment_reminders(origin, account, mailbox):
+    address = f"ap-{uuid.uuid4().hex[:8]}@globex.example"
+
+    async def work():
+        async with AsyncInvoicingClient(api_key=account.key, base_url=origin) as client:
+            defaults = await client.reminders.policy()
+            policy = await client.reminders.set_policy(active=True, steps=[reminder_step(7, late_fee=True)],
+                                                       late_fee={"kind": "fixed", "amount": 2500})
+            off = await client.reminders.set_active(False)
+            with pytest.raises(ValidationError) as raised:
+                await client.reminders.set_policy(active=False, steps=[reminder_step(7, body="{foo}")])
+            who = await client.customers.create(name="Globex", email=address)
+            invoice = await client.invoices.finalize((await client.invoices.create(customer=who.id, items=LINES[:1])).id)
+            reminded = await client.invoices.remind(invoice.id, message="Any news?")
+            paused = await client.invoices.pause_reminders(invoice.id)
+            resumed = await client.invoices.resume_reminders(invoice.id)
+            return defaults, policy, off, raised.value, reminded, paused, resumed
+    defaults, policy, off, error, reminded, paused, resumed = asyncio.run(work())
+    assert (defaults.active, [s.days for s in defaults.steps]) == (False, [-3, 7, 30])
+    assert (policy.active, policy.late_fee.amount, off.active, [s.days for s in off.steps]) == (True, 2500, False, [7])
+    assert [e["path"] for e in error.errors] == ["steps.0.body"]
+    assert isinstance(reminded, RemindedInvoice) and reminded.emailed_to == address
+    assert (paused.reminders_paused, resumed.reminders_paused) == (True, False)
+    wait_for(lambda: reminders_to(mailbox, address))
 
 
 # --- webhooks ---------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from invoicing_client.resources import (
     AsyncPrices,
     AsyncProducts,
     AsyncReceivablesResource,
+    AsyncReminders,
     AsyncWebhookEndpoints,
     BusinessResource,
     CreditNotes,
@@ -32,6 +33,7 @@ from invoicing_client.resources import (
     Prices,
     Products,
     ReceivablesResource,
+    Reminders,
     WebhookEndpoints,
 )
 
@@ -86,6 +88,7 @@ class InvoicingClient(_Base):
         self.credit_notes = CreditNotes(self)
         self.payments = Payments(self)
         self.receivables = ReceivablesResource(self)
+        self.reminders = Reminders(self)
         self.webhook_endpoints = WebhookEndpoints(self)
         self.business = BusinessResource(self)
 
@@ -143,6 +146,7 @@ class AsyncInvoicingClient(_Base):
         self.credit_notes = AsyncCreditNotes(self)
         self.payments = AsyncPayments(self)
         self.receivables = AsyncReceivablesResource(self)
+        self.reminders = AsyncReminders(self)
         self.webhook_endpoints = AsyncWebhookEndpoints(self)
         self.business = AsyncBusinessResource(self)
 

@@ -49,6 +49,11 @@ class Call:
         return cls("PATCH", path, body=body)
 
     @classmethod
+    def put(cls, path: str, body: dict[str, Any]) -> Call:
+        """A PUT: the whole resource, replaced (repeating it changes nothing more)."""
+        return cls("PUT", path, body=body)
+
+    @classmethod
     def delete(cls, path: str, params: dict[str, Any] | None = None, idempotency_key: str | None = None) -> Call:
         return cls("DELETE", path, params=_drop_unset(params or {}), idempotency_key=idempotency_key or new_key())
 

@@ -217,6 +217,12 @@ class SentInvoice(Invoice):
     emailed_to: str
 
 
+class RemindedInvoice(Invoice):
+    """The invoice after `remind`, with the address the payment reminder was e-mailed to."""
+
+    emailed_to: str
+
+
 class InvoicePreviewLine(InvoiceItem):
     """A line of a preview: saved nowhere, so without an id."""
 
@@ -546,6 +552,41 @@ class ScheduleRun(InvoicingObject):
     invoice: str | None = None
     email: ScheduleRunEmail | None = None
     created: dt.datetime
+
+
+class ReminderStep(InvoicingObject):
+    """One payment reminder of the policy: e-mailed `days` after an invoice's due date (negative: before
+    it; 0: on it) with `subject` and `body`, whose placeholders are filled in: {number}, {amount_due},
+    {due_date}, {days_overdue}, {link}, {customer} and {business}. With `late_fee`, it charges the policy's
+    late fee (a step after the due date; at most one fee per invoice)."""
+
+    days: int  # -60 to 365
+    subject: str
+    body: str
+    late_fee: bool = False
+
+
+class LateFee(InvoicingObject):
+    """The late fee the steps marked `late_fee` charge, issued as an invoice of its own that names the
+    overdue one (its `late_fee_for`): `fixed`, `amount` minor units of the overdue invoice's currency; or
+    `statutory`, the policy's `reference_rate` plus 8 points a year on what is due for the days overdue
+    (and 40 EUR on EUR invoices), computed, so without an `amount`."""
+
+    kind: str  # fixed or statutory
+    amount: int | None = None
+
+
+class ReminderPolicy(InvoicingObject):
+    """The account's payment reminders: whether they are `active`, the `steps`, the `late_fee`, and the
+    `reference_rate` (percent a year) a statutory fee uses. While never set (`updated` None): the three
+    default steps (3 days before the due date, 7 and 30 days after), off."""
+
+    object: str = "reminder_policy"
+    active: bool
+    steps: list[ReminderStep] = []
+    late_fee: LateFee | None = None
+    reference_rate: Decimal | None = None  # the API sends it as a string ("2.15"); read as a Decimal
+    updated: dt.datetime | None = None
 
 
 class WebhookEndpoint(InvoicingObject):

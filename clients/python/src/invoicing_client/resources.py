@@ -28,11 +28,14 @@ from invoicing_client.models import (
     InvoicePreview,
     InvoiceSchedule,
     InvoicingObject,
+    LateFee,
     Page,
     Payment,
     Price,
     Product,
     Receivables,
+    RemindedInvoice,
+    ReminderPolicy,
     ScheduleRun,
     SentCreditNote,
     SentInvoice,
@@ -93,11 +96,11 @@ def _parsed(model: type[T], answer: Any, request: str | None) -> T:
         raise unexpected(exc, request) from None
 
 
-S = TypeVar("S", SentInvoice, SentCreditNote)
+S = TypeVar("S", SentInvoice, SentCreditNote, RemindedInvoice)
 
 
 def _sent(model: type[S], answer: Any, request: str | None) -> S:
-    """The answer of a send, `{"data": …, "emailed_to": …}`, as one object."""
+    """The answer of a send or a reminder, `{"data": …, "emailed_to": …}`, as one object."""
     try:
         return model.from_api({**answer["data"], "emailed_to": answer.get("emailed_to")})
     except (ValidationError, KeyError, TypeError, AttributeError) as exc:
@@ -269,6 +272,23 @@ class Invoices(_Resource):
         call = Call.post(path("/invoices/{}/send", id), given(to=to, cc=cc, message=message), idempotency_key)
         return _sent(SentInvoice, self._client.request(call), self._client.last_request_id)
 
+    def remind(self, id: str, *, message: str | None = None, idempotency_key: str | None = None) -> RemindedInvoice:
+        """E-mail the customer a payment reminder of an open invoice with something due, now: the reminder
+        policy's wording for its days overdue, `message` put before it. The invoice, with `emailed_to`.
+        A `ConflictError` unless it is open with something due (or while the account's e-mail address is
+        unverified). Counts as a send; needs the scope `invoices:send`."""
+        call = Call.post(path("/invoices/{}/remind", id), given(message=message), idempotency_key)
+        return _sent(RemindedInvoice, self._client.request(call), self._client.last_request_id)
+
+    def pause_reminders(self, id: str) -> Invoice:
+        """No reminder of the policy for this invoice (a dispute, an agreed delay) until resumed:
+        `reminders_paused` becomes True. A reminder by `remind` still goes."""
+        return self._one(Call.post(path("/invoices/{}/reminders", id), {"paused": True}), Invoice)
+
+    def resume_reminders(self, id: str) -> Invoice:
+        """The policy's reminders for this invoice again (`reminders_paused` False)."""
+        return self._one(Call.post(path("/invoices/{}/reminders", id), {"paused": False}), Invoice)
+
     def pay(self, id: str, *, paid_on: dt.date | str | None = None, reference: str | None = None,
             idempotency_key: str | None = None) -> Invoice:
         body = given(paid_on=paid_on, reference=reference)
@@ -324,6 +344,17 @@ class AsyncInvoices(_AsyncResource):
                    idempotency_key: str | None = None) -> SentInvoice:
         call = Call.post(path("/invoices/{}/send", id), given(to=to, cc=cc, message=message), idempotency_key)
         return _sent(SentInvoice, await self._client.request(call), self._client.last_request_id)
+
+    async def remind(self, id: str, *, message: str | None = None,
+                     idempotency_key: str | None = None) -> RemindedInvoice:
+        call = Call.post(path("/invoices/{}/remind", id), given(message=message), idempotency_key)
+        return _sent(RemindedInvoice, await self._client.request(call), self._client.last_request_id)
+
+    async def pause_reminders(self, id: str) -> Invoice:
+        return await self._one(Call.post(path("/invoices/{}/reminders", id), {"paused": True}), Invoice)
+
+    async def resume_reminders(self, id: str) -> Invoice:
+        return await self._one(Call.post(path("/invoices/{}/reminders", id), {"paused": False}), Invoice)
 
     async def pay(self, id: str, *, paid_on: dt.date | str | None = None, reference: str | None = None,
                   idempotency_key: str | None = None) -> Invoice:
@@ -715,6 +746,67 @@ class AsyncInvoiceSchedules(_AsyncResource):
                         limit: int | None = None) -> Page[ScheduleRun]:
         return await self._list_page(path("/invoice-schedules/{}/runs", id), ScheduleRun,
                                      {"cursor": cursor, "limit": limit})
+
+
+# --- payment reminders -------------------------------------------------------------------------------
+
+Step = dict[str, Any] | BaseModel
+
+
+def _policy_body(active: bool, steps: list[Step], late_fee: dict[str, Any] | LateFee | None,
+                 reference_rate: Decimal | str | float | None, fields: dict[str, Any]) -> dict[str, Any]:
+    """The `PUT /reminder-policy` body: the whole policy, what is left out sent as null (none, no fee)."""
+    if not isinstance(steps, (list, tuple)):
+        raise TypeError("steps is a list of steps (dicts or ReminderStep), such as "
+                        "[{\"days\": 7, \"subject\": \"…\", \"body\": \"…\"}]")
+    if isinstance(reference_rate, Decimal):  # as a string: exact, whatever its digits
+        reference_rate = str(reference_rate)
+    return {**jsonable(fields), "active": active, "steps": jsonable(list(steps)), "late_fee": jsonable(late_fee),
+            "reference_rate": reference_rate}
+
+
+class Reminders(_Resource):
+    """The account's payment reminder policy (`GET`/`PUT /reminder-policy`): whether reminders are on, the
+    steps (each e-mailed `days` after an invoice's due date), the late fee and the reference rate a statutory
+    fee uses. A reminder now, and pausing one invoice's reminders, are on `invoices` (`remind`,
+    `pause_reminders`, `resume_reminders`)."""
+
+    def policy(self) -> ReminderPolicy:
+        """The policy; while never set, the three default steps, off (`updated` None)."""
+        return self._one(Call.get("/reminder-policy"), ReminderPolicy)
+
+    def set_policy(self, *, active: bool, steps: list[Step], late_fee: dict[str, Any] | LateFee | None = None,
+                   reference_rate: Decimal | str | float | None = None, **fields: Any) -> ReminderPolicy:
+        """Replace the whole policy: `steps` (up to 10, each on a different day; dicts or `ReminderStep`:
+        `days`, `subject`, `body`, `late_fee`), `late_fee` (`{"kind": "fixed", "amount": 2500}` or
+        `{"kind": "statutory"}`, or a `LateFee`; None: no fee) and `reference_rate` (percent a year, needed by
+        a statutory fee). Invalid ones are a `ValidationError` at the field (`steps.0.body` for an unknown
+        placeholder); turning it on while the account's e-mail address is unverified, a `ConflictError`.
+        Needs the scope `invoices:send`."""
+        body = _policy_body(active, steps, late_fee, reference_rate, fields)
+        return self._one(Call.put("/reminder-policy", body), ReminderPolicy)
+
+    def set_active(self, active: bool) -> ReminderPolicy:
+        """Turn reminders on (True) or off, keeping the steps, late fee and reference rate as they are
+        (the policy is read, then replaced)."""
+        current = self.policy()
+        return self.set_policy(active=active, steps=current.steps, late_fee=current.late_fee,
+                               reference_rate=current.reference_rate)
+
+
+class AsyncReminders(_AsyncResource):
+    async def policy(self) -> ReminderPolicy:
+        return await self._one(Call.get("/reminder-policy"), ReminderPolicy)
+
+    async def set_policy(self, *, active: bool, steps: list[Step], late_fee: dict[str, Any] | LateFee | None = None,
+                         reference_rate: Decimal | str | float | None = None, **fields: Any) -> ReminderPolicy:
+        body = _policy_body(active, steps, late_fee, reference_rate, fields)
+        return await self._one(Call.put("/reminder-policy", body), ReminderPolicy)
+
+    async def set_active(self, active: bool) -> ReminderPolicy:
+        current = await self.policy()
+        return await self.set_policy(active=active, steps=current.steps, late_fee=current.late_fee,
+                                     reference_rate=current.reference_rate)
 
 
 # --- invoice items ----------------------------------------------------------------------------------

@@ -44,6 +44,8 @@ from invoicing_client.models import (
     Product,
     ReceivableFigures,
     Receivables,
+    ReminderPolicy,
+    ReminderStep,
     ScheduleRun,
     WebhookEndpoint,
 )
@@ -60,19 +62,22 @@ def _group(help_text: str) -> typer.Typer:
 
 
 app = _group("The Invoicing API from your terminal: customers, products, prices, invoices, credit notes, payments, "
-             "receivables, invoice schedules and webhooks.\n\n"
+             "receivables, invoice schedules, payment reminders and webhooks.\n\n"
              "Start with `invoicing-cli login`, or put an API key in the environment (`export "
              "INVOICING_API_KEY=inv_live_…`, never on the command line), then for example `invoicing-cli invoices list`.")
 customers_app = _group("Customers: the people and companies you invoice.")
 products_app = _group("Products: what you sell, by name.")
 prices_app = _group("Prices: a product's amount in one currency.")
-invoices_app = _group("Invoices: draft, finalize, send, record payment, void, download.")
+invoices_app = _group("Invoices: draft, finalize, send, remind, record payment, void, download.")
 credit_notes_app = _group("Credit notes: correct an open or paid invoice with a document of its own (CN-0001): "
                           "preview, issue, void, send, download.")
 payments_app = _group("Payments: money received for an invoice outside the service, in part or in full: record, "
                       "list, show, reverse.")
 schedules_app = _group("Invoice schedules: a recurring invoice made for a customer once per period (week, month, "
                         "quarter or year): create, list, show, pause, resume, cancel, run now, and its runs.")
+reminders_app = _group("Payment reminders: the account's policy (whether reminders are on, the steps e-mailed before "
+                       "and after an invoice's due date, the late fee). A reminder now, and pausing one invoice's "
+                       "reminders: `invoicing-cli invoices remind|pause-reminders|resume-reminders`.")
 webhooks_app = _group("Webhook endpoints: where invoice, credit note and payment events are delivered.")
 app.add_typer(customers_app, name="customers")
 app.add_typer(products_app, name="products")
@@ -81,6 +86,7 @@ app.add_typer(invoices_app, name="invoices")
 app.add_typer(credit_notes_app, name="credit-notes")
 app.add_typer(payments_app, name="payments")
 app.add_typer(schedules_app, name="schedules")
+app.add_typer(reminders_app, name="reminders")
 app.add_typer(webhooks_app, name="webhooks")
 
 
@@ -245,6 +251,8 @@ def show_invoice(invoice: Invoice) -> None:
         ("Amount due", lambda i: money(i.amount_due)),
         ("Paid at", lambda i: show.when(i.paid_at)), ("Voided", lambda i: i.voided_at and f"{show.when(i.voided_at)} "
                                                       f"{i.void_reason or ''}"),
+        ("Reminders", lambda i: "paused" if i.reminders_paused else None),
+        ("Late fee for", lambda i: i.late_fee_for),
         ("Public page", lambda i: i.public_url)])
     if invoice.lines is not None:
         show.out.print()
@@ -708,6 +716,39 @@ def invoices_events(id: Annotated[str, typer.Argument(help="The invoice's id.")]
     present_list(lambda c, size: c.invoices.events(id, limit=size),
                  [("When", lambda e: show.when(e.created_at)), ("Event", lambda e: e.type),
                   ("By", lambda e: (e.meta or {}).get("actor"))], limit=limit, every=every, as_json=as_json, noun="events")
+
+
+InvoiceId = Annotated[str, typer.Argument(help="The invoice's id.")]
+
+
+@invoices_app.command("remind", epilog=examples("invoicing-cli invoices remind in_…",
+                                                "invoicing-cli invoices remind in_… --message 'Any news on this one?'"))
+def invoices_remind(id: InvoiceId,
+                    message: Annotated[str | None, typer.Option(help="A note put before the reminder's text.")] = None,
+                    as_json: Json = False) -> None:
+    """E-mail the customer a payment reminder of an open invoice now, in the reminder policy's words for its days
+    overdue (`invoicing-cli reminders policy`). Counts as a send."""
+    invoice = call(lambda c: c.invoices.remind(id, message=message))
+    present(invoice, as_json, show_invoice)
+    show.done(f"Reminded {invoice.customer_details.name} of {invoice.number} "
+              f"({show.money(invoice.amount_due, invoice.currency)} due) at {invoice.emailed_to}.")
+
+
+@invoices_app.command("pause-reminders", epilog=examples("invoicing-cli invoices pause-reminders in_…"))
+def invoices_pause_reminders(id: InvoiceId, as_json: Json = False) -> None:
+    """Stop the reminder policy's e-mails for one invoice (a dispute, an agreed delay) until resumed."""
+    invoice = call(lambda c: c.invoices.pause_reminders(id))
+    present(invoice, as_json, show_invoice)
+    show.done(f"Paused the reminders of {invoice.number or invoice.id}. Resume them with: "
+              f"invoicing-cli invoices resume-reminders {invoice.id}")
+
+
+@invoices_app.command("resume-reminders", epilog=examples("invoicing-cli invoices resume-reminders in_…"))
+def invoices_resume_reminders(id: InvoiceId, as_json: Json = False) -> None:
+    """Let the reminder policy's e-mails go for one invoice again."""
+    invoice = call(lambda c: c.invoices.resume_reminders(id))
+    present(invoice, as_json, show_invoice)
+    show.done(f"Resumed the reminders of {invoice.number or invoice.id}.")
 
 
 # --- credit notes ---------------------------------------------------------------------------------------
@@ -1283,6 +1324,93 @@ def schedules_runs(id: ScheduleId, limit: Limit = 25, every: All = False, as_jso
     """List a schedule's runs, newest first: each period made (its invoice and e-mail) or skipped."""
     present_list(lambda c, size: c.invoice_schedules.runs(id, limit=size), RUN_COLUMNS, limit=limit, every=every,
                  as_json=as_json, noun="runs")
+
+
+# --- payment reminders ----------------------------------------------------------------------------------
+
+POLICY_FILE_ONLY = ("object", "updated")  # what `reminders policy --json` shows and a policy to set has not
+
+
+def _when(days: int) -> str:
+    if days == 0:
+        return "on the due date"
+    count = f"{abs(days)} day{'' if abs(days) == 1 else 's'}"
+    return f"{count} before the due date" if days < 0 else f"{count} after"
+
+
+def _late_fee(policy: ReminderPolicy) -> str | None:
+    fee = policy.late_fee
+    if fee is None:
+        return None
+    if fee.kind == "fixed":
+        return f"fixed: {fee.amount} in minor units of the overdue invoice's currency"
+    if fee.kind == "statutory":
+        return "statutory: the reference rate plus 8 points a year on what is due, for the days overdue (and 40 EUR " \
+               "on EUR invoices)"
+    return fee.kind
+
+
+STEP_COLUMNS: list[show.Column] = [
+    ("When", lambda step: _when(step.days) + (", with the late fee" if step.late_fee else "")),
+    ("Subject", lambda step: step.subject), ("Text", lambda step: " ".join(step.body.split()))]
+
+
+def show_policy(policy: ReminderPolicy) -> None:
+    show.fields(policy, [
+        ("Reminders", lambda p: "on" if p.active else "off"), ("Late fee", _late_fee),
+        ("Reference rate", lambda p: None if p.reference_rate is None else f"{p.reference_rate} % a year"),
+        ("Updated", lambda p: f"{show.when(p.updated)} UTC" if p.updated else "never (the default steps, off)")])
+    show.out.print()
+    steps: list[ReminderStep] = sorted(policy.steps, key=lambda step: step.days)
+    show.table(steps, STEP_COLUMNS, empty="No steps: no reminder is sent.")
+
+
+@reminders_app.command("policy", epilog=examples("invoicing-cli reminders policy",
+                                                 "invoicing-cli reminders policy --json > policy.json"))
+def reminders_policy(as_json: Json = False) -> None:
+    """Show the reminder policy: on or off, the late fee, and each step (when, its subject and text)."""
+    present(call(lambda c: c.reminders.policy()), as_json, show_policy)
+
+
+@reminders_app.command("set", epilog=examples(
+    "invoicing-cli reminders set --on", "invoicing-cli reminders set --off",
+    "invoicing-cli reminders set --file policy.json",
+    "invoicing-cli reminders policy --json > policy.json   # edit it, then:",
+    "invoicing-cli reminders set --file policy.json --on"))
+def reminders_set(
+    file: Annotated[str | None, typer.Option(help="JSON: the whole policy (active, steps, late_fee, "
+                                                  "reference_rate), which replaces the one before; what `reminders "
+                                                  "policy --json` prints is taken as it is. - reads standard "
+                                                  "input.")] = None,
+    active: Annotated[bool | None, typer.Option("--on/--off", help="Turn reminders on or off; alone, the steps, "
+                                                                   "late fee and rate stay as they are.")] = None,
+    as_json: Json = False,
+) -> None:
+    """Set the reminder policy: --file replaces all of it, --on/--off alone turns it on or off.
+
+    Each step is e-mailed once per open invoice with something due, from 08:00 on its day in the business's time
+    zone. Placeholders in subjects and texts: {number}, {amount_due}, {due_date}, {days_overdue}, {link},
+    {customer}, {business}. Needs the scope invoices:send."""
+    if file is None:
+        if active is None:
+            raise typer.BadParameter("Give --file policy.json (the whole policy), or --on / --off.")
+        policy = call(lambda c: c.reminders.set_active(active))
+    else:
+        content = read_json(file)
+        if not isinstance(content, dict):
+            raise typer.BadParameter(f"{file} must hold a JSON object: the whole policy.")
+        body = {name: value for name, value in content.items() if name not in POLICY_FILE_ONLY}
+        if active is not None:
+            body["active"] = active  # the option wins over the file
+        if "active" not in body:
+            raise typer.BadParameter(f"Say whether reminders are on: \"active\" in {file}, or --on / --off.")
+        steps = body.pop("steps", [])
+        if not isinstance(steps, list):
+            raise typer.BadParameter(f"\"steps\" in {file} must be a JSON array of steps.")
+        policy = call(lambda c: c.reminders.set_policy(steps=steps, **body))
+    present(policy, as_json, show_policy)
+    steps_said = f"{len(policy.steps)} step{'' if len(policy.steps) == 1 else 's'}"
+    show.done(f"Reminders are on: {steps_said}." if policy.active else f"Reminders are off ({steps_said} kept).")
 
 
 # --- webhooks -------------------------------------------------------------------------------------------

@@ -58,7 +58,8 @@ def as_json(obj: InvoicingObject | Iterable[InvoicingObject]) -> Any:
 Column = tuple[str, Callable[[Any], Any]]
 MONEY_COLUMNS = ("Total", "Amount", "Unit amount", "Tax amount", "Outstanding", "Overdue", "Current", "1–30 days",
                  "31–60 days", "61–90 days", "Over 90 days")
-TEXT_COLUMNS = ("Name", "Email", "Customer", "Description", "Nickname", "URL", "Events", "Product", "Recurrence")
+TEXT_COLUMNS = ("Name", "Email", "Customer", "Description", "Nickname", "URL", "Events", "Product", "Recurrence",
+                "Subject", "Text")
 
 
 def table(rows: Iterable[InvoicingObject], columns: list[Column], *, empty: str) -> int:

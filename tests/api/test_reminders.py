@@ -141,7 +141,7 @@ def test_a_step_before_the_invoice_was_issued_is_not_sent(tenant, mailbox):
     assert reminders_of(invoice["id"]) == []
 
 
-@pytest.mark.parametrize("settle", ["pay", "pay_in_part_then_rest", "void", "pause"])
+@pytest.mark.parametrize("settle", ["pay", "pay_in_part_then_rest", "credit_to_zero", "void", "pause"])
 def test_reminders_stop_when_the_invoice_is_settled_voided_or_paused(tenant, mailbox, settle):
     set_policy(tenant, [step(-3), step(7)])
     invoice = invoice_due(tenant)
@@ -151,6 +151,8 @@ def test_reminders_stop_when_the_invoice_is_settled_voided_or_paused(tenant, mai
     elif settle == "pay_in_part_then_rest":
         paid_part(tenant, invoice["id"], 40000)
         paid_part(tenant, invoice["id"], 60000)
+    elif settle == "credit_to_zero":  # a credit note of the whole invoice, nothing paid: credited to zero
+        assert tenant.post("/credit-notes", json={"invoice": invoice["id"]}, idem=True).status_code == 201
     elif settle == "void":
         assert tenant.post(f"/invoices/{invoice['id']}/void", json={"reason": "Wrong"}, idem=True).status_code == 200
     else:

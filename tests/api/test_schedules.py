@@ -515,3 +515,17 @@ def test_a_schedule_failing_unexpectedly_stops_no_other(tenant, other_tenant):
     assert len(made(other_tenant, fine["id"])) == 1
     failed = schedule_now(tenant, broken["id"])
     assert failed["last_failure"]["attempts"] == 1 and "unexpectedly" in failed["last_failure"]["reason"]
+
+
+def test_a_price_archived_since_creation_fails_the_run_and_it_is_retried(tenant):
+    from tests.api.invoicing import price
+    monthly = price(tenant, 250000, "EUR", type="recurring", recurring={"interval": "month"})
+    schedule = created(tenant, invoice={"items": [{"price": monthly["id"]}], "currency": "EUR"})
+    assert tenant.delete(f"/prices/{monthly['id']}").status_code == 200
+    assert run_at(at("2027-01-01T07:00:00+00:00")).failed == 1
+    failing = schedule_now(tenant, schedule["id"])
+    assert failing["status"] == "active" and failing["last_failure"]["attempts"] == 1
+    assert failing["next_run"] == "2027-01-01T08:00:00.000Z"
+    assert tenant.post(f"/prices/{monthly['id']}/restore", idem=True).status_code == 200
+    assert len(run_at(at("2027-01-01T08:00:00+00:00")).made) == 1
+    assert schedule_now(tenant, schedule["id"])["last_failure"] is None

@@ -153,8 +153,9 @@ def _credit_note_question(session, principal: Principal, action: str, subject: s
 
 
 def _reversal_question(session, principal: Principal, subject: str, inputs: PaymentReverse) -> Question | None:
-    """A question about reversing a payment; its digest covers the payment as it stands (core's check),
-    and it names the invoice, which reopens when it was paid."""
+    """A question about reversing a payment; its digest covers the payment and its invoice's state as
+    they stand (`payments.reversal_shown`, core's check), and it names the invoice, which reopens when
+    it was paid."""
     payment = payments.get_payment(session, principal.account_id, subject)
     invoice = invoices.get_invoice(session, principal.account_id, str(payment.invoice_id))
     shown = jsonable(payment_to_api(payment))  # as a result shows it (a date as text)
@@ -167,7 +168,7 @@ def _reversal_question(session, principal: Principal, subject: str, inputs: Paym
     view = executor.within(session, invoices.view_invoice, principal.account_id, str(invoice.id))
     message = _reverse_payment(shown, inputs, view)
     return Question("reverse_payment", message, shown["id"], shown,
-                    Confirmed(digest(shown, "reverse_payment", inputs)))
+                    Confirmed(digest(payments.reversal_shown(payment, invoice), "reverse_payment", inputs)))
 
 
 def _inputs(action: str, arguments: dict):

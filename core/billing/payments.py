@@ -170,7 +170,7 @@ def reverse_payment(session: Session, principal: Principal, id_text: str, data: 
     payment = get_payment(session, principal.account_id, id_text, lock=True)
     _refuse_reversal(session, payment, invoice)
     if confirmed is not None:
-        confirmations.check(confirmed, payment_to_api(payment), "reverse_payment", data)
+        confirmations.check(confirmed, reversal_shown(payment, invoice), "reverse_payment", data)
     payment.status, payment.balance_remaining = "reversed", 0
     payment.reversed_at = payment.updated = now()
     payment.reversal_reason = data.reason
@@ -181,6 +181,13 @@ def reverse_payment(session: Session, principal: Principal, id_text: str, data: 
     invoice.amount_paid -= payment.amount_applied
     owed_again(session, invoice, {**principal.event_meta(), "payment": ids.public_id("payment", payment.id)})
     return payment
+
+
+def reversal_shown(payment: Payment, invoice: Invoice) -> dict:
+    """What a person asked about reversing `payment` is shown: the payment, and the state of its invoice
+    that the reversal changes (a paid invoice reopens; what is due grows), so that a change to either
+    makes their answer stale."""
+    return {**payment_to_api(payment), "invoice_status": invoice.status, "invoice_amount_due": amount_due(invoice)}
 
 
 def owed_again(session: Session, invoice: Invoice, meta: dict) -> None:

@@ -261,6 +261,24 @@ def test_reversing_asks_and_reopens_a_paid_invoice(client, app, tenant):
                                                                                  "payment.reversed"]
 
 
+def test_an_invoice_reopened_while_the_person_reads_makes_them_asked_again(client, app, tenant):
+    invoice = owing(tenant)
+    first = paid_part(tenant, invoice["id"], 100000, reference="First")
+    paid_part(tenant, invoice["id"], 150000, reference="Second")  # paid in full: the question says it reopens
+    second = next(p for p in payments_of(tenant, invoice["id"]) if p["id"] != first["id"])
+
+    def meanwhile():  # the other payment is reversed: the invoice is open already, and more is due
+        response = tenant.post(f"/payments/{second['id']}/reverse", json={"reason": "Bounced"}, idem=True)
+        assert response.status_code == 200, response.text
+
+    person = Person("accept", meanwhile=meanwhile)
+    result = ask(client, app, tenant.key, person, "reverse_payment",
+                 {"payment": first["id"], "reason": "Also bounced", "idempotency_key": "rev-2"})
+    assert len(person.asked) == 2
+    assert f"{invoice['number']} reopens" in person.asked[0] and "is due again on" in person.asked[1]
+    assert not result.is_error and result.structured_content["status"] == "reversed"
+
+
 def test_reversing_a_part_payment_says_what_is_due_again_and_what_leaves_the_balance(client, app, tenant):
     invoice = owing(tenant, 100000)
     payment = paid_part(tenant, invoice["id"], 40000, method="card", paid_on="2026-11-20")

@@ -41,6 +41,17 @@ def sepa_iban_of(text: str | None) -> str | None:
     return iban if iban and IBAN(iban).in_sepa_zone else None
 
 
+# The European Economic Area: the EU and Iceland, Liechtenstein, Norway (territories such as the French
+# overseas departments bank under their country's prefix). SEPA reaches further (the United Kingdom,
+# Switzerland, Monaco, San Marino, Andorra, the Vatican), where a transfer needs the BIC.
+EEA = frozenset("AT BE BG CY CZ DE DK EE ES FI FR GR HR HU IE IT LT LU LV MT NL PL PT RO SE SI SK IS LI NO".split())
+
+
+def in_eea(iban: str) -> bool:
+    """Whether the (valid, compact) IBAN is of an account in the EEA."""
+    return iban[:2] in EEA
+
+
 def iban_of(text: str | None) -> str | None:
     """The compact IBAN (`DE89370400440532013000`) when `text` is a valid IBAN, in any case and with
     spaces; else None."""

@@ -20,7 +20,7 @@ from decimal import Decimal
 import segno
 from segno.helpers import make_epc_qr
 
-from core.billing.bank_account import bic_of, sepa_iban_of
+from core.billing.bank_account import bic_of, in_eea, sepa_iban_of
 
 CAPTION = "Scan to pay with your banking app"
 STATUSES = frozenset({"open", "overdue"})
@@ -55,7 +55,10 @@ def transfer(view: dict) -> Transfer | None:
     number = _shortened(view.get("number"), TEXT_MAX)
     if not (iban and name and number and AMOUNT_MIN <= amount <= AMOUNT_MAX):
         return None
-    wanted = Transfer(name="", iban=iban, bic=bic_of(bank.get("routing_number")), amount=amount, text=number)
+    bic = bic_of(bank.get("routing_number"))
+    if bic is None and not in_eea(iban):  # EPC069-12: the BIC is optional only within the EEA
+        return None
+    wanted = Transfer(name="", iban=iban, bic=bic, amount=amount, text=number)
     # 70 characters of four bytes each would not fit the payload's 331 bytes: such a name is cut further.
     room = PAYLOAD_MAX - len(_payload(wanted).encode())
     while len(name.encode()) > room:

@@ -57,6 +57,17 @@ def test_no_code_without_a_valid_iban(account):
     assert payment_qr.epc_qr(view(bank={"account_number": account})) is None
 
 
+def test_an_iban_in_sepa_outside_the_eea_needs_the_bic():
+    swiss = "CH93 0076 2011 6238 5295 7"
+    assert payment_qr.epc_qr(view(bank={"account_number": swiss, "routing_number": None})) is None
+    with_bic = payment_qr.epc_payload(view(bank={"account_number": swiss, "routing_number": "UBSWCHZH80A"}))
+    assert with_bic.split("\n")[4:7] == ["UBSWCHZH80A", "Muster Handel GmbH", "CH9300762011623852957"]
+
+
+def test_within_the_eea_the_bic_is_optional():
+    assert lines(bank={"routing_number": None})[4] == ""
+
+
 def test_no_code_for_an_iban_outside_the_sepa_zone():
     brazil = "BR18 0036 0305 0000 1000 9795 493C 1"
     assert payment_qr.epc_qr(view(bank={"account_number": brazil, "routing_number": None})) is None

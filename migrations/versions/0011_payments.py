@@ -79,5 +79,10 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.drop_index("ix_invoices_open_receivable", "invoices")
+    # A paid invoice keeps the reference of its latest payment, where the code before payments kept it.
+    op.execute(sa.text(
+        "UPDATE invoices SET payment_reference = (SELECT payments.reference FROM payments "
+        "WHERE payments.invoice_id = invoices.id AND payments.status = 'recorded' AND payments.reference IS NOT NULL "
+        "ORDER BY payments.paid_at DESC LIMIT 1) WHERE status = 'paid'"))
     op.drop_table("payments")
     op.drop_column("invoices", "amount_paid")

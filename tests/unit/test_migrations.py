@@ -333,3 +333,16 @@ def test_0011_makes_no_payment_for_an_invoice_credit_notes_settled(before_0011):
     invoice = before_0011.invoice("paid", 5000, credited=5000, paid_at=now())
     migrate(before_0011.engine, "0011")
     assert before_0011.paid(invoice) == (0, [])
+
+
+def test_0011_downgrade_gives_a_paid_invoice_back_its_latest_payments_reference(before_0011):
+    invoice = before_0011.invoice("paid", 5000, reference="TRF-9", paid_at=now())
+    migrate(before_0011.engine, "0011")
+    with before_0011.engine.begin() as connection:  # a later payment's reference, as payments would record it
+        connection.execute(sa.text("UPDATE payments SET reference = 'TRF-10'"))
+        config = alembic_config()
+        config.attributes["connection"] = connection
+        command.downgrade(config, "0010")
+    with before_0011.engine.connect() as connection:
+        assert connection.execute(sa.select(INVOICES.c.payment_reference).where(INVOICES.c.id == invoice)).scalar() \
+            == "TRF-10"

@@ -158,7 +158,7 @@ def test_readiness_waits_for_the_in_process_worker(operated):
     origin, _, _ = operated
     # The tests empty every table after each test: the worker's next heartbeat (within 10 s) restores it.
     ready = wait_for(lambda: (answer := httpx.get(f"{origin}/readyz")).status_code == 200 and answer.json())
-    assert ready == {"status": "ready", "checks": {"database": "ok", "migrations": "ok", "worker": "ok"}}
+    assert ready == {"status": "ready", "checks": {"database": "ok", "migrations": "ok", "schedules": "ok", "worker": "ok"}}
 
 
 def test_a_backup_is_served_by_a_new_server(test_settings, tmp_path):

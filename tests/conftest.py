@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import text
+from sqlalchemy.exc import OperationalError
 from sqlmodel import SQLModel
 from starlette.testclient import TestClient
 
@@ -64,15 +65,24 @@ def test_settings(data_dir) -> Settings:
     db.reset_engine()
 
 
-def _empty_tables() -> None:
+def _empty_tables(attempts: int = 5) -> None:
+    """Empty every table. On PostgreSQL one TRUNCATE locks them all, in its own order: a live server's
+    background jobs reading two of them in another order can deadlock with it (PostgreSQL then cancels
+    one side), so the TRUNCATE is tried again: the jobs' read is over by then."""
     engine = db.get_engine()
     tables = [t.name for t in reversed(SQLModel.metadata.sorted_tables)]
-    with engine.begin() as conn:
-        if engine.dialect.name == "postgresql":
-            conn.execute(text("TRUNCATE " + ", ".join(f'"{t}"' for t in tables) + " CASCADE"))
-        else:
-            for table in tables:
-                conn.execute(text(f'DELETE FROM "{table}"'))
+    for attempt in range(attempts):
+        try:
+            with engine.begin() as conn:
+                if engine.dialect.name == "postgresql":
+                    conn.execute(text("TRUNCATE " + ", ".join(f'"{t}"' for t in tables) + " CASCADE"))
+                else:
+                    for table in tables:
+                        conn.execute(text(f'DELETE FROM "{table}"'))
+            return
+        except OperationalError as exc:
+            if "deadlock detected" not in str(exc.orig) or attempt == attempts - 1:
+                raise
 
 
 @pytest.fixture(autouse=True)

@@ -597,6 +597,12 @@ class AsyncReceivablesResource(_AsyncResource):
 INVOICE_FIELDS = ("items", "currency", "collection_method", "days_until_due", "description", "footer",
                   "buyer_reference", "order_reference")
 RECURRENCE_FIELDS = ("interval", "interval_count", "day_of_month", "start_date", "end_date", "count", "run_at")
+FLAT_FIELDS = (*INVOICE_FIELDS, *RECURRENCE_FIELDS, "mode", "time_zone", "catch_up", "max_attempts")
+
+
+def _flat(arguments: dict[str, Any]) -> dict[str, Any]:
+    """The flat keyword arguments of `create` (sync or async), from its `locals()`."""
+    return {name: arguments[name] for name in FLAT_FIELDS}
 
 
 def _schedule_body(customer: str, invoice: dict[str, Any] | None, recurrence: dict[str, Any] | None,
@@ -636,13 +642,7 @@ class InvoiceSchedules(_Resource):
         `finalize` or `finalize_and_send`. The invoice's `currency`, `days_until_due` (default 30),
         `description`, `footer`, … go in its `invoice`, the recurrence's in `recurrence`: pass those
         nested dicts (the API's shape) instead if you prefer; keyword arguments win over them."""
-        flat = {"items": items, "interval": interval, "start_date": start_date, "interval_count": interval_count,
-                "day_of_month": day_of_month, "end_date": end_date, "count": count, "run_at": run_at,
-                "currency": currency, "days_until_due": days_until_due, "description": description, "footer": footer,
-                "collection_method": collection_method, "buyer_reference": buyer_reference,
-                "order_reference": order_reference, "mode": mode, "time_zone": time_zone, "catch_up": catch_up,
-                "max_attempts": max_attempts}
-        body = _schedule_body(customer, invoice, recurrence, flat, fields)
+        body = _schedule_body(customer, invoice, recurrence, _flat(locals()), fields)
         return self._one(Call.post("/invoice-schedules", body, idempotency_key), InvoiceSchedule)
 
     def retrieve(self, id: str) -> InvoiceSchedule:
@@ -699,13 +699,7 @@ class AsyncInvoiceSchedules(_AsyncResource):
                      catch_up: str | None = None, max_attempts: int | None = None,
                      invoice: dict[str, Any] | None = None, recurrence: dict[str, Any] | None = None,
                      idempotency_key: str | None = None, **fields: Any) -> InvoiceSchedule:
-        flat = {"items": items, "interval": interval, "start_date": start_date, "interval_count": interval_count,
-                "day_of_month": day_of_month, "end_date": end_date, "count": count, "run_at": run_at,
-                "currency": currency, "days_until_due": days_until_due, "description": description, "footer": footer,
-                "collection_method": collection_method, "buyer_reference": buyer_reference,
-                "order_reference": order_reference, "mode": mode, "time_zone": time_zone, "catch_up": catch_up,
-                "max_attempts": max_attempts}
-        body = _schedule_body(customer, invoice, recurrence, flat, fields)
+        body = _schedule_body(customer, invoice, recurrence, _flat(locals()), fields)
         return await self._one(Call.post("/invoice-schedules", body, idempotency_key), InvoiceSchedule)
 
     async def retrieve(self, id: str) -> InvoiceSchedule:

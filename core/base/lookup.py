@@ -30,6 +30,17 @@ def owned(session: Session, model: type[Row], kind: str, account_id: uuid.UUID, 
     return row
 
 
+def locked(session: Session, model: type[Row], row_id: uuid.UUID, *, skip_locked: bool = False) -> Row | None:
+    """The row with this id read under its row lock (`FOR UPDATE`; SQLite's writers are serialized
+    already), as it is now whatever the session held of it; None when there is none, or, with
+    `skip_locked`, when another transaction holds it (PostgreSQL)."""
+    query = select(model).where(model.id == row_id).with_for_update(skip_locked=skip_locked)
+    row = session.exec(query.execution_options(populate_existing=True)).first()
+    if row is not None:
+        locked_rows(session).add(row_id)
+    return row
+
+
 def locked_rows(session: Session) -> set[uuid.UUID]:
     """The ids of the rows this session's transaction has read under a row lock (`FOR UPDATE`)."""
     return session.info.setdefault(LOCKED_ROWS, set())

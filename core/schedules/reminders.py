@@ -38,7 +38,7 @@ from sqlmodel import Session, select
 from config.settings import get_settings
 from core.access import accounts
 from core.access.principal import Principal
-from core.base import executor, ids
+from core.base import executor, ids, lookup
 from core.base.clock import now
 from core.base.db import transaction
 from core.base.errors import DomainError, InvalidState, ValidationFailed
@@ -51,7 +51,7 @@ from core.mechanisms import ratelimit
 from core.models import Account, Invoice, InvoiceReminder, ReminderPolicy
 from core.outbound import mailer
 from core.outbound.mailer import MailRejected
-from core.schedules import late_fees, reminder_policy
+from core.schedules import late_fees, reminder_policy, schedules
 from core.schedules.reminder_inputs import RemindInput
 from core.schedules.reminder_policy import ReminderPolicyInput, ReminderStep
 
@@ -95,8 +95,7 @@ def send_due(moment: datetime, done: Sent | None = None) -> Sent:
 
 
 def _zone(session: Session, account_id: uuid.UUID) -> ZoneInfo:
-    from core.schedules.schedules import default_time_zone
-    return ZoneInfo(default_time_zone(session, account_id))
+    return ZoneInfo(schedules.default_time_zone(session, account_id))
 
 
 def _send_policy(row: ReminderPolicy, moment: datetime, done: Sent, budget: list[int]) -> None:
@@ -164,8 +163,7 @@ def _claim_step(invoice_id: uuid.UUID, step: ReminderStep, policy: ReminderPolic
     address gets the row `failed` (once: no later pass tries that step again), and no fee."""
     try:
         with transaction() as session:
-            invoice = session.exec(select(Invoice).where(Invoice.id == invoice_id).with_for_update()
-                                   .execution_options(populate_existing=True)).first()
+            invoice = lookup.locked(session, Invoice, invoice_id)
             if _remindable(invoice) is not None:
                 return False
             reminder = InvoiceReminder(account_id=invoice.account_id, invoice_id=invoice.id, step_days=step.days,
@@ -216,12 +214,10 @@ def _deliver(reminder_id: uuid.UUID, moment: datetime, done: Sent) -> None:
     """Send a `pending` reminder: claimed (`sending`) with the account's e-mail counted, or put back to
     wait for the cap, or skipped when its invoice no longer takes reminders."""
     with transaction() as session:
-        reminder = session.exec(select(InvoiceReminder).where(InvoiceReminder.id == reminder_id).with_for_update()
-                                .execution_options(populate_existing=True)).first()
+        reminder = lookup.locked(session, InvoiceReminder, reminder_id)
         if reminder is None or reminder.status != "pending":
             return
-        invoice = session.exec(select(Invoice).where(Invoice.id == reminder.invoice_id).with_for_update()
-                               .execution_options(populate_existing=True)).one()
+        invoice = lookup.locked(session, Invoice, reminder.invoice_id)
         if (why := _remindable(invoice)) is not None:
             reminder.status, reminder.error, reminder.next_attempt_at = "skipped", f"Not sent: {why}.", None
             session.add(reminder)
@@ -282,8 +278,7 @@ def _step(policy: ReminderPolicyInput, days: int) -> ReminderStep:
 
 def _sent(reminder_id: uuid.UUID, to: str | None, error: str | None, meta: dict) -> None:
     with transaction() as session:
-        reminder = session.exec(select(InvoiceReminder).where(InvoiceReminder.id == reminder_id).with_for_update()
-                                .execution_options(populate_existing=True)).one()
+        reminder = lookup.locked(session, InvoiceReminder, reminder_id)
         if reminder.status != "sending":  # given up as unknown meanwhile: that stands
             return
         if error is not None:

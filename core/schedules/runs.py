@@ -36,7 +36,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from core.access.principal import Principal
-from core.base import executor, ids, metrics
+from core.base import executor, ids, lookup, metrics
 from core.base.clock import now
 from core.base.db import new_session, transaction
 from core.base.errors import (
@@ -114,8 +114,8 @@ def due_schedules(moment: datetime) -> list[uuid.UUID]:
 
 
 def _locked(session: Session, schedule_id: uuid.UUID) -> InvoiceSchedule | None:
-    return session.exec(select(InvoiceSchedule).where(InvoiceSchedule.id == schedule_id)
-                        .with_for_update(skip_locked=True).execution_options(populate_existing=True)).first()
+    """The schedule under its lock, or None while another process holds it (it is running it)."""
+    return lookup.locked(session, InvoiceSchedule, schedule_id, skip_locked=True)
 
 
 def run_period(session: Session, schedule_id: uuid.UUID, moment: datetime, *, forced: bool = False) -> ScheduleRun | None:
@@ -272,8 +272,7 @@ def send_run_email(run_id: uuid.UUID, moment: datetime) -> str | None:
 
 def _email_outcome(run_id: uuid.UUID, error: DomainError | None, moment: datetime) -> str:
     with transaction() as session:
-        run = session.exec(select(ScheduleRun).where(ScheduleRun.id == run_id).with_for_update()
-                           .execution_options(populate_existing=True)).one()
+        run = lookup.locked(session, ScheduleRun, run_id)
         if run.email_status != "sending":  # given up as unknown meanwhile: that stands
             return run.email_status
         if error is None:
@@ -294,18 +293,13 @@ def _email_outcome(run_id: uuid.UUID, error: DomainError | None, moment: datetim
 
 
 def _email_failed(session: Session, run: ScheduleRun, error: DomainError, moment: datetime) -> None:
-    schedule = _locked_wait(session, run.schedule_id)
+    schedule = lookup.locked(session, InvoiceSchedule, run.schedule_id)
     meta = {"actor": "schedule", "code": error.code, "reason": error.detail[:1000], "period_index": run.period_index,
             "invoice": ids.public_id("invoice", run.invoice_id)}
     schedule.last_error, schedule.last_error_at = error.detail[:1000], moment
     schedules.record(session, schedule, "invoice_schedule.run_failed", meta)
     if _refusal(error) and schedule.status == "active":
         schedules.set_paused(session, schedule, error.detail, {"actor": "schedule"})
-
-
-def _locked_wait(session: Session, schedule_id: uuid.UUID) -> InvoiceSchedule:
-    return session.exec(select(InvoiceSchedule).where(InvoiceSchedule.id == schedule_id)
-                        .with_for_update().execution_options(populate_existing=True)).one()
 
 
 def give_up_interrupted(moment: datetime) -> None:
@@ -320,7 +314,7 @@ def give_up_interrupted(moment: datetime) -> None:
             run.email_error = ("The process sending this e-mail stopped; it may or may not have gone. Check with the "
                                "customer, or send the invoice again by hand.")
             session.add(run)
-            schedule = _locked_wait(session, run.schedule_id)
+            schedule = lookup.locked(session, InvoiceSchedule, run.schedule_id)
             schedules.record(session, schedule, "invoice_schedule.run_failed", {
                 "actor": "schedule", "code": "email_unknown", "reason": run.email_error,
                 "period_index": run.period_index, "invoice": ids.public_id("invoice", run.invoice_id)})

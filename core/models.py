@@ -14,7 +14,7 @@ from decimal import Decimal
 from typing import Any, Literal
 
 from pydantic_core import PydanticUndefined
-from sqlalchemy import JSON, BigInteger, Index, LargeBinary, Text, UniqueConstraint, event, func
+from sqlalchemy import JSON, BigInteger, Index, Integer, LargeBinary, Text, UniqueConstraint, event, func
 from sqlalchemy import false as sa_false
 from sqlalchemy import text as sa_text
 from sqlalchemy import true as sa_true
@@ -709,3 +709,69 @@ def inserted_values(row) -> dict:
     """The column values of a new row as the ORM's INSERT writes them, the row made so too (`as_inserted`)."""
     as_inserted(row)
     return {column.name: getattr(row, column.name) for column in row.__table__.c}
+
+
+class McpTask(SQLModel, table=True):
+    """A tool call an assistant asked to run as a task (MCP extension `io.modelcontextprotocol/tasks`):
+    its state, so whichever process a `tasks/get`, `tasks/update` or `tasks/cancel` reaches answers
+    it. The process that accepted the call runs it and keeps `heartbeat_at` fresh; a task whose
+    runner stopped beating is failed by whoever reads it next."""
+
+    __tablename__ = "mcp_tasks"
+    id: str = Field(max_length=64, primary_key=True)  # the task id the client holds (unguessable)
+    account_id: uuid.UUID = Field(foreign_key="accounts.id", index=True)
+    binding: str = Field(max_length=64)  # a keyed hash of the credential that created it (only it may read it)
+    tool: str = Field(max_length=64)
+    arguments: dict = Field(sa_type=JSON)
+    status: str = Field(max_length=16)  # working, input_required, completed, failed, cancelled
+    status_message: str | None = Field(default=None, max_length=2000)
+    input_requests: dict | None = Field(default=None, sa_type=JSON)  # outstanding, by key
+    input_responses: dict | None = Field(default=None, sa_type=JSON)  # delivered, not yet taken by the runner
+    result: dict | None = Field(default=None, sa_type=JSON)  # the CallToolResult, once completed
+    error: dict | None = Field(default=None, sa_type=JSON)  # the JSON-RPC error, once failed
+    cancel_requested: bool = Field(default=False)
+    runner: str | None = Field(default=None, max_length=200)  # host:pid of the process running it
+    heartbeat_at: datetime | None = _ts_null()
+    created_at: datetime = _ts()
+    updated_at: datetime = _ts()
+    expires_at: datetime = Field(sa_type=UTCDateTime, index=True)
+
+
+class EInvoiceExport(SQLModel, table=True):
+    """A ZIP of a period's e-invoices (finalized invoices and credit notes in one format), made by
+    the `export_e_invoices` tool and kept for a day."""
+
+    __tablename__ = "e_invoice_exports"
+    id: uuid.UUID = Field(default_factory=_id, primary_key=True)
+    account_id: uuid.UUID = Field(foreign_key="accounts.id", index=True)
+    format: str = Field(max_length=16)
+    period_start: date
+    period_end: date
+    filename: str = Field(max_length=200)
+    documents: int = Field(default=0)
+    content: bytes = Field(sa_type=LargeBinary)
+    created_at: datetime = _ts()
+    expires_at: datetime = Field(sa_type=UTCDateTime, index=True)
+
+
+class ChangeFeedEntry(SQLModel, table=True):
+    """A change to an account's invoices, for the MCP listen streams of every process: written in the
+    change's own transaction (on PostgreSQL a NOTIFY wakes the listeners at once; on SQLite they poll
+    this table). Kept for a few minutes."""
+
+    __tablename__ = "change_feed"
+    id: int | None = Field(default=None, primary_key=True, sa_type=BigInteger().with_variant(Integer(), "sqlite"))
+    account_id: uuid.UUID = Field(index=True)
+    uri: str = Field(max_length=200)  # the resource that changed, such as invoice://in_…
+    kind: str = Field(max_length=64)  # the event type that changed it, such as invoice.paid
+    created_at: datetime = _ts(index=True)
+
+
+class McpListenStream(SQLModel, table=True):
+    """An open `subscriptions/listen` stream, counted per credential across processes (at most a few
+    each). The process holding it refreshes `heartbeat_at`; a stream not refreshed lately is gone."""
+
+    __tablename__ = "mcp_listen_streams"
+    id: str = Field(max_length=64, primary_key=True)
+    binding: str = Field(max_length=64, index=True)
+    heartbeat_at: datetime = _ts()

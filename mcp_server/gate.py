@@ -35,9 +35,15 @@ from operations.pipeline import as_domain_error, identify
 log = logging.getLogger("invoicing.mcp")
 
 MAX_BODY_BYTES = 1048576
-# JSON-RPC error codes of our own (the spec leaves server errors to the implementation).
-FORBIDDEN = -32003
-RATE_LIMITED = -32029
+# JSON-RPC error codes of our own: application codes outside -32768..-32000, which JSON-RPC and MCP
+# keep for themselves (2026-07-28 allocates -32020 onwards), mirroring the HTTP status sent with them.
+FORBIDDEN = 403
+RATE_LIMITED = 429
+SESSION_NOT_FOUND = -32001  # the code MCP SDKs answer an unknown handshake-era session with
+# Headers whose values the SDK compares with the body: compared without their optional whitespace
+# (RFC 9110 §5.5), as the SDK's own comparison does not strip it.
+ROUTING_HEADERS = ("mcp-method", "mcp-name", "mcp-protocol-version")
+ROUTING_HEADER_PREFIX = "mcp-param-"
 
 
 def _challenge(error: str, description: str, scope: str) -> str:
@@ -68,6 +74,7 @@ class Gate:
         if scope["type"] != "http":
             await self.inner(scope, receive, send)
             return
+        scope = without_optional_whitespace(scope)
         headers = Headers(scope=scope)
         # At most MAX_BODY_BYTES: service.body_limits refuses more before it is read.
         body = await Request(scope, receive).body() if scope["method"] == "POST" else b""
@@ -93,7 +100,7 @@ class Gate:
         try:
             scope = _with_session(scope, headers, principal)
         except UnknownSession:
-            response = _jsonrpc_error(_request_id(message), -32001, "Session not found: initialize again.", 404, {})
+            response = _jsonrpc_error(_request_id(message), SESSION_NOT_FOUND, "Session not found: initialize again.", 404, {})
             await response(scope, receive, send)
             return
         if _is_answer(message):
@@ -172,6 +179,15 @@ class Gate:
 
         await self.inner({**scope, confirmations.CONFIRMED: confirmed}, replaying(body, no_more), capture)
         return json.loads(b"".join(chunks))
+
+
+def without_optional_whitespace(scope: Scope) -> Scope:
+    """`scope` with the MCP routing headers' values stripped of leading and trailing spaces and tabs."""
+    def routing(name: bytes) -> bool:
+        lowered = name.decode("latin-1").lower()
+        return lowered in ROUTING_HEADERS or lowered.startswith(ROUTING_HEADER_PREFIX)
+    headers = [(name, value.strip(b" \t") if routing(name) else value) for name, value in scope["headers"]]
+    return {**scope, "headers": headers}
 
 
 def _refusal(method: str, message: object, tool: Tool | None, principal: Principal,

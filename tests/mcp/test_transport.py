@@ -110,6 +110,7 @@ def test_a_tool_call_without_its_scope_is_403_for_step_up(client, tenant):
     body = response.json()
     assert body["jsonrpc"] == "2.0" and body["id"] is not None
     assert body["error"]["data"] == {"code": "forbidden", "scope": "invoices:finalize"}
+    assert body["error"]["code"] == 403  # outside the codes JSON-RPC and MCP keep (-32768..-32000)
 
 
 def test_implied_scopes_count(client, tenant):
@@ -150,6 +151,7 @@ def test_requests_over_the_limit_are_429_with_retry_after(client, tenant, fixed_
     assert response.status_code == 429
     assert int(response.headers["retry-after"]) >= 1
     assert response.json()["error"]["data"]["code"] == "rate_limited"
+    assert response.json()["error"]["code"] == 429
 
 
 def test_a_tool_call_over_the_limit_is_429_too(client, tenant, fixed_window):
@@ -205,3 +207,33 @@ def test_a_request_id_that_is_not_a_string_or_number_gets_no_step_up_answer(clie
                        "params": {"name": "finalize_invoice", "arguments": {}}})
     response = client.post("/mcp", content=body, headers={**HEADERS, "Authorization": f"Bearer {key}"})
     assert response.status_code != 403 and response.status_code < 500
+
+
+MODERN = "2026-07-28"
+
+
+def modern_call(client, key: str, name_header: str, method_header: str = "tools/call"):
+    envelope = {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}}
+    body = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": "get_business", "arguments": {}, "_meta": envelope}}
+    return client.post("/mcp", content=json.dumps(body), headers={
+        **HEADERS, "MCP-Protocol-Version": MODERN, "Mcp-Method": method_header, "Mcp-Name": name_header,
+        "Authorization": f"Bearer {key}"})
+
+
+@pytest.mark.parametrize("padded", [" get_business", "get_business ", "\tget_business\t", "  get_business  "])
+def test_routing_headers_are_compared_without_their_optional_whitespace(client, tenant, padded):
+    response = modern_call(client, tenant.key, padded)
+    assert response.status_code == 200, response.text
+    assert response.json()["result"]["isError"] is False
+
+
+def test_a_routing_header_that_differs_inside_is_still_a_mismatch(client, tenant):
+    response = modern_call(client, tenant.key, "get_ business")
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == -32020
+
+
+def test_a_padded_method_header_is_accepted_too(client, tenant):
+    response = modern_call(client, tenant.key, "get_business", method_header=" tools/call ")
+    assert response.status_code == 200, response.text

@@ -69,7 +69,8 @@ PAST = {"finalize": "the invoice was not finalized", "send": "the invoice was no
         "credit": "no credit note was issued", "send_credit": "the credit note was not sent",
         "void_credit": "the credit note was not voided", "record_payment": "no payment was recorded",
         "reverse_payment": "the payment was not reversed", "schedule": "no invoice schedule was created",
-        "cancel_schedule": "the invoice schedule was not cancelled", "remind": "no reminder was sent"}
+        "cancel_schedule": "the invoice schedule was not cancelled", "remind": "no reminder was sent",
+        "send_each": "no invoice was sent", "remind_each": "no reminder was sent"}
 
 # Set by the gate on the request's scope.
 PRINCIPAL = "invoicing.principal"
@@ -203,6 +204,8 @@ async def ask_again(ctx: ServerRequestContext, tool: str, arguments: dict, shown
     if question is None:
         return None
     traits = traits_for(ctx)
+    if question.items and not traits.elicitation:
+        return changed(tool)  # a list is asked only where the person can be asked (the view shows one invoice)
     if in_view or (traits.apps and not traits.elicitation):
         return awaiting_app(question, app_token(principal, tool, arguments, question), shown, again=not first)
     if traits.elicitation and is_modern(ctx):

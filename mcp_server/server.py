@@ -14,6 +14,7 @@ from mcp.server import Server, ServerRequestContext
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import INVALID_PARAMS
+from starlette.concurrency import run_in_threadpool
 
 from config.settings import get_settings
 from core.access import resources as protected_resources
@@ -22,15 +23,17 @@ from core.base import context, metrics
 from core.base.errors import ConfirmationStale, DomainError, ValidationFailed
 from core.base.jsonout import Encoded, dumps
 from core.base.money import format_money
-from core.billing.confirmations import Confirmed
+from core.base.validation import parse
+from core.billing.confirmations import NOTHING_ASKED, Confirmed
 from core.mechanisms.idempotency import check_key
-from mcp_server import confirmations, prompts, resources
+from mcp_server import bulk, confirmations, prompts, resources, tasks
 from mcp_server.clients import APPS_EXTENSION
 from mcp_server.confirmations import CONFIRM_TOOL
 from mcp_server.resources import VIEW_URI
 from mcp_server.tools import BY_NAME, TOOLS, Tool
-from operations.confirmations import ACTIONS
-from operations.pipeline import Invocation, Outcome, Reply, execute
+from operations.bulk import REPEATS, BulkRemindInput, BulkSendInput
+from operations.confirmations import ACTIONS, question_for
+from operations.pipeline import Invocation, Outcome, Reply, execute, identify
 from operations.rendering import error_payload
 
 INSTRUCTIONS = """\
@@ -90,6 +93,7 @@ def build_server() -> Server:
                     on_list_prompts=prompts.list_prompts, on_get_prompt=prompts.get_prompt,
                     on_completion=prompts.complete, get_tool_input_schema=_input_schema)
     server.extensions[APPS_EXTENSION] = {}
+    tasks.install(server)
     server.middleware.append(_advertise_extensions_on_initialize)
     # `requestState` of confirmations, sealed with a key of ours so any process opens it, bound to the credential.
     server.middleware.append(RequestStateBoundary(RequestStateSecurity(
@@ -143,6 +147,17 @@ async def _call_tool(ctx: ServerRequestContext,
     tool = BY_NAME.get(params.name)
     if tool is None:
         raise MCPError(INVALID_PARAMS, f"Unknown tool: {params.name}")
+    if tool.name in REPEATS:
+        traits = confirmations.traits_for(ctx)
+        if traits.apps and not traits.elicitation:
+            return _error_result(error_payload(bulk.refused_without_elicitation()))
+        try:
+            parse(BulkSendInput if tool.name == "send_invoices" else BulkRemindInput,
+                  {name: value for name, value in arguments.items() if name != "idempotency_key"})
+        except ValidationFailed as refused:
+            return _error_result(error_payload(refused))
+    if tool.name in tasks.TASK_TOOLS and tasks.negotiated(ctx):
+        return await _as_task(ctx, tool, arguments, authorization)
     if tool.name not in ACTIONS:
         return await _act(tool, arguments, authorization, confirmations.caller_as_authenticated(ctx))
     decision = await confirmations.before_acting(ctx, tool.name, arguments, params, with_formatted_money)
@@ -168,6 +183,50 @@ async def _act_as_confirmed(ctx: ServerRequestContext, tool: Tool, arguments: di
 async def _act(tool: Tool, arguments: dict, authorization: str | None,
                caller: Principal | None) -> types.CallToolResult:
     return _result(tool, await run_tool(tool, dict(arguments), authorization, None, caller))
+
+
+async def _as_task(ctx: ServerRequestContext, tool: Tool, arguments: dict, authorization: str | None) -> dict:
+    """Start the call as a task (`tasks`): the handle now, the work on this process's loop. A bulk send
+    asks the person through the task when the client can be asked (the client's scopes decide
+    otherwise); each invoice's send verifies the credential again, as the person may answer minutes later."""
+    principal = confirmations.principal_of(ctx)
+    can_ask = confirmations.traits_for(ctx).elicitation
+
+    async def send_each(run: tasks.TaskRun) -> types.CallToolResult:
+        asked = await run_in_threadpool(question_for, tool.name, principal, arguments) if can_ask else None
+        if asked is not None:
+            approved, answer = await run.ask(asked)
+            if not approved:
+                return confirmations.declined(tool.name, arguments, answer)
+        confirmed = asked.confirmed if asked is not None else (NOTHING_ASKED if can_ask else None)
+        return _result(tool, await _run_each(tool, dict(arguments), authorization, confirmed, None, asked=asked,
+                                             run=run))
+
+    async def export(run: tasks.TaskRun) -> types.CallToolResult:
+        run.done_so_far = "Nothing was exported."
+        return _result(tool, await run_tool(tool, dict(arguments), authorization, None, principal))
+
+    return await tasks.start(ctx, tool.name, arguments, send_each if tool.name in REPEATS else export,
+                             can_ask=can_ask)
+
+
+async def _run_each(tool: Tool, arguments: dict, authorization: str | None, confirmed: Confirmed | None,
+                    caller: Principal | None, *, asked=None, run: tasks.TaskRun | None = None) -> Outcome:
+    """A bulk tool (`bulk.run_each`): each invoice through its single tool, as a call of its own."""
+    async def single(name: str, item_arguments: dict, item_confirmed: Confirmed | None) -> Outcome:
+        return await run_tool(BY_NAME[name], item_arguments, authorization, item_confirmed, caller)
+
+    def note(done: str) -> None:
+        if run is not None:
+            run.done_so_far = done
+
+    try:
+        principal = caller or (await identify(authorization, protected_resources.mcp(), count=False, peek=False))[0]
+        body = await bulk.run_each(tool.name, arguments, principal, confirmed, single, asked=asked,
+                                   between=run.between if run is not None else None, progress_note=note)
+    except DomainError as error:
+        return Outcome(error=error)
+    return Outcome(reply=_Presenter().success(body))
 
 
 def _result(tool: Tool, outcome: Outcome) -> types.CallToolResult:
@@ -225,6 +284,8 @@ async def run_tool(tool: Tool, arguments: dict[str, Any], authorization: str | N
     `confirmed`: what the person was asked about this call, checked by the action under its lock.
     `caller`: the credential's principal as the gate verified it for this request (which counted the
     request), or None to verify `authorization` again."""
+    if tool.name in REPEATS:
+        return await _run_each(tool, arguments, authorization, confirmed, caller)
     operation = replace(tool.operation, idempotency="optional" if tool.writes else "none")
     key = arguments.pop("idempotency_key", None) if tool.writes else None
     error: DomainError | None = None

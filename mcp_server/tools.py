@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from operations import business, credit_notes, customers, invoices, payments, products, receivables, reminders, schedules
+from operations import bulk, business, credit_notes, customers, invoices, payments, products, receivables, reminders, schedules
 from operations.confirmations import ACTIONS
 from operations.pipeline import Operation
 
@@ -277,5 +277,19 @@ TOOLS: tuple[Tool, ...] = (
          "End an active or paused schedule for good: no further invoices; those made stay. It cannot be resumed. "
          "Only when the user asked for it; the person is asked to confirm.",
          schedules.cancel_invoice_schedule, "schedule", SCHEDULE, destructive=True),
+    Tool("send_invoices", "E-mail several invoices",
+         "E-mail each invoice of `invoices` (up to 50, in order) to its customer with its PDF, as send_invoice does "
+         "for one (a draft is finalized first; `message` goes in every e-mail). The person confirms the list once, "
+         "each invoice named with its recipient and amount. Stops at the first e-mail limit reached and says what "
+         "was and was not sent, and why. Runs as a task for a client that declares the tasks extension (follow it "
+         "with tasks/get; tasks/cancel stops it between invoices). Only when the user asked for it.",
+         bulk.send_invoices, open_world=True),
+    Tool("send_reminders", "E-mail several payment reminders",
+         "E-mail a payment reminder of each open or overdue invoice of `invoices` (up to 50, in order), as "
+         "send_reminder does for one, to the address each was issued to; `message` goes before every reminder's "
+         "words. The person confirms the list once, each invoice named with its recipient, what is due and how "
+         "late. Stops at the first e-mail limit reached and says what was and was not sent. Runs as a task for a "
+         "client that declares the tasks extension. Only when the user asked for it.",
+         bulk.send_reminders, open_world=True),
 )
 BY_NAME = {tool.name: tool for tool in TOOLS}

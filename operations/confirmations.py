@@ -32,7 +32,7 @@ from core.base.jsonout import jsonable
 from core.base.money import format_money
 from core.base.validation import parse
 from core.billing import credit_notes, delegated_actions, invoices, payments
-from core.billing.confirmations import Confirmed, digest
+from core.billing.confirmations import NOTHING_ASKED, Confirmed, digest
 from core.billing.credit_note_inputs import CreditNoteCreate
 from core.billing.invoice_inputs import PayInput, VoidInput
 from core.billing.payment_inputs import PaymentCreate, PaymentReverse
@@ -43,13 +43,14 @@ from core.models import BusinessProfile
 from core.schedules import recurrence, schedules
 from core.schedules.reminder_inputs import RemindInput
 from core.schedules.schedule_inputs import ScheduleCreate
+from operations.bulk import REPEATS, BulkRemindInput, BulkSendInput
 
 # Each tool's action: the name its digest is taken under (core's, for payments: `record_payment`, `reverse_payment`).
 ACTIONS = {"finalize_invoice": "finalize", "send_invoice": "send", "mark_invoice_paid": "pay", "void_invoice": "void",
            "create_credit_note": "credit", "send_credit_note": "send_credit", "void_credit_note": "void_credit",
            "record_payment": "record_payment", "reverse_payment": "reverse_payment",
            "create_invoice_schedule": "schedule", "cancel_invoice_schedule": "cancel_schedule",
-           "send_reminder": "remind"}
+           "send_reminder": "remind", "send_invoices": "send_each", "send_reminders": "remind_each"}
 # What each action takes beside what it acts on (issuing a credit note, recording a payment: all of it, the
 # invoice included).
 INPUTS = {"send": SendInput, "pay": PayInput, "void": VoidInput, "credit": CreditNoteCreate, "send_credit": SendInput,
@@ -64,7 +65,8 @@ SUBJECT_IN_INPUT = ("credit", "record_payment", "schedule")
 # The box to tick, where "Yes, {action} it" would not read.
 AGREEMENTS = {"send_credit": "Yes, send it", "void_credit": "Yes, void it", "record_payment": "Yes, record it",
               "reverse_payment": "Yes, reverse it", "schedule": "Yes, schedule them",
-              "cancel_schedule": "Yes, cancel it", "remind": "Yes, send it"}
+              "cancel_schedule": "Yes, cancel it", "remind": "Yes, send it", "send_each": "Yes, send them",
+              "remind_each": "Yes, send them"}
 IDEMPOTENCY_ARGUMENT = "idempotency_key"
 CONFIRM_FIELD = "confirm"
 
@@ -79,6 +81,13 @@ class Question:
     view: dict  # the invoice (credit note, payment, a schedule's first invoice, the schedule) as it stands, for a
     # view that shows what is asked about
     confirmed: Confirmed  # what a "yes" to this question approves: the digest of what it showed
+    # A bulk question's invoices, as given, each with the question its single action asks (None: it would fail).
+    items: tuple[tuple[str, Question | None], ...] = ()
+
+    def confirmation_of(self, invoice: str) -> Confirmed:
+        """What a "yes" to this list approves for one of its invoices (nothing asked: it looked bound to fail)."""
+        asked = dict(self.items).get(invoice)
+        return asked.confirmed if asked is not None else NOTHING_ASKED
 
     @property
     def requested_schema(self) -> dict:
@@ -97,6 +106,8 @@ def question_for(tool: str, principal: Principal, arguments: dict) -> Question |
     """The question to ask before `tool` acts on the invoice (or credit note) its arguments name, or None
     (nothing to confirm, or it would fail)."""
     action = ACTIONS.get(tool)
+    if action in BULK_ACTIONS:
+        return _bulk_question(tool, principal, arguments)
     subject = arguments.get(SUBJECT.get(action, "invoice"))
     if action is None or not isinstance(subject, str) or not subject:
         return None
@@ -398,3 +409,51 @@ def _cancel_schedule_question(session, principal: Principal, subject: str) -> Qu
                "are made, for good: it cannot be resumed. The invoices made stay.")
     return Question("cancel_schedule", message, shown["id"], shown,
                     Confirmed(digest(shown, "cancel_schedule", None)))
+
+
+# --- several invoices at once ---------------------------------------------------------------------
+
+BULK_ACTIONS = ("send_each", "remind_each")
+
+
+def _bulk_question(tool: str, principal: Principal, arguments: dict) -> Question | None:
+    """One question for a list: each invoice that would go, with its recipient and amount, and those
+    that would not; its digest covers each invoice's own question (what each send checks under its lock)."""
+    try:
+        inputs = parse(BulkSendInput if tool == "send_invoices" else BulkRemindInput,
+                       {name: value for name, value in arguments.items() if name != IDEMPOTENCY_ARGUMENT})
+    except DomainError:
+        return None  # refused as it stands: the call fails with its usual error
+    single = REPEATS[tool]
+    extra = {"message": inputs.message} if inputs.message is not None else {}
+    items = tuple((invoice, question_for(single, principal, {"invoice": invoice, **extra}))
+                  for invoice in inputs.invoices)
+    going = [question for _invoice, question in items if question is not None]
+    if not going:
+        return None  # none of them would go: each fails with its own error, nobody is asked
+    lines = [f"- {_bulk_line(question)}" for question in going]
+    staying = [invoice for invoice, question in items if question is None]
+    if staying:
+        lines.append(f"Not sent, as they stand (each will say why): {', '.join(staying)}.")
+    what = "a payment reminder for " if tool == "send_reminders" else ""
+    count = f"{len(going)} invoice{'s' if len(going) != 1 else ''}"
+    attached = "" if tool == "send_reminders" else ", each with its PDF attached"
+    message = f"E-mail {what}{count}{attached}?\n" + "\n".join(lines)
+    if note := email_note(inputs.message):
+        message += f"\n\nEach e-mail carries the note below.\n\n{note}"
+    shown = [[invoice, question.confirmed.digest if question else None] for invoice, question in items]
+    return Question(ACTIONS[tool], message, going[0].invoice, {"invoices": [q.view for q in going]},
+                    Confirmed(digest({"items": shown}, ACTIONS[tool], None)), items)
+
+
+def _bulk_line(question: Question) -> str:
+    """INV-0042 to Globex Corp at ap@globex.example: 2,500.00 EUR (a draft: "the draft for Globex Corp …",
+    finalized first); a reminder adds how late it is."""
+    view = question.view
+    name = view["customer_details"]["name"]
+    what = view["number"] or f"the draft for {name} (finalized first)"
+    if question.action == "remind":
+        return (f"{what} to {name} at {view['customer_details']['email']}: {_money(view, 'amount_due')} due"
+                f"{_lateness(view)}")
+    to, _cc = recipients(view, SendInput())
+    return f"{what} to {name} at {to}: {_money(view)}"

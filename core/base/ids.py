@@ -17,6 +17,7 @@ PREFIXES = {
     "payment": "py",
     "invoice_schedule": "sched",
     "schedule_run": "schrun",
+    "e_invoice_export": "exp",
 }
 
 

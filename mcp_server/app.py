@@ -1,4 +1,4 @@
-"""The `/mcp` route and the lifespan that runs the SDK's session manager."""
+"""The `/mcp` route and the lifespan that runs the SDK's session manager and the live streams' follower."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from config.settings import get_settings
+from mcp_server import live
 from mcp_server.gate import MAX_BODY_BYTES, Gate
 from mcp_server.server import build_server
 
@@ -55,5 +56,5 @@ class McpEndpoint:
         self.manager = StreamableHTTPSessionManager(
             app=self.server, json_response=True, stateless=True, security_settings=transport_security(),
             max_request_body_size=MAX_BODY_BYTES)
-        async with self.manager.run():
+        async with self.manager.run(), live.running():  # listen streams end, and their follower stops, first
             yield

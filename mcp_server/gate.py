@@ -217,8 +217,8 @@ def _needed_scope(message: object, tool: Tool | None) -> tuple[str, str] | None:
     if tool is not None:
         return f"The tool {tool.name}", tool.scope
     method, params = (message.get("method") if isinstance(message, dict) else None), _params(message)
-    if method == "resources/read" and str(params.get("uri", "")).startswith("invoice://"):
-        return "Reading an invoice's PDF", mcp_resources.READ_SCOPE
+    if method == "resources/read" and str(params.get("uri", "")).startswith(("invoice://", "e-invoice-export://")):
+        return "Reading an invoice or an export", mcp_resources.READ_SCOPE
     if method == "completion/complete" and (scope := prompts.completion_scope(params.get("ref"), params.get("argument"))):
         return "Completing this argument", scope
     return None

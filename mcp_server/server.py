@@ -26,7 +26,7 @@ from core.base.money import format_money
 from core.base.validation import parse
 from core.billing.confirmations import NOTHING_ASKED, Confirmed
 from core.mechanisms.idempotency import check_key
-from mcp_server import bulk, confirmations, prompts, resources, tasks
+from mcp_server import bulk, caching, confirmations, icons, live, prompts, resources, tasks
 from mcp_server.clients import APPS_EXTENSION
 from mcp_server.confirmations import CONFIRM_TOOL
 from mcp_server.resources import VIEW_URI
@@ -79,13 +79,15 @@ CONFIRM_TOOL_DESCRIPTOR = types.Tool(
         "token": {"type": "string", "minLength": 1, "description": "The confirmation token the view was given"},
         "decision": {"type": "string", "enum": ["confirm", "cancel"], "description": "The person's answer"}}},
     output_schema={"type": "object", "description": "The confirmed tool's result, or {declined: true, …}"},
+    icons=icons.tool_icons(CONFIRM_TOOL),
     annotations=types.ToolAnnotations(title="Confirm or cancel an action", read_only_hint=False,
                                       destructive_hint=True, idempotent_hint=False, open_world_hint=True),
     meta={"ui": {"resourceUri": VIEW_URI, "visibility": ["app"]}})
 
 
 def build_server() -> Server:
-    server = Server("invoicing", version="1", title="Invoicing", instructions=INSTRUCTIONS,
+    server = Server("invoicing", version="1", title="Invoicing", instructions=INSTRUCTIONS, icons=icons.server_icons(),
+                    cache_hints=caching.HINTS,
                     on_list_tools=_list_tools, on_call_tool=_call_tool,
                     on_list_resources=resources.list_resources,
                     on_list_resource_templates=resources.list_resource_templates,
@@ -93,6 +95,7 @@ def build_server() -> Server:
                     on_list_prompts=prompts.list_prompts, on_get_prompt=prompts.get_prompt,
                     on_completion=prompts.complete, get_tool_input_schema=_input_schema)
     server.extensions[APPS_EXTENSION] = {}
+    live.install(server)  # subscriptions/listen: live invoice status
     tasks.install(server)
     server.middleware.append(_advertise_extensions_on_initialize)
     # `requestState` of confirmations, sealed with a key of ours so any process opens it, bound to the credential.
@@ -124,7 +127,7 @@ def _input_schema(name: str) -> dict | None:
 def _descriptor(tool: Tool) -> types.Tool:
     return types.Tool(
         name=tool.name, title=tool.title, description=f"{tool.description} Needs the scope {tool.scope}.",
-        input_schema=tool.input_schema(), output_schema=tool.output_schema(),
+        input_schema=tool.input_schema(), output_schema=tool.output_schema(), icons=icons.tool_icons(tool.name),
         annotations=types.ToolAnnotations(title=tool.title, read_only_hint=tool.read_only,
                                           destructive_hint=tool.destructive, idempotent_hint=tool.idempotent,
                                           open_world_hint=tool.open_world),
@@ -250,6 +253,10 @@ def result_content(tool_name: str, text: str, body: dict) -> list:
         content += [link for link in (resources.pdf_link(invoice), resources.public_link(invoice)) if link]
     elif tool_name in CREDIT_NOTE_LINKED:
         content.append(resources.credit_note_pdf_link(body.get("data", body)))
+    elif tool_name == "export_e_invoices":
+        content.append(types.ResourceLink(type="resource_link", uri=body["uri"], name=body["filename"],
+                                          title=f"E-invoices, {body['documents']} documents (ZIP, kept 24 hours)",
+                                          mime_type="application/zip", size=body["size"]))
     return content
 
 

@@ -12,13 +12,25 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from operations import bulk, business, credit_notes, customers, invoices, payments, products, receivables, reminders, schedules
+from operations import (
+    bulk,
+    business,
+    credit_notes,
+    customers,
+    exports,
+    invoices,
+    payments,
+    products,
+    receivables,
+    reminders,
+    schedules,
+)
 from operations.confirmations import ACTIONS
 from operations.pipeline import Operation
 
 MINOR_UNITS = ("Money is always an integer in the currency's minor unit: 250000 is 2,500.00 USD, 5000 is 5,000 JPY "
                "(no decimals), 1250 is 1.250 BHD (three decimals).")
-IDS = "Ids are prefixed strings (cus_, prod_, price_, in_, ii_, cn_, py_, sched_) or the underlying UUID."
+IDS = "Ids are prefixed strings (cus_, prod_, price_, in_, ii_, cn_, py_, sched_, exp_) or the underlying UUID."
 IDEMPOTENCY_KEY = {
     "type": "string", "minLength": 1, "maxLength": 255,
     "description": "Any unique string; a retry with the same key and arguments returns the first result instead of "
@@ -277,6 +289,13 @@ TOOLS: tuple[Tool, ...] = (
          "End an active or paused schedule for good: no further invoices; those made stay. It cannot be resumed. "
          "Only when the user asked for it; the person is asked to confirm.",
          schedules.cancel_invoice_schedule, "schedule", SCHEDULE, destructive=True),
+    Tool("export_e_invoices", "Export a period's e-invoices",
+         "Every invoice and credit note issued from `period_start` to `period_end` (inclusive, at most 366 days; "
+         "drafts are not issued) as e-invoices in one `format` (peppol, cii or facturx), in one ZIP with a "
+         "manifest.csv; a document EN 16931 refuses is left out and listed in `skipped` with why. The ZIP is kept 24 "
+         "hours: read the resource the result links (e-invoice-export://exp_…). Runs as a task for a client that "
+         "declares the tasks extension (follow it with tasks/get; tasks/cancel stops it between documents).",
+         exports.export_e_invoices, read_only=True),
     Tool("send_invoices", "E-mail several invoices",
          "E-mail each invoice of `invoices` (up to 50, in order) to its customer with its PDF, as send_invoice does "
          "for one (a draft is finalized first; `message` goes in every e-mail). The person confirms the list once, "

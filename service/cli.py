@@ -38,6 +38,9 @@ class UsageError(Exception):
 
 # --- serving and background work ------------------------------------------------------------
 
+GRACEFUL_SHUTDOWN_SECONDS = 10
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
@@ -59,7 +62,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         proxies = get_settings().forwarded_allow_ips.strip()
         uvicorn.run("service.app:create_app", factory=True, host=args.host, port=args.port,
                     workers=args.workers, log_config=observability.log_config("INFO"), access_log=False,
-                    proxy_headers=bool(proxies), forwarded_allow_ips=proxies or None)
+                    proxy_headers=bool(proxies), forwarded_allow_ips=proxies or None,
+                    # MCP listen streams stay open until their client leaves: a stop waits this long for them.
+                    timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS)
     finally:
         stop.set()
         if thread is not None:

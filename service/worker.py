@@ -24,8 +24,9 @@ from authz import connected_apps
 from core.access import sign_in
 from core.base.clock import now
 from core.base.db import transaction
-from core.mechanisms import idempotency, ratelimit, single_use
-from core.models import McpConfirmation, WorkerHeartbeat
+from core.documents import e_invoice_exports
+from core.mechanisms import change_feed, idempotency, ratelimit, single_use
+from core.models import McpConfirmation, McpTask, WorkerHeartbeat
 from core.schedules import acting, reminders
 from core.schedules import runs as schedule_runs
 from core.webhooks import delivery
@@ -58,7 +59,10 @@ def cleanup() -> None:
         ratelimit.purge_old(session)
         sign_in.purge_expired(session)
         single_use.purge_spent(session)
+        change_feed.purge(session)  # changes past 5 minutes, listen streams no process refreshes
+        e_invoice_exports.purge_expired(session)
         session.exec(delete(McpConfirmation).where(McpConfirmation.expires_at <= now()))
+        session.exec(delete(McpTask).where(McpTask.expires_at <= now()))
         session.exec(delete(WorkerHeartbeat).where(WorkerHeartbeat.last_success_at < now() - FORGET_WORKERS_AFTER))
 
 

@@ -21,6 +21,7 @@ from core.base.errors import NotFound
 from core.base.executor import Db
 from core.base.jsonout import jsonable
 from core.billing.invoice_render import invoice_to_api
+from core.mechanisms import change_feed
 from core.mechanisms.pagination import Page, paginate
 from core.models import EVENT_TYPES, EventType, Invoice, InvoiceEvent, inserted_values, plain
 from core.webhooks import outbox
@@ -82,10 +83,14 @@ def _write(session: Session, invoice, type: str, meta: dict | None, shown: dict,
 
 
 async def write(db: Db, event, subscribers: list | None = None) -> None:
-    """An event's row (`new_event`) and its outbox rows, with Core statements: no ORM object is needed.
+    """An event's row (`new_event`), its outbox rows and, for an invoice's, the change it notes for live
+    MCP streams (`core.mechanisms.change_feed`), with Core statements: no ORM object is needed.
     `subscribers`: the endpoints it goes to, when read earlier in the transaction (`outbox.subscribers`)."""
     await db.execute(INSERT_EVENT, inserted_values(event))
     await outbox.enqueue(db, event, subscribers)
+    if not event.type.startswith("invoice_schedule."):  # a schedule's events name the schedule, not an invoice
+        await change_feed.note(db, event.account_id, f"invoice://{ids.public_id('invoice', event.invoice_id)}",
+                               event.type)
 
 
 def new_event(invoice, type: str, meta: dict | None, shown: dict, latest: datetime | None = None):

@@ -59,7 +59,7 @@ def test_the_2025_11_25_handshake_lists_tools_and_runs_a_journey(live_server):
         assert initialized.protocol_version == "2025-11-25"
         assert "draft" in (initialized.instructions or "")
         tools = (await session.list_tools()).tools
-        assert len(tools) == 38
+        assert len(tools) == 41
         return await journey(session)
 
     paid = anyio.run(legacy_session(live_server, tenant.key), work)
@@ -70,7 +70,7 @@ def test_the_stateless_2026_generation_runs_a_journey(live_server):
     tenant = make_tenant(None)
 
     async def work(client):
-        assert len((await client.list_tools()).tools) == 38
+        assert len((await client.list_tools()).tools) == 41
         return await journey(client)
 
     paid = anyio.run(modern_client(live_server, tenant.key), work)

@@ -30,10 +30,11 @@ def initialize(client, key, capabilities) -> str | None:
 
 # --- resources -----------------------------------------------------------------------------------
 
-def test_the_pdfs_are_resource_templates(client, tenant):
+def test_the_invoice_its_pdf_and_exports_are_resource_templates(client, tenant):
     templates = rpc(client, tenant.key, "resources/templates/list")["result"]["resourceTemplates"]
     assert [(t["uriTemplate"], t["mimeType"]) for t in templates] == [
-        ("invoice://{invoice_id}/pdf", "application/pdf"), ("credit-note://{credit_note_id}/pdf", "application/pdf")]
+        ("invoice://{invoice_id}", "application/json"), ("invoice://{invoice_id}/pdf", "application/pdf"),
+        ("credit-note://{credit_note_id}/pdf", "application/pdf"), ("e-invoice-export://{export_id}", "application/zip")]
 
 
 def test_reading_the_pdf_gives_the_documents_bytes(client, tenant):

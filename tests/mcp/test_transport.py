@@ -22,7 +22,7 @@ DECIDED_TOOLS = {
     "list_credit_notes", "get_credit_note", "preview_credit_note", "create_credit_note", "send_credit_note",
     "void_credit_note", "list_payments", "record_payment", "reverse_payment", "get_receivables",
     "list_invoice_schedules", "create_invoice_schedule", "pause_invoice_schedule", "resume_invoice_schedule",
-    "cancel_invoice_schedule", "send_reminder",
+    "cancel_invoice_schedule", "send_reminder", "export_e_invoices", "send_invoices", "send_reminders",
 }
 
 
@@ -91,7 +91,7 @@ def test_writes_take_an_idempotency_key_and_reads_do_not(client, tenant):
 def test_only_sending_reaches_the_open_world(client, tenant):
     tools = post(client, "tools/list", key=tenant.key).json()["result"]["tools"]
     assert [t["name"] for t in tools if t["annotations"]["openWorldHint"]] == [
-        "send_invoice", "send_reminder", "send_credit_note", "confirm_invoice_action"]
+        "send_invoice", "send_reminder", "send_credit_note", "send_invoices", "send_reminders", "confirm_invoice_action"]
 
 
 def test_the_tool_list_matches_the_declarations():

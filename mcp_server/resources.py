@@ -31,7 +31,7 @@ from core.billing import credit_notes, documents, invoices
 from core.documents import e_invoice_exports
 from mcp_server import caching
 from mcp_server.clients import APP_MIME_TYPE
-from mcp_server.confirmations import caller_as_authenticated, principal_of
+from mcp_server.confirmations import caller_as_authenticated, is_modern, principal_of
 from mcp_server.tools import BY_NAME
 from operations.pipeline import Outcome
 
@@ -170,10 +170,10 @@ async def read_resource(ctx: ServerRequestContext, params: types.ReadResourceReq
         match, of_credit_note = CREDIT_NOTE_PDF_URI.fullmatch(uri), True
     principal = principal_of(ctx)
     if match is None or principal is None:
-        raise _not_found(uri)
+        raise _not_found(ctx, uri)
     pdf = await run_in_threadpool(_credit_note_pdf if of_credit_note else _pdf, principal, match.group(1))
     if pdf is None:
-        raise _not_found(uri)
+        raise _not_found(ctx, uri)
     return types.ReadResourceResult(contents=[types.BlobResourceContents(
         uri=uri, mime_type="application/pdf", blob=base64.b64encode(pdf).decode("ascii"))],
         **caching.fields(caching.PDF))
@@ -183,10 +183,10 @@ async def _read_invoice(ctx: ServerRequestContext, uri: str, invoice_ref: str) -
     """The invoice as the `get_invoice` tool shows it (the same operation, as the caller), never kept."""
     principal = principal_of(ctx)
     if principal is None or READ_SCOPE not in principal.scopes:  # the gate refused already: a second lock
-        raise _not_found(uri)
+        raise _not_found(ctx, uri)
     outcome = await _run_tool(ctx, "get_invoice", {"invoice": invoice_ref})
     if outcome.error is not None and outcome.error.code == "not_found":
-        raise _not_found(uri)
+        raise _not_found(ctx, uri)
     _body(outcome)
     return types.ReadResourceResult(contents=[types.TextResourceContents(
         uri=uri, mime_type=JSON_MIME_TYPE, text=outcome.reply.body)], **caching.fields(caching.LIVE))
@@ -204,7 +204,7 @@ async def _read_export(ctx: ServerRequestContext, uri: str, export_ref: str) -> 
     """An export's ZIP, while it is kept (`export_e_invoices` links it)."""
     principal = principal_of(ctx)
     if principal is None or READ_SCOPE not in principal.scopes:
-        raise _not_found(uri)
+        raise _not_found(ctx, uri)
 
     def zipped() -> bytes | None:
         session = new_session(read_only=True)
@@ -217,7 +217,7 @@ async def _read_export(ctx: ServerRequestContext, uri: str, export_ref: str) -> 
 
     content = await run_in_threadpool(zipped)
     if content is None:
-        raise _not_found(uri)
+        raise _not_found(ctx, uri)
     return types.ReadResourceResult(contents=[types.BlobResourceContents(
         uri=uri, mime_type=e_invoice_exports.MEDIA_TYPE, blob=base64.b64encode(content).decode("ascii"))],
         **caching.fields(caching.EXPORT))
@@ -248,5 +248,7 @@ def _credit_note_pdf(principal: Principal, credit_note_ref: str) -> bytes | None
     return documents.credit_note_pdf(view).content
 
 
-def _not_found(uri: str) -> MCPError:
-    return MCPError(RESOURCE_NOT_FOUND, "Resource not found", data={"uri": uri[:500]})
+def _not_found(ctx: ServerRequestContext, uri: str) -> MCPError:
+    """"Resource not found": `-32602` since 2026-07-28 (SEP-2164), `-32002` before."""
+    code = INVALID_PARAMS if is_modern(ctx) else RESOURCE_NOT_FOUND
+    return MCPError(code, "Resource not found", data={"uri": uri[:500]})

@@ -172,7 +172,7 @@ def test_another_accounts_unknown_or_malformed_invoice_is_not_found_alike(client
         return errors
 
     for error in run(client, work):
-        assert (error.code, error.message) == (mcp_resources.RESOURCE_NOT_FOUND, "Resource not found")
+        assert (error.code, error.message) == (-32602, "Resource not found")  # SEP-2164, 2026-07-28
         assert foreign["id"] not in json.dumps(error.model_dump()) or error.data == {"uri": uri(foreign)}
 
 

@@ -12,6 +12,9 @@ request's id, only what concerns the caller's own account:
   invoices needs `invoices:read`.
 - `notifications/resources/list_changed` when the account gets an invoice (the list of
   `resources/list` changed), for a caller that may read invoices.
+- `notifications/tasks` for each of the credential's tasks named in the filter's `taskIds` (the
+  tasks extension, which the listen request must declare: else `-32021`), whenever its status
+  changes, carrying the task as `tasks/get` shows it (the result inlined once it is done).
 - `tools_list_changed` and `prompts_list_changed` are honored and never fire: both lists change only
   with a release.
 
@@ -33,7 +36,7 @@ import logging
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import mcp.types as types
@@ -49,12 +52,15 @@ from mcp.shared.subscriptions import (
 )
 from mcp_types.jsonrpc import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import BaseModel
 from sqlalchemy import bindparam, select
+from starlette.concurrency import run_in_threadpool
 
 from core.access.principal import Principal
 from core.base import executor, ids
 from core.mechanisms import change_feed
 from core.models import Invoice
+from mcp_server import tasks
 from mcp_server.clients import binding
 from mcp_server.confirmations import principal_of
 from mcp_server.resources import INVOICE_URI, READ_SCOPE
@@ -70,6 +76,7 @@ RESTART_SECONDS = 1.0  # after the follower failed (the database away)
 # JSON-RPC error codes of our own, outside -32768..-32000, mirroring the HTTP status they stand for.
 FORBIDDEN = 403
 RATE_LIMITED = 429
+TASK_IDS = "taskIds"  # the listen filter's field naming the tasks to follow (SEP-2663)
 # Changes that add an invoice to (or take one from) the account's resource list.
 LIST_CHANGING = frozenset({"invoice.created", "invoice.deleted"})
 
@@ -94,15 +101,30 @@ async def running() -> AsyncIterator[None]:
 # --- one stream ----------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class TaskStatusChanged:
+    """A followed task's status changed: the stream sends `notifications/tasks` with the task as it is."""
+
+    task_id: str
+
+
+class TaskNotification(BaseModel):
+    """`notifications/tasks` (SEP-2663): the task as `tasks/get` shows it, on the listen stream."""
+
+    method: Literal["notifications/tasks"] = "notifications/tasks"
+    params: dict[str, Any]
+
+
 @dataclass(eq=False)
 class _Stream:
     account_id: uuid.UUID
     invoices: dict[uuid.UUID, tuple[str, ...]]  # each followed invoice: the URIs the client named it by
     list_changed: bool
     row: str  # its row in mcp_listen_streams
-    send: MemoryObjectSendStream[ServerEvent] = field(repr=False)
+    send: MemoryObjectSendStream[ServerEvent | TaskStatusChanged] = field(repr=False)
+    tasks: frozenset[str] = frozenset()  # the credential's tasks it follows (`taskIds`)
 
-    def offer(self, events: dict[ServerEvent, None]) -> bool:
+    def offer(self, events: dict[ServerEvent | TaskStatusChanged, None]) -> bool:
         """Queue `events`; False when the client stopped reading (the stream is then ended)."""
         for event in events:
             try:
@@ -134,18 +156,25 @@ async def listen(ctx: ServerRequestContext[Any, Any],
         raise MCPError(FORBIDDEN, f"Following invoices needs the scope {READ_SCOPE}, which this credential lacks.",
                        data={"code": "forbidden", "scope": READ_SCOPE})
     followed = await _own_invoices(principal, list(requested.resource_subscriptions or ())[:MAX_URIS])
+    asked_tasks = (requested.model_extra or {}).get(TASK_IDS)
+    if asked_tasks and not tasks.negotiated(ctx):
+        tasks.require_negotiated(ctx)
+    own_tasks = (await run_in_threadpool(tasks.own_tasks, [str(task) for task in asked_tasks][:MAX_URIS],
+                                         binding(principal)) if isinstance(asked_tasks, list) and asked_tasks else [])
     honored = types.SubscriptionFilter(
         tools_list_changed=True if requested.tools_list_changed else None,
         prompts_list_changed=True if requested.prompts_list_changed else None,
         resources_list_changed=True if requested.resources_list_changed else None,
-        resource_subscriptions=[uri for uris in followed.values() for uri in uris] or None)
+        resource_subscriptions=[uri for uris in followed.values() for uri in uris] or None,
+        **({TASK_IDS: own_tasks} if own_tasks else {}))
     row = await executor.run(change_feed.open_stream, binding(principal), MAX_STREAMS)
     if row is None:
         raise MCPError(RATE_LIMITED, f"At most {MAX_STREAMS} listen streams may be open at once per credential: "
                                      "close one first.", data={"code": "rate_limited", "limit": MAX_STREAMS})
     meta: dict[str, Any] = {SUBSCRIPTION_ID_META_KEY: subscription_id}
-    send, receive = anyio.create_memory_object_stream[ServerEvent](BUFFER)
-    stream = _Stream(principal.account_id, followed, bool(requested.resources_list_changed) and may_read, row, send)
+    send, receive = anyio.create_memory_object_stream[ServerEvent | TaskStatusChanged](BUFFER)
+    stream = _Stream(principal.account_id, followed, bool(requested.resources_list_changed) and may_read, row, send,
+                     frozenset(own_tasks))
     hub = _hub()
     try:
         await hub.join(stream)  # following before the acknowledgement: nothing after it is missed
@@ -153,6 +182,12 @@ async def listen(ctx: ServerRequestContext[Any, Any],
             params=types.SubscriptionsAcknowledgedNotificationParams(notifications=honored, _meta=meta)),
             related_request_id=subscription_id)
         async for event in receive:
+            if isinstance(event, TaskStatusChanged):
+                task = await run_in_threadpool(tasks.state_of, event.task_id)
+                if task is not None:
+                    await ctx.session.send_notification(TaskNotification(params={**task, "_meta": meta}),
+                                                        related_request_id=subscription_id)
+                continue
             await ctx.session.send_notification(event_to_notification(event, meta), related_request_id=subscription_id)
     finally:
         hub.leave(stream)
@@ -282,10 +317,17 @@ class Hub:
     def deliver(self, changes: list[change_feed.Change]) -> None:
         """Each change to the streams of its account that follow it (an update of the same invoice
         once per batch)."""
-        due: dict[_Stream, dict[ServerEvent, None]] = {}
+        due: dict[_Stream, dict[ServerEvent | TaskStatusChanged, None]] = {}
         for change in changes:
             streams = self.streams.get(change.account_id)
             if not streams:
+                continue
+            task_id = change.uri.removeprefix(f"{tasks.URI_SCHEME}://") if change.uri.startswith(
+                f"{tasks.URI_SCHEME}://") else None
+            if task_id is not None:
+                for stream in streams:
+                    if task_id in stream.tasks:
+                        due.setdefault(stream, {})[TaskStatusChanged(task_id)] = None
                 continue
             match = INVOICE_URI.fullmatch(change.uri)
             invoice_id = ids.try_parse("invoice", match.group(1)) if match else None

@@ -37,9 +37,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from core.access.principal import Principal
+from core.base import executor
 from core.base.clock import now
 from core.base.db import transaction
-from core.mechanisms import progress
+from core.mechanisms import change_feed, progress
 from core.models import McpTask
 from mcp_server.clients import binding
 from mcp_server.confirmations import is_modern, principal_of
@@ -73,7 +74,7 @@ def negotiated(ctx: ServerRequestContext) -> bool:
     return isinstance(extensions, dict) and EXTENSION in extensions
 
 
-def _require_negotiated(ctx: ServerRequestContext) -> None:
+def require_negotiated(ctx: ServerRequestContext) -> None:
     if not negotiated(ctx):
         raise MCPError(MISSING_REQUIRED_CLIENT_CAPABILITY, f"This method needs the client capability {EXTENSION}.",
                        data={"requiredCapabilities": {"extensions": {EXTENSION: {}}}})
@@ -132,6 +133,19 @@ def _find(session, task_id: str, owner: str, *, lock: bool = False) -> McpTask:
     return row
 
 
+URI_SCHEME = "task"
+
+
+def uri(task_id: str) -> str:
+    """How the change feed names a task (its status notifications follow it)."""
+    return f"{URI_SCHEME}://{task_id}"
+
+
+def _announce(session, row: McpTask) -> None:
+    """Tell the listen streams following `row` that its status changed (at the transaction's commit)."""
+    executor.within(session, change_feed.note, row.account_id, uri(row.id), "task.status")
+
+
 def _settle_if_abandoned(row: McpTask) -> None:
     """A task whose runner stopped beating is failed (or, when cancelling, cancelled) now."""
     if row.status in TERMINAL or row.heartbeat_at is None or now() - row.heartbeat_at < RUNNER_GONE_AFTER:
@@ -147,9 +161,30 @@ def _settle_if_abandoned(row: McpTask) -> None:
 def read(task_id: str, owner: str) -> dict[str, Any]:
     with transaction() as session:
         row = _find(session, task_id, owner, lock=True)
+        before = row.status
         _settle_if_abandoned(row)
+        if row.status != before:
+            _announce(session, row)
         session.add(row)
         return detailed(row)
+
+
+def own_tasks(task_ids: list[str], owner: str) -> list[str]:
+    """Of `task_ids`, those of the credential `owner` still kept (a listen stream may follow them)."""
+    with transaction() as session:
+        own = []
+        for task_id in dict.fromkeys(task_ids):
+            row = session.get(McpTask, task_id) if isinstance(task_id, str) and len(task_id) <= 64 else None
+            if row is not None and row.binding == owner and row.expires_at > now():
+                own.append(task_id)
+        return own
+
+
+def state_of(task_id: str) -> dict[str, Any] | None:
+    """The task as `tasks/get` shows it, for a status notification (the stream checked whose it is)."""
+    with transaction() as session:
+        row = session.get(McpTask, task_id)
+        return detailed(row) if row is not None else None
 
 
 def deliver(task_id: str, owner: str, responses: dict) -> None:
@@ -167,6 +202,7 @@ def deliver(task_id: str, owner: str, responses: dict) -> None:
         row.input_requests = outstanding or None
         if not outstanding:
             row.status, row.status_message = "working", "Answer received."
+            _announce(session, row)
         row.updated_at = now()
         session.add(row)
 
@@ -177,7 +213,10 @@ def request_cancel(task_id: str, owner: str) -> None:
         if row.status in TERMINAL:
             return
         row.cancel_requested, row.updated_at = True, now()
+        before = row.status
         _settle_if_abandoned(row)
+        if row.status != before:
+            _announce(session, row)
         session.add(row)
 
 
@@ -186,9 +225,12 @@ def _update(task_id: str, **fields: Any) -> McpTask:
     with transaction() as session:
         row = session.get(McpTask, task_id, with_for_update=True)
         if row.status not in TERMINAL:
+            before = row.status
             for name, value in fields.items():
                 setattr(row, name, value)
             row.heartbeat_at = row.updated_at = now()
+            if row.status != before:
+                _announce(session, row)
             session.add(row)
         session.flush()
         session.expunge(row)
@@ -298,18 +340,18 @@ def _owner(ctx: ServerRequestContext) -> str:
 
 
 async def _get(ctx: ServerRequestContext, params: TaskParams) -> dict:
-    _require_negotiated(ctx)
+    require_negotiated(ctx)
     return await run_in_threadpool(read, params.task_id, _owner(ctx))
 
 
 async def _update_method(ctx: ServerRequestContext, params: UpdateParams) -> dict:
-    _require_negotiated(ctx)
+    require_negotiated(ctx)
     await run_in_threadpool(deliver, params.task_id, _owner(ctx), params.input_responses)
     return {}
 
 
 async def _cancel(ctx: ServerRequestContext, params: TaskParams) -> dict:
-    _require_negotiated(ctx)
+    require_negotiated(ctx)
     await run_in_threadpool(request_cancel, params.task_id, _owner(ctx))
     return {}
 

@@ -8,13 +8,17 @@ import json
 import time
 from datetime import timedelta
 
+import anyio
+import httpx2
 import pytest
 
 from core.base import db
 from core.base.clock import now
 from core.models import McpTask
 from tests.api.invoicing import adhoc, customer, draft, open_invoice, paid_part
+from tests.conftest import TEST_ORIGIN
 from tests.mcp.jsonrpc import HEADERS
+from tests.mcp.test_live_status import StreamingTransport
 from tests.smtp import mail_settings, smtp_server
 
 MODERN = "2026-07-28"
@@ -241,3 +245,60 @@ def test_a_client_with_only_the_invoice_view_is_refused_a_list(client, tenant):
     apps = {"extensions": {"io.modelcontextprotocol/ui": {"mimeTypes": ["text/html;profile=mcp-app"]}}}
     result = start(client, tenant.key, "send_invoices", apps, invoices=[invoices[0]["id"]])
     assert result["isError"] is True and "elicitation" in json.loads(result["content"][0]["text"])["detail"]
+
+
+# --- status notifications on a listen stream ---------------------------------------------------------
+
+async def sse_messages(response):
+    """Each JSON-RPC message of a server-sent event stream, as it comes."""
+    async for line in response.aiter_lines():
+        if line.startswith("data:"):
+            yield json.loads(line.removeprefix("data:").strip())
+
+
+def listen_body(task_ids: list[str], capabilities: dict) -> dict:
+    return {"jsonrpc": "2.0", "id": "listen-1", "method": "subscriptions/listen", "params": {
+        "notifications": {"taskIds": task_ids},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": MODERN,
+                  "io.modelcontextprotocol/clientCapabilities": capabilities}}}
+
+
+def test_a_listen_stream_hears_a_followed_task_change_status_until_done(client, app, tenant, other_tenant, mailbox):
+    invoices = globex_invoices(tenant, 1)
+    created = start(client, tenant.key, "send_invoices", invoices=[invoices[0]["id"]])
+    shown = until(client, tenant.key, created["taskId"], "input_required")
+    foreign = start(client, other_tenant.key, "send_invoices", invoices=[globex_invoices(other_tenant, 1)[0]["id"]])
+
+    async def work():
+        heard = []
+        headers = {**HEADERS, "MCP-Protocol-Version": MODERN, "Mcp-Method": "subscriptions/listen",
+                   "Authorization": f"Bearer {tenant.key}"}
+        async with httpx2.AsyncClient(transport=StreamingTransport(app), base_url=TEST_ORIGIN) as http:
+            body = listen_body([created["taskId"], foreign["taskId"]], ASKING)
+            async with http.stream("POST", "/mcp", content=json.dumps(body), headers=headers) as response:
+                messages = sse_messages(response)
+                with anyio.fail_after(10):
+                    heard.append(await anext(messages))
+                    await anyio.to_thread.run_sync(lambda: answer(client, tenant.key, created["taskId"], shown))
+                    async for message in messages:
+                        heard.append(message)
+                        if message["params"].get("status") == "completed":
+                            break
+        return heard
+
+    ack, *changes = client.portal.call(work)
+    assert ack["method"] == "notifications/subscriptions/acknowledged"
+    assert ack["params"]["notifications"]["taskIds"] == [created["taskId"]]  # another account's is not followed
+    assert {change["method"] for change in changes} == {"notifications/tasks"}
+    assert [change["params"]["status"] for change in changes][-1] == "completed"
+    assert changes[-1]["params"]["taskId"] == created["taskId"]
+    assert changes[-1]["params"]["result"]["structuredContent"]["summary"] == "Sent 1 of 1 invoice."
+    assert all(change["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "listen-1" for change in changes)
+
+
+def test_following_tasks_needs_the_extension_declared(client, tenant):
+    body = listen_body(["task_x"], {})
+    response = client.post("/mcp", content=json.dumps(body), headers={
+        **HEADERS, "MCP-Protocol-Version": MODERN, "Mcp-Method": "subscriptions/listen",
+        "Authorization": f"Bearer {tenant.key}"})
+    assert response.json()["error"]["code"] == -32021

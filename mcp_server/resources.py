@@ -30,6 +30,7 @@ from core.base.errors import DomainError
 from core.billing import credit_notes, documents, invoices
 from core.documents import e_invoice_exports
 from mcp_server import caching
+from mcp_server.calls import run_tool
 from mcp_server.clients import APP_MIME_TYPE
 from mcp_server.confirmations import caller_as_authenticated, is_modern, principal_of
 from mcp_server.tools import BY_NAME
@@ -121,7 +122,6 @@ async def list_resources(ctx: ServerRequestContext,
 
 async def _run_tool(ctx: ServerRequestContext, name: str, arguments: dict) -> Outcome:
     """A read-only tool run as the caller: the same pipeline, scope and answer as `tools/call`."""
-    from mcp_server.server import run_tool  # the server module registers these handlers: imported when used
     authorization = ctx.request.headers.get("authorization") if ctx.request is not None else None
     return await run_tool(BY_NAME[name], arguments, authorization, None, caller_as_authenticated(ctx))
 

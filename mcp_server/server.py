@@ -5,8 +5,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-from dataclasses import replace
-from typing import Any
 
 import mcp.types as types
 import orjson
@@ -17,23 +15,19 @@ from mcp_types.jsonrpc import INVALID_PARAMS
 from starlette.concurrency import run_in_threadpool
 
 from config.settings import get_settings
-from core.access import resources as protected_resources
 from core.access.principal import Principal
-from core.base import context, metrics
-from core.base.errors import ConfirmationStale, DomainError, ValidationFailed
-from core.base.jsonout import Encoded, dumps
-from core.base.money import format_money
+from core.base import metrics
+from core.base.errors import ConfirmationStale, ValidationFailed
 from core.base.validation import parse
 from core.billing.confirmations import NOTHING_ASKED, Confirmed
-from core.mechanisms.idempotency import check_key
-from mcp_server import bulk, caching, confirmations, icons, live, prompts, resources, tasks
+from mcp_server import bulk, caching, calls, confirmations, icons, live, prompts, resources, tasks
 from mcp_server.clients import APPS_EXTENSION
 from mcp_server.confirmations import CONFIRM_TOOL
 from mcp_server.resources import VIEW_URI
 from mcp_server.tools import BY_NAME, TOOLS, Tool
 from operations.bulk import REPEATS, BulkRemindInput, BulkSendInput
 from operations.confirmations import ACTIONS, question_for
-from operations.pipeline import Invocation, Outcome, Reply, execute, identify
+from operations.pipeline import Outcome
 from operations.rendering import error_payload
 
 INSTRUCTIONS = """\
@@ -62,9 +56,6 @@ py_, sched_). Pass an `idempotency_key` on writes so a retry never acts twice. E
 invalid_state, forbidden, rate_limited, …) and, for validation, the failing `errors[].path`.
 """
 
-MONEY_FIELDS = ("subtotal", "discount", "taxable", "tax", "total", "amount_due", "unit_amount", "amount", "tax_amount",
-                "amount_credited", "balance_applied", "credit_amount", "refund_amount", "balance_amount",
-                "balance_remaining", "amount_paid", "amount_applied", "outstanding", "overdue")
 
 
 # Tools whose results the invoice view shows (MCP Apps hosts render it beside the text).
@@ -163,7 +154,7 @@ async def _call_tool(ctx: ServerRequestContext,
         return await _as_task(ctx, tool, arguments, authorization)
     if tool.name not in ACTIONS:
         return await _act(tool, arguments, authorization, confirmations.caller_as_authenticated(ctx))
-    decision = await confirmations.before_acting(ctx, tool.name, arguments, params, with_formatted_money)
+    decision = await confirmations.before_acting(ctx, tool.name, arguments, params, calls.with_formatted_money)
     if not isinstance(decision, confirmations.Proceed):
         return decision
     return await _act_as_confirmed(ctx, tool, arguments, authorization, decision.confirmed)
@@ -174,10 +165,10 @@ async def _act_as_confirmed(ctx: ServerRequestContext, tool: Tool, arguments: di
                             in_view: bool = False) -> types.CallToolResult | types.InputRequiredResult:
     """Run a consequential tool; when it no longer does what the person confirmed (or a question is
     due that was not asked), nothing happened: ask about the invoice as it is now."""
-    outcome = await run_tool(tool, dict(arguments), authorization, confirmed, confirmations.caller_as_authenticated(ctx))
+    outcome = await calls.run_tool(tool, dict(arguments), authorization, confirmed, confirmations.caller_as_authenticated(ctx))
     if outcome.error is not None and outcome.error.code == ConfirmationStale.code:
         metrics.tool_call(tool.name, outcome.error.code)
-        asked = await confirmations.ask_again(ctx, tool.name, arguments, with_formatted_money, in_view=in_view,
+        asked = await confirmations.ask_again(ctx, tool.name, arguments, calls.with_formatted_money, in_view=in_view,
                                               first=confirmed is None or confirmed.digest is None)
         return asked or confirmations.changed(tool.name)
     return _result(tool, outcome)
@@ -185,7 +176,7 @@ async def _act_as_confirmed(ctx: ServerRequestContext, tool: Tool, arguments: di
 
 async def _act(tool: Tool, arguments: dict, authorization: str | None,
                caller: Principal | None) -> types.CallToolResult:
-    return _result(tool, await run_tool(tool, dict(arguments), authorization, None, caller))
+    return _result(tool, await calls.run_tool(tool, dict(arguments), authorization, None, caller))
 
 
 async def _as_task(ctx: ServerRequestContext, tool: Tool, arguments: dict, authorization: str | None) -> dict:
@@ -202,34 +193,15 @@ async def _as_task(ctx: ServerRequestContext, tool: Tool, arguments: dict, autho
             if not approved:
                 return confirmations.declined(tool.name, arguments, answer)
         confirmed = asked.confirmed if asked is not None else (NOTHING_ASKED if can_ask else None)
-        return _result(tool, await _run_each(tool, dict(arguments), authorization, confirmed, None, asked=asked,
+        return _result(tool, await calls.run_each(tool, dict(arguments), authorization, confirmed, None, asked=asked,
                                              run=run))
 
     async def export(run: tasks.TaskRun) -> types.CallToolResult:
         run.done_so_far = "Nothing was exported."
-        return _result(tool, await run_tool(tool, dict(arguments), authorization, None, principal))
+        return _result(tool, await calls.run_tool(tool, dict(arguments), authorization, None, principal))
 
     return await tasks.start(ctx, tool.name, arguments, send_each if tool.name in REPEATS else export,
                              can_ask=can_ask)
-
-
-async def _run_each(tool: Tool, arguments: dict, authorization: str | None, confirmed: Confirmed | None,
-                    caller: Principal | None, *, asked=None, run: tasks.TaskRun | None = None) -> Outcome:
-    """A bulk tool (`bulk.run_each`): each invoice through its single tool, as a call of its own."""
-    async def single(name: str, item_arguments: dict, item_confirmed: Confirmed | None) -> Outcome:
-        return await run_tool(BY_NAME[name], item_arguments, authorization, item_confirmed, caller)
-
-    def note(done: str) -> None:
-        if run is not None:
-            run.done_so_far = done
-
-    try:
-        principal = caller or (await identify(authorization, protected_resources.mcp(), count=False, peek=False))[0]
-        body = await bulk.run_each(tool.name, arguments, principal, confirmed, single, asked=asked,
-                                   between=run.between if run is not None else None, progress_note=note)
-    except DomainError as error:
-        return Outcome(error=error)
-    return Outcome(reply=_Presenter().success(body))
 
 
 def _result(tool: Tool, outcome: Outcome) -> types.CallToolResult:
@@ -271,76 +243,3 @@ def _error_result(payload: dict) -> types.CallToolResult:
                                        "url": payload.get("remediation_url"), "message": payload.get("detail")}}
     return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps(payload))], is_error=True,
                                 meta=meta)
-
-
-class _Presenter:
-    """What is kept under an idempotency key: the tool's structured result, or its error."""
-
-    def success(self, result: Any) -> Reply:
-        return Reply(200, dumps(with_formatted_money(result)), {})
-
-    def failure(self, error: DomainError) -> Reply:
-        return Reply(error.status, json.dumps(error_payload(error)), {})
-
-
-async def run_tool(tool: Tool, arguments: dict[str, Any], authorization: str | None,
-             confirmed: Confirmed | None = None, caller: Principal | None = None) -> Outcome:
-    """Split the flat arguments into what the operation takes and run it through the pipeline.
-    An assistant may pass an idempotency key on any write, and need not (the REST API requires one
-    on lifecycle actions: a header a person's client sets once, which a tool call has no place for).
-    `confirmed`: what the person was asked about this call, checked by the action under its lock.
-    `caller`: the credential's principal as the gate verified it for this request (which counted the
-    request), or None to verify `authorization` again."""
-    if tool.name in REPEATS:
-        return await _run_each(tool, arguments, authorization, confirmed, caller)
-    operation = replace(tool.operation, idempotency="optional" if tool.writes else "none")
-    key = arguments.pop("idempotency_key", None) if tool.writes else None
-    error: DomainError | None = None
-    ids: dict[str, str] = {}
-    if tool.id_argument:
-        value = arguments.pop(tool.id_argument, None)
-        if isinstance(value, str) and value:
-            ids["id"] = value
-        else:
-            error = ValidationFailed.at(tool.id_argument, "is required: an id string")
-    query_names = _field_names(operation.query)
-    query = {name: value for name, value in arguments.items() if name in query_names}
-    rest = {name: value for name, value in arguments.items() if name not in query_names}
-    if rest and operation.body is None and error is None:
-        error = ValidationFailed.at(next(iter(rest)), "unknown field")
-    if key is not None:
-        try:
-            check_key(key, path="idempotency_key")
-        except ValidationFailed as refused:
-            error = error or refused
-    invocation = Invocation(
-        credential=authorization, resource=protected_resources.mcp(), request_id=context.request_id(), params=ids,
-        query=query, typed_query=True, query_items=sorted((name, json.dumps(value)) for name, value in query.items()),
-        body=json.dumps(rest).encode() if operation.body is not None else b"",
-        idempotency_key=key, idempotency_scope=("MCP", tool.name), body_error=error, counted=True, confirmed=confirmed,
-        principal=caller)
-    return await execute(operation, invocation, _Presenter())
-
-
-def _field_names(model) -> set[str]:
-    if model is None:
-        return set()
-    return {field.alias or name for name, field in model.model_fields.items()} | set(model.model_fields)
-
-
-def with_formatted_money(value: Any, currency: str | None = None) -> Any:
-    """Each object with money gets `formatted`: its amounts as people write them (`"2,500.00 USD"`)."""
-    if isinstance(value, Encoded):
-        value = value.value()
-    if isinstance(value, (list, tuple)):
-        return [with_formatted_money(item, currency) for item in value]
-    if not isinstance(value, dict):
-        return value
-    currency = value.get("currency") if isinstance(value.get("currency"), str) else currency
-    result = {key: with_formatted_money(item, currency) for key, item in value.items()}
-    if currency:
-        formatted = {name: format_money(value[name], currency) for name in MONEY_FIELDS
-                     if isinstance(value.get(name), int) and not isinstance(value.get(name), bool)}
-        if formatted:
-            result["formatted"] = formatted
-    return result

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.base.clock import today
-from mcp_server.server import with_formatted_money
+from mcp_server.calls import with_formatted_money
 from tests import hostile
 from tests.api.invoicing import customer, draft, open_invoice, pay, void
 from tests.conftest import make_tenant

@@ -9,15 +9,18 @@ are reported as not attempted.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Awaitable, Callable
 
 from starlette.concurrency import run_in_threadpool
 
 from core.access.principal import Principal
-from core.base.errors import ConfirmationStale, DomainError, InvalidState, RateLimited
+from core.base import ids
+from core.base.errors import ConfirmationStale, DomainError, GrantLimitExceeded, InvalidState, RateLimited
 from core.base.validation import parse
 from core.billing.confirmations import Confirmed
+from core.mechanisms.idempotency import check_key
 from operations.bulk import REPEATS, BulkOut, BulkRemindInput, BulkSendInput, ItemNotSent, ItemSent, label
 from operations.confirmations import Question, question_for
 from operations.pipeline import Outcome
@@ -42,6 +45,8 @@ async def run_each(tool: str, arguments: dict, principal: Principal, confirmed: 
             raise ConfirmationStale("One of the invoices (or what goes with it) changed after the person was asked: "
                                     "nothing was sent. The person must be asked again about the list as it is now.")
     key = arguments.get("idempotency_key")
+    if key is not None:
+        check_key(key, path="idempotency_key")
     extra = {"message": inputs.message} if inputs.message is not None else {}
     sent: list[ItemSent] = []
     not_sent: list[ItemNotSent] = []
@@ -53,7 +58,7 @@ async def run_each(tool: str, arguments: dict, principal: Principal, confirmed: 
             continue
         if between is not None:
             await between(index, total, invoice)
-        item_key = {"idempotency_key": f"{key}:{invoice}"[:255]} if isinstance(key, str) else {}
+        item_key = {"idempotency_key": item_key_of(key, invoice)} if key is not None else {}
         item_confirmed = asked.confirmation_of(invoice) if asked is not None else confirmed
         outcome = await run_single(REPEATS[tool], {"invoice": invoice, **extra, **item_key}, item_confirmed)
         error = _error_of(outcome)
@@ -61,13 +66,25 @@ async def run_each(tool: str, arguments: dict, principal: Principal, confirmed: 
             sent.append(_sent(invoice, json.loads(outcome.reply.body), due=tool == "send_reminders"))
         else:
             not_sent.append(ItemNotSent(invoice=invoice, code=error["code"], detail=error["detail"]))
-            if error["code"] == RateLimited.code:
-                stopped = f"Stopped at an e-mail limit: {error['detail']}"
+            if error["code"] in STOPPING:
+                stopped = f"Stopped at {STOPPING[error['code']]}: {error['detail']}"
         if progress_note is not None:
             progress_note(_so_far(sent, not_sent, total))
     outcome_word = "reminded" if tool == "send_reminders" else "sent"
     return BulkOut(sent=sent, not_sent=not_sent, stopped=stopped,
                    summary=label(outcome_word, len(sent), total, stopped)).model_dump()
+
+
+# Refusals that every invoice after would meet too: the run stops there.
+STOPPING = {RateLimited.code: "an e-mail limit", GrantLimitExceeded.code: "a limit the person set for this app"}
+
+
+def item_key_of(key: str, invoice: str) -> str:
+    """The idempotency key of one invoice's send: the list's key and the invoice (however it was named),
+    hashed, so that no key length can make two invoices share one."""
+    parsed = ids.try_parse("invoice", invoice)
+    named = parsed.hex if parsed is not None else invoice
+    return "list:" + hashlib.sha256(f"{key}\x00{named}".encode()).hexdigest()
 
 
 def _error_of(outcome: Outcome) -> dict | None:

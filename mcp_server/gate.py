@@ -27,6 +27,7 @@ from core.mechanisms import ratelimit
 from mcp_server import confirmations, prompts
 from mcp_server import resources as mcp_resources
 from mcp_server.clients import SESSION_HEADER, Traits, UnknownSession, binding, session_id, session_traits, traits_of
+from mcp_server.codes import FORBIDDEN, RATE_LIMITED
 from mcp_server.tools import BY_NAME, Tool
 from operations.challenge import bearer_challenge
 from operations.confirmations import ACTIONS, Question, question_for
@@ -35,10 +36,6 @@ from operations.pipeline import as_domain_error, identify
 log = logging.getLogger("invoicing.mcp")
 
 MAX_BODY_BYTES = 1048576
-# JSON-RPC error codes of our own: application codes outside -32768..-32000, which JSON-RPC and MCP
-# keep for themselves (2026-07-28 allocates -32020 onwards), mirroring the HTTP status sent with them.
-FORBIDDEN = 403
-RATE_LIMITED = 429
 SESSION_NOT_FOUND = -32001  # the code MCP SDKs answer an unknown handshake-era session with
 # Headers whose values the SDK compares with the body: compared without their optional whitespace
 # (RFC 9110 §5.5), as the SDK's own comparison does not strip it.

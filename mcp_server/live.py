@@ -56,14 +56,18 @@ from pydantic import BaseModel
 from sqlalchemy import bindparam, select
 from starlette.concurrency import run_in_threadpool
 
+from core.access import resources as protected_resources
 from core.access.principal import Principal
 from core.base import executor, ids
+from core.base.errors import Unauthorized
 from core.mechanisms import change_feed
 from core.models import Invoice
 from mcp_server import tasks
 from mcp_server.clients import binding
+from mcp_server.codes import FORBIDDEN, RATE_LIMITED
 from mcp_server.confirmations import principal_of
 from mcp_server.resources import INVOICE_URI, READ_SCOPE
+from operations.pipeline import identify
 
 log = logging.getLogger("invoicing.mcp.live")
 
@@ -73,9 +77,6 @@ HEARTBEAT_SECONDS = 10.0
 BUFFER = 256  # events waiting for a slow client; at the cap its stream ends (it listens again and reads)
 LINGER_SECONDS = 2.0  # the follower outlives the last stream briefly, for a client that listens again
 RESTART_SECONDS = 1.0  # after the follower failed (the database away)
-# JSON-RPC error codes of our own, outside -32768..-32000, mirroring the HTTP status they stand for.
-FORBIDDEN = 403
-RATE_LIMITED = 429
 TASK_IDS = "taskIds"  # the listen filter's field naming the tasks to follow (SEP-2663)
 # Changes that add an invoice to (or take one from) the account's resource list.
 LIST_CHANGING = frozenset({"invoice.created", "invoice.deleted"})
@@ -123,6 +124,7 @@ class _Stream:
     row: str  # its row in mcp_listen_streams
     send: MemoryObjectSendStream[ServerEvent | TaskStatusChanged] = field(repr=False)
     tasks: frozenset[str] = frozenset()  # the credential's tasks it follows (`taskIds`)
+    authorization: str | None = field(default=None, repr=False)  # verified again at each beat
 
     def offer(self, events: dict[ServerEvent | TaskStatusChanged, None]) -> bool:
         """Queue `events`; False when the client stopped reading (the stream is then ended)."""
@@ -173,8 +175,9 @@ async def listen(ctx: ServerRequestContext[Any, Any],
                                      "close one first.", data={"code": "rate_limited", "limit": MAX_STREAMS})
     meta: dict[str, Any] = {SUBSCRIPTION_ID_META_KEY: subscription_id}
     send, receive = anyio.create_memory_object_stream[ServerEvent | TaskStatusChanged](BUFFER)
+    authorization = ctx.request.headers.get("authorization") if ctx.request is not None else None
     stream = _Stream(principal.account_id, followed, bool(requested.resources_list_changed) and may_read, row, send,
-                     frozenset(own_tasks))
+                     frozenset(own_tasks), authorization)
     hub = _hub()
     try:
         await hub.join(stream)  # following before the acknowledgement: nothing after it is missed
@@ -308,6 +311,7 @@ class Hub:
                 self.deliver(changes)
                 if loop.time() >= beat_at:
                     beat_at = loop.time() + HEARTBEAT_SECONDS
+                    await self.end_revoked()
                     await executor.run(change_feed.refresh_streams, [stream.row for stream in self.all_streams()],
                                        repeatable=True)
             except Exception:
@@ -339,6 +343,21 @@ class Hub:
                     events[ResourcesListChanged()] = None
         for stream, events in due.items():
             if events and not stream.offer(events):
+                self.leave(stream)
+
+    async def end_revoked(self) -> None:
+        """End the streams whose credential no longer verifies (a key revoked, a token expired or its app
+        disconnected): a stream lives only as long as the credential that opened it."""
+        verdicts: dict[str | None, bool] = {}
+        for stream in self.all_streams():
+            if stream.authorization not in verdicts:
+                try:
+                    await identify(stream.authorization, protected_resources.mcp(), count=False, peek=False)
+                    verdicts[stream.authorization] = True
+                except Unauthorized:
+                    verdicts[stream.authorization] = False
+            if not verdicts[stream.authorization]:
+                stream.send.close()
                 self.leave(stream)
 
     async def close(self) -> None:

@@ -20,6 +20,7 @@ from core.base import metrics
 from core.base.errors import ConfirmationStale, ValidationFailed
 from core.base.validation import parse
 from core.billing.confirmations import NOTHING_ASKED, Confirmed
+from core.mechanisms.idempotency import check_key
 from mcp_server import bulk, caching, calls, confirmations, icons, live, prompts, resources, tasks
 from mcp_server.clients import APPS_EXTENSION
 from mcp_server.confirmations import CONFIRM_TOOL
@@ -148,6 +149,8 @@ async def _call_tool(ctx: ServerRequestContext,
         try:
             parse(BulkSendInput if tool.name == "send_invoices" else BulkRemindInput,
                   {name: value for name, value in arguments.items() if name != "idempotency_key"})
+            if "idempotency_key" in arguments:
+                check_key(arguments["idempotency_key"], path="idempotency_key")
         except ValidationFailed as refused:
             return _error_result(error_payload(refused))
     if tool.name in tasks.TASK_TOOLS and tasks.negotiated(ctx):

@@ -34,15 +34,18 @@ from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY
 from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import func
+from sqlmodel import select
 from starlette.concurrency import run_in_threadpool
 
 from core.access.principal import Principal
 from core.base import executor
 from core.base.clock import now
-from core.base.db import transaction
+from core.base.db import new_session, transaction
 from core.mechanisms import change_feed, progress
 from core.models import McpTask
 from mcp_server.clients import binding
+from mcp_server.codes import RATE_LIMITED
 from mcp_server.confirmations import is_modern, principal_of
 from operations.confirmations import Question, confirmed
 
@@ -51,14 +54,18 @@ log = logging.getLogger("invoicing.mcp.tasks")
 EXTENSION = "io.modelcontextprotocol/tasks"
 TASK_TOOLS = ("export_e_invoices", "send_invoices", "send_reminders")
 TTL = timedelta(hours=24)
-POLL_INTERVAL_MS = 1000
+POLL_INTERVAL_MS = 3000  # each tasks/get counts against the credential's request limit (120 a minute)
 BEAT_EVERY = timedelta(seconds=5)
 RUNNER_GONE_AFTER = timedelta(seconds=30)
-ANSWER_POLL_SECONDS = 0.25
+ANSWER_POLL_SECONDS = 0.5
+ANSWER_WAIT = timedelta(minutes=10)  # as long as a single tool's question: then the person did not answer
+MAX_UNFINISHED = 5  # tasks working or waiting per credential
+MESSAGE_MAX = 2000  # the status message column
 TERMINAL = ("completed", "failed", "cancelled")
 RUNNER_GONE = ("The server process running this task stopped before it finished; what was done before is kept "
                "(look at the invoices' history before running it again).")
 _running: set[asyncio.Task] = set()  # strong references to this process's runners
+_running_ids: set[str] = set()  # the tasks this process is running now (never settled as abandoned here)
 
 
 class Cancelled(progress.Stopped):
@@ -114,10 +121,18 @@ def _this_process() -> str:
 
 
 def _create(principal: Principal, tool: str, arguments: dict) -> McpTask:
+    owner = binding(principal)
     with transaction() as session:
         moment = now()
+        unfinished = session.exec(select(func.count()).select_from(McpTask).where(
+            McpTask.binding == owner, McpTask.status.in_(("working", "input_required")),
+            McpTask.expires_at > moment, McpTask.heartbeat_at > moment - RUNNER_GONE_AFTER)).one()
+        if unfinished >= MAX_UNFINISHED:
+            raise MCPError(RATE_LIMITED, f"At most {MAX_UNFINISHED} tasks may run at once per credential: wait for one "
+                                         "to finish, or cancel one.", data={"code": "rate_limited",
+                                                                            "limit": MAX_UNFINISHED})
         row = McpTask(id=f"task_{secrets.token_urlsafe(24)}", account_id=principal.account_id,
-                      binding=binding(principal), tool=tool, arguments=arguments, status="working",
+                      binding=owner, tool=tool, arguments=arguments, status="working",
                       status_message="Starting.", runner=_this_process(), heartbeat_at=moment, created_at=moment,
                       updated_at=moment, expires_at=moment + TTL)
         session.add(row)
@@ -146,9 +161,16 @@ def _announce(session, row: McpTask) -> None:
     executor.within(session, change_feed.note, row.account_id, uri(row.id), "task.status")
 
 
+def _abandoned(row: McpTask) -> bool:
+    """Whether the runner of the unfinished `row` stopped beating (never one this process runs now)."""
+    if row.status in TERMINAL or row.heartbeat_at is None or now() - row.heartbeat_at < RUNNER_GONE_AFTER:
+        return False
+    return not (row.runner == _this_process() and row.id in _running_ids)
+
+
 def _settle_if_abandoned(row: McpTask) -> None:
     """A task whose runner stopped beating is failed (or, when cancelling, cancelled) now."""
-    if row.status in TERMINAL or row.heartbeat_at is None or now() - row.heartbeat_at < RUNNER_GONE_AFTER:
+    if not _abandoned(row):
         return
     if row.cancel_requested:
         row.status, row.status_message = "cancelled", f"Cancelled. {row.status_message or ''}".strip()
@@ -159,6 +181,14 @@ def _settle_if_abandoned(row: McpTask) -> None:
 
 
 def read(task_id: str, owner: str) -> dict[str, Any]:
+    """The task as `tasks/get` answers it: read without a lock, unless it must be settled as abandoned."""
+    session = new_session(read_only=True)
+    try:
+        row = _find(session, task_id, owner)
+        if not _abandoned(row):
+            return detailed(row)
+    finally:
+        session.close()
     with transaction() as session:
         row = _find(session, task_id, owner, lock=True)
         before = row.status
@@ -171,20 +201,26 @@ def read(task_id: str, owner: str) -> dict[str, Any]:
 
 def own_tasks(task_ids: list[str], owner: str) -> list[str]:
     """Of `task_ids`, those of the credential `owner` still kept (a listen stream may follow them)."""
-    with transaction() as session:
+    session = new_session(read_only=True)
+    try:
         own = []
         for task_id in dict.fromkeys(task_ids):
             row = session.get(McpTask, task_id) if isinstance(task_id, str) and len(task_id) <= 64 else None
             if row is not None and row.binding == owner and row.expires_at > now():
                 own.append(task_id)
         return own
+    finally:
+        session.close()
 
 
 def state_of(task_id: str) -> dict[str, Any] | None:
     """The task as `tasks/get` shows it, for a status notification (the stream checked whose it is)."""
-    with transaction() as session:
+    session = new_session(read_only=True)
+    try:
         row = session.get(McpTask, task_id)
         return detailed(row) if row is not None else None
+    finally:
+        session.close()
 
 
 def deliver(task_id: str, owner: str, responses: dict) -> None:
@@ -220,10 +256,14 @@ def request_cancel(task_id: str, owner: str) -> None:
         session.add(row)
 
 
-def _update(task_id: str, **fields: Any) -> McpTask:
-    """Write the runner's news (and its heartbeat); the row as it is now."""
+def _update(task_id: str, **fields: Any) -> McpTask | None:
+    """Write the runner's news (and its heartbeat); the row as it is now (None: purged)."""
+    if isinstance(fields.get("status_message"), str):
+        fields["status_message"] = fields["status_message"][:MESSAGE_MAX]
     with transaction() as session:
         row = session.get(McpTask, task_id, with_for_update=True)
+        if row is None:
+            return None
         if row.status not in TERMINAL:
             before = row.status
             for name, value in fields.items():
@@ -250,7 +290,7 @@ class TaskRun:
     def checkpoint(self, done: int, total: int, message: str) -> None:
         """Between items (in a worker thread): beat, report, and raise Cancelled when asked to stop."""
         row = _update(self.task_id, status_message=f"{done} of {total}: {message}")
-        if row.cancel_requested:
+        if _stopping(row):
             raise Cancelled(self.done_so_far)
 
     async def between(self, done: int, total: int, message: str) -> None:
@@ -264,27 +304,54 @@ class TaskRun:
             "mode": "form", "message": question.message, "requestedSchema": question.requested_schema}}
         await run_in_threadpool(_update, self.task_id, status="input_required", input_requests={key: request},
                                 status_message="Waiting for the person to confirm.")
-        beaten = anyio.current_time()
-        while True:
+        deadline = anyio.current_time() + ANSWER_WAIT.total_seconds()
+        while anyio.current_time() < deadline:
             row = await run_in_threadpool(_read_own, self.task_id)
-            if row.cancel_requested:
+            if _stopping(row):
                 raise Cancelled(self.done_so_far)
             answer = (row.input_responses or {}).get(key)
             if answer is not None:
                 action = answer.get("action") if answer.get("action") in ("accept", "decline", "cancel") else "cancel"
                 content = answer.get("content") if isinstance(answer.get("content"), dict) else None
                 return confirmed(action, content), action
-            if anyio.current_time() - beaten >= BEAT_EVERY.total_seconds():
-                await run_in_threadpool(_update, self.task_id)
-                beaten = anyio.current_time()
             await anyio.sleep(ANSWER_POLL_SECONDS)
+        await run_in_threadpool(_update, self.task_id, input_requests=None)
+        return False, "timeout"
 
 
-def _read_own(task_id: str) -> McpTask:
+def _beat(task_id: str) -> None:
+    """The runner is alive: `heartbeat_at` (what a task shows, `lastUpdatedAt`, moves only with news)."""
     with transaction() as session:
+        row = session.get(McpTask, task_id, with_for_update=True)
+        if row is not None and row.status not in TERMINAL:
+            row.heartbeat_at = now()
+            session.add(row)
+
+
+async def _beating(task_id: str) -> None:
+    """Beat for as long as the task runs, whatever its work is doing (a slow send, a long read)."""
+    while True:
+        await anyio.sleep(BEAT_EVERY.total_seconds())
+        try:
+            await run_in_threadpool(_beat, task_id)
+        except Exception:  # the database away a moment: the next beat tries again
+            log.warning("a task's heartbeat failed", exc_info=True)
+
+
+def _read_own(task_id: str) -> McpTask | None:
+    session = new_session(read_only=True)
+    try:
         row = session.get(McpTask, task_id)
-        session.expunge(row)
+        if row is not None:
+            session.expunge(row)
         return row
+    finally:
+        session.close()
+
+
+def _stopping(row: McpTask | None) -> bool:
+    """Whether the runner should stop here: cancelled, settled by another process, or purged."""
+    return row is None or row.cancel_requested or row.status in TERMINAL
 
 
 Work = Callable[[TaskRun], Awaitable[types.CallToolResult]]
@@ -301,6 +368,16 @@ async def start(ctx: ServerRequestContext, tool: str, arguments: dict, work: Wor
 
 
 async def _run(task_id: str, work: Work, run: TaskRun) -> None:
+    _running_ids.add(task_id)
+    beating = asyncio.get_running_loop().create_task(_beating(task_id))
+    try:
+        await _run_work(task_id, work, run)
+    finally:
+        beating.cancel()
+        _running_ids.discard(task_id)
+
+
+async def _run_work(task_id: str, work: Work, run: TaskRun) -> None:
     try:
         with progress.watching(run.checkpoint):
             result = await work(run)

@@ -292,7 +292,8 @@ TOOLS: tuple[Tool, ...] = (
     Tool("export_e_invoices", "Export a period's e-invoices",
          "Every invoice and credit note issued from `period_start` to `period_end` (inclusive, at most 366 days; "
          "drafts are not issued) as e-invoices in one `format` (peppol, cii or facturx), in one ZIP with a "
-         "manifest.csv; a document EN 16931 refuses is left out and listed in `skipped` with why. The ZIP is kept 24 "
+         "manifest.csv (at most 1,000 documents: export a busy year in parts); a document EN 16931 refuses is "
+         "left out and listed in `skipped` with why. The ZIP is kept 24 "
          "hours: read the resource the result links (e-invoice-export://exp_…). Runs as a task for a client that "
          "declares the tasks extension (follow it with tasks/get; tasks/cancel stops it between documents).",
          exports.export_e_invoices, read_only=True),

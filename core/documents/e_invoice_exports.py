@@ -50,6 +50,7 @@ KIND = "e_invoice_export"
 
 KEPT_FOR = timedelta(hours=24)
 MAX_DAYS = 366  # a leap year, both ends included
+MAX_DOCUMENTS = 1000  # one ZIP is built in memory and kept as one row: a busy year is exported in parts
 URI_SCHEME = "e-invoice-export"
 MEDIA_TYPE = "application/zip"
 MANIFEST = "manifest.csv"
@@ -114,6 +115,9 @@ def create_export(session: Session, account_id: uuid.UUID, inputs: ExportInput) 
     document; a `progress.Stopped` from the runner passes through and nothing is stored."""
     views = _documents(session, account_id, inputs.period_start, inputs.period_end)
     session.commit()
+    if len(views) > MAX_DOCUMENTS:
+        raise ValidationFailed.at("period_end", f"the period has {len(views)} documents; an export takes at most "
+                                                f"{MAX_DOCUMENTS}: export a shorter period")
     buffer, rows, skipped, names = io.BytesIO(), [], [], set()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         for done, view in enumerate(views):

@@ -436,3 +436,33 @@ def test_the_tools_and_prompts_are_the_same_for_everyone_for_an_hour(client, app
 
     for result in run(client, work):
         assert (result.ttl_ms, result.cache_scope) == (caching.HOUR_MS, "public")
+
+
+def test_a_stream_ends_once_its_key_is_revoked(client, app, tenant, monkeypatch):
+    monkeypatch.setattr(live, "HEARTBEAT_SECONDS", 0.3)
+    from core.access import apikeys
+    with db.transaction() as session:
+        created = apikeys.create_key(session, tenant.account_id, name="listening", scopes=["invoices:read"])
+        key_id = str(created.row.id)
+    invoice = draft(tenant)
+
+    async def work():
+        async with connected(app, created.key) as session:
+            async with session.listen(resource_subscriptions=[uri(invoice)]) as subscription:
+                def revoke():
+                    with db.transaction() as writing:
+                        apikeys.revoke_key(writing, tenant.account_id, key_id)
+                await in_thread(revoke)
+                with anyio.fail_after(5):
+                    async for _event in subscription:
+                        pass  # the server ends the stream: the loop ends
+                await in_thread(lambda: pay_later(tenant, invoice))
+        return True
+
+    assert run(client, work) is True
+    assert _eventually_no_streams()
+
+
+def pay_later(tenant, invoice: dict) -> None:
+    """A change after the stream ended: nothing is left to hear it."""
+    tenant.patch(f"/invoices/{invoice['id']}", json={"memo": "after"})

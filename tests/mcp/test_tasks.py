@@ -15,6 +15,7 @@ import pytest
 from core.base import db
 from core.base.clock import now
 from core.models import McpTask
+from mcp_server import tasks
 from tests.api.invoicing import adhoc, customer, draft, open_invoice, paid_part
 from tests.conftest import TEST_ORIGIN
 from tests.mcp.jsonrpc import HEADERS
@@ -192,11 +193,46 @@ def test_a_task_whose_process_stopped_beating_is_failed_by_the_next_reader(clien
     until(client, tenant.key, created["taskId"], "input_required")
     with db.transaction() as session:
         row = session.get(McpTask, created["taskId"])
-        row.heartbeat_at = now() - timedelta(minutes=1)
+        row.heartbeat_at, row.runner = now() - timedelta(minutes=1), "gone-host:4242"  # another process, dead
         session.add(row)
     failed = task(client, tenant.key, created["taskId"])
     assert failed["status"] == "failed" and failed["error"]["code"] == -32603
     assert "stopped before it finished" in failed["statusMessage"]
+
+
+def test_a_task_this_process_runs_is_never_settled_as_abandoned_by_it(client, tenant, mailbox):
+    invoices = globex_invoices(tenant, 1)
+    created = start(client, tenant.key, "send_invoices", invoices=[invoices[0]["id"]])
+    until(client, tenant.key, created["taskId"], "input_required")
+    with db.transaction() as session:  # a beat late (a slow send, a busy thread pool): the runner is alive here
+        row = session.get(McpTask, created["taskId"])
+        row.heartbeat_at = now() - timedelta(minutes=1)
+        session.add(row)
+    assert task(client, tenant.key, created["taskId"])["status"] == "input_required"
+
+
+def test_nobody_answering_for_ten_minutes_ends_the_task_as_a_decline(client, tenant, mailbox, monkeypatch):
+    monkeypatch.setattr(tasks, "ANSWER_WAIT", timedelta(seconds=0.5))
+    invoices = globex_invoices(tenant, 1)
+    created = start(client, tenant.key, "send_invoices", invoices=[invoices[0]["id"]])
+    done = until(client, tenant.key, created["taskId"], "completed")
+    assert done["result"]["structuredContent"]["declined"] is True
+    assert "did not answer in time" in done["result"]["structuredContent"]["detail"]
+    assert mailbox.received == []
+
+
+def test_at_most_five_unfinished_tasks_per_credential(client, tenant, mailbox):
+    invoices = globex_invoices(tenant, 1)
+    for _ in range(tasks.MAX_UNFINISHED):
+        start(client, tenant.key, "send_invoices", invoices=[invoices[0]["id"]])
+    refused = rpc(client, tenant.key, "tools/call", {"name": "send_invoices",
+                                                     "arguments": {"invoices": [invoices[0]["id"]]}})
+    assert refused["error"]["code"] == 429 and refused["error"]["data"]["limit"] == tasks.MAX_UNFINISHED
+    assert "taskId" in start(client, other_key(tenant), "send_invoices", invoices=[invoices[0]["id"]])
+
+
+def other_key(tenant) -> str:
+    return tenant.key_with(["invoices:send", "invoices:read"])
 
 
 # --- without asking, and without tasks ---------------------------------------------------------------
@@ -230,6 +266,27 @@ def test_a_retried_list_with_its_key_sends_nothing_twice(client, tenant, mailbox
     again = start(client, tenant.key, "send_invoices", {}, **arguments)["structuredContent"]
     assert len(first["sent"]) == len(again["sent"]) == 2
     assert len(mailbox.received) == 2
+
+
+def test_a_long_list_key_still_gives_each_invoice_its_own_send(client, tenant, mailbox):
+    invoices = globex_invoices(tenant, 2)
+    outcome = start(client, tenant.key, "send_invoices", {}, invoices=[invoice["id"] for invoice in invoices],
+                    idempotency_key="k" * 255)["structuredContent"]
+    assert len(outcome["sent"]) == 2 and outcome["not_sent"] == []
+
+
+@pytest.mark.parametrize("key", [12345, "", "k" * 256])
+def test_a_list_key_that_is_no_key_is_refused(client, tenant, key):
+    invoices = globex_invoices(tenant, 1)
+    result = start(client, tenant.key, "send_invoices", {}, invoices=[invoices[0]["id"]], idempotency_key=key)
+    assert result["isError"] is True
+    assert json.loads(result["content"][0]["text"])["errors"][0]["path"] == "idempotency_key"
+
+
+def test_an_invoice_named_by_its_id_and_its_uuid_is_named_twice(client, tenant):
+    invoice = globex_invoices(tenant, 1)[0]
+    result = start(client, tenant.key, "send_invoices", invoices=[invoice["id"], invoice["id"].removeprefix("in_")])
+    assert result["isError"] is True
 
 
 @pytest.mark.parametrize("invoices, field", [([], "invoices"), (["in_a", "in_a"], "invoices"),

@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
+from core.base import ids
 from core.base.validation import MULTI_LINE, Input
 from core.billing.sending import MESSAGE_MAX
 from operations.pipeline import Call, Operation
@@ -33,8 +34,9 @@ class BulkInput(Input):
     @field_validator("invoices")
     @classmethod
     def _each_once(cls, value: list[str]) -> list[str]:
-        if len(set(value)) != len(value):
-            raise ValueError("names an invoice more than once")
+        named = [parsed.hex if (parsed := ids.try_parse("invoice", invoice)) else invoice for invoice in value]
+        if len(set(named)) != len(named):
+            raise ValueError("names an invoice more than once (an in_… id and its UUID are the same invoice)")
         return value
 
 

@@ -279,3 +279,16 @@ def test_checkpoint_without_a_runner_does_nothing_and_watching_restores():
     progress.checkpoint(0, 1, "after")
     assert heard == [(0, 2, "a"), ("inner", 1, 2, "b"), (2, 2, "c")]
     assert not issubclass(progress.Stopped, Exception)
+
+
+def test_a_period_of_more_documents_than_an_export_takes_is_refused_at_its_end(tenant, monkeypatch):
+    monkeypatch.setattr(e_invoice_exports, "MAX_DOCUMENTS", 1)
+    day = today()
+    issued(tenant, day)
+    issued(tenant, day)
+    outcome = run(tenant, exports.export_e_invoices, body={"period_start": day.isoformat(),
+                                                           "period_end": day.isoformat(), "format": "cii"})
+    assert outcome.error is not None and [error.path for error in outcome.error.errors] == ["period_end"]
+    assert "2 documents" in outcome.error.errors[0].message
+    with db.transaction() as session:
+        assert session.exec(select(EInvoiceExport)).all() == []

@@ -12,6 +12,7 @@ from rest import (
     business,
     credit_notes,
     customers,
+    e_invoice_exports,
     invoice_documents,
     invoice_items,
     invoices,
@@ -29,7 +30,7 @@ from rest.framework import Endpoint, unrouted
 
 # Endpoint modules, each with its own `api`. New resources add themselves here.
 MODULES = [business, customers, products, prices, webhook_endpoints, invoices, invoice_items, invoice_documents,
-           credit_notes, payments, receivables, schedules, reminders]
+           credit_notes, payments, receivables, schedules, reminders, e_invoice_exports]
 
 
 def operations() -> list[Endpoint]:

@@ -145,6 +145,16 @@ RECEIVABLES_PAGE = {"data": {
 WEBHOOK_ENDPOINT = {"id": "3c2b1a09-8f7e-6d5c-4b3a-291807f6e5d4", "url": "https://example.com/hooks/invoicing",
                     "events": ["invoice.finalized", "invoice.paid"], "active": True, "disabled_at": None,
                     "failure_count": 0, "created_at": _CREATED}
+_EXPORT_ID = "exp_5e7a9c1e3a5c7e9a1c3e5a7c9e1a3c5e"
+E_INVOICE_EXPORT = {
+    "id": _EXPORT_ID, "object": "e_invoice_export", "format": "peppol",
+    "period": {"start": "2026-10-01", "end": "2026-12-31"}, "documents": 41,
+    "skipped": [{"number": "INV-0039", "detail": "Invalid request: customer.address.country: BT-55: the buyer's "
+                                                 "country is required (a country name or its two-letter code)"}],
+    "filename": "e-invoices-2026-10-01-2026-12-31-peppol.zip", "size": 187432,
+    "created": "2027-01-04T09:15:00.000Z", "expires_at": "2027-01-05T09:15:00.000Z",
+    "uri": f"e-invoice-export://{_EXPORT_ID}",
+}
 
 RESOURCES: dict[str, dict] = {
     "Business": BUSINESS,
@@ -172,6 +182,7 @@ RESOURCES: dict[str, dict] = {
     "ReminderPolicy": REMINDER_POLICY,
     "InvoiceRemindResult": {"data": INVOICE, "emailed_to": "ap@northwind.example"},
     "ScheduleRun": SCHEDULE_RUN,
+    "EInvoiceExport": E_INVOICE_EXPORT,
 }
 
 _ITEMS = [{"price": _PRICE_ID, "quantity": 3, "unit": "DAY", "discount_percent": 10},
@@ -215,4 +226,5 @@ REQUESTS: dict[str, dict] = {
     "replace_reminder_policy": {k: v for k, v in REMINDER_POLICY.items() if k not in ("object", "updated")},
     "remind_invoice": {"message": "Could you let us know when this will be paid?"},
     "pause_invoice_reminders": {"paused": True},
+    "export_e_invoices": {"period_start": "2026-10-01", "period_end": "2026-12-31", "format": "peppol"},
 }

@@ -50,6 +50,8 @@ SCHEMA_NAMES = {
     "RemindersPause": "InvoiceRemindersPause",
     "ScheduleFailure": "ScheduleFailure", "ScheduleCreator": "ScheduleCreator", "InvoiceTemplate": "InvoiceTemplate",
     "InvoiceTemplateOut": "ScheduleInvoice", "TemplateItemOut": "ScheduleInvoiceItem",
+    "ExportInput": "EInvoiceExportCreate", "ExportOut": "EInvoiceExport", "ExportPeriod": "EInvoiceExportPeriod",
+    "SkippedOut": "EInvoiceExportSkipped",
 }
 TAGS = [
     {"name": "Business", "description": "The business profile: the issuer printed on every invoice. Read-only "

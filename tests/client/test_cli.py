@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+import zipfile
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -601,7 +602,8 @@ COMMANDS = [["login"], ["logout"], ["whoami"], ["receivables"], *[[group, comman
     "payments": ["list", "get", "record", "reverse"],
     "schedules": ["list", "get", "create", "pause", "resume", "cancel", "run", "runs"],
     "reminders": ["policy", "set"],
-    "webhooks": ["list", "create", "delete"]}.items() for command in commands]]
+    "webhooks": ["list", "create", "delete"],
+    "e-invoices": ["export"]}.items() for command in commands]]
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
@@ -784,6 +786,39 @@ def test_an_e_invoice_is_saved_and_a_refusal_names_the_field(cli, home):
     cli("invoices", "finalize", other)
     message = refused(cli("invoices", "e-invoice", other, "--format", "peppol", "-o", "x.xml"))
     assert "Error (validation)" in message and "customer.address.country" in message
+
+
+def test_a_period_of_e_invoices_is_saved_as_a_zip(cli, home):
+    buyer = data(cli("customers", "create", "--name", "Northwind Ltd", "--city", "Leeds", "--country", "GB",
+                     "--json"))["id"]
+    invoice = data(cli("invoices", "create", "--customer", buyer, "--item", "Design:80000", "--json"))["id"]
+    number = data(cli("invoices", "finalize", invoice, "--json"))["number"]
+    nowhere = data(cli("customers", "create", "--name", "Nowhere Ltd", "--json"))["id"]
+    other = data(cli("invoices", "create", "--customer", nowhere, "--item", "Design:80000", "--json"))["id"]
+    left_out = data(cli("invoices", "finalize", other, "--json"))["number"]
+    today = datetime.now(UTC).date()
+    period = ["--from", (today - timedelta(days=30)).isoformat(), "--to", today.isoformat()]
+
+    saved = cli("e-invoices", "export", *period, "--format", "cii")
+
+    assert saved.returncode == 0, saved.stderr
+    name = f"e-invoices-{period[1]}-{period[3]}-cii.zip"
+    assert f"Saved 1 e-invoice (cii, issued {period[1]} to {period[3]}) to {name}" in saved.stderr
+    assert f"Left out {left_out}:" in saved.stderr and "1 left out" in saved.stderr
+    with zipfile.ZipFile(home / name) as archive:
+        assert archive.namelist() == [f"{number}-cii.xml", "manifest.csv"]
+    assert "exists" in refused(cli("e-invoices", "export", *period, "--format", "cii"), 2)
+    scripted = data(cli("e-invoices", "export", *period, "-o", "q.zip", "--json"))
+    assert scripted["export"]["format"] == "peppol" and scripted["export"]["id"].startswith("exp_")
+    assert scripted["path"] == str((home / "q.zip").resolve()) and scripted["bytes"] == scripted["export"]["size"]
+
+
+def test_an_export_the_api_or_the_cli_refuses_writes_nothing(cli, home):
+    message = refused(cli("e-invoices", "export", "--from", "2026-07-01", "--to", "2026-06-30", "-o", "x.zip"))
+    assert "Error (validation)" in message and "period_end" in message
+    assert "--format is one of peppol, cii, facturx" in refused(
+        cli("e-invoices", "export", "--from", "2026-06-01", "--to", "2026-06-30", "--format", "xrechnung"), 2)
+    assert not list(home.glob("*.zip"))
 
 
 # --- keys and tokens never in clear text to another host ------------------------------------------------

@@ -10,9 +10,11 @@ import base64
 import datetime as dt
 import hashlib
 import hmac
+import io
 import json
 import time
 import uuid
+import zipfile
 from decimal import Decimal
 
 import httpx
@@ -39,6 +41,8 @@ from invoicing_client.models import (
     CreditNoteLine,
     CreditNotePreview,
     Customer,
+    EInvoiceExport,
+    EInvoiceExportSkipped,
     Invoice,
     InvoiceItem,
     InvoiceSchedule,
@@ -1189,6 +1193,79 @@ def test_the_async_client_has_payment_reminders(origin, account, mailbox):
     assert isinstance(reminded, RemindedInvoice) and reminded.emailed_to == address
     assert (paused.reminders_paused, resumed.reminders_paused) == (True, False)
     wait_for(lambda: reminders_to(mailbox, address))
+
+
+# --- e-invoice exports -----------------------------------------------------------------------------
+
+JUNE = (dt.date(2026, 6, 1), dt.date(2026, 6, 30))
+
+
+def issued_in_june(api, **address) -> Invoice:
+    buyer = api.customers.create(name="Northwind Ltd", tax_id="GB987654321", address=address)
+    draft = api.invoices.create(customer=buyer.id, items=LINES[:1], issue_date=dt.date(2026, 6, 15))
+    return api.invoices.finalize(draft.id)
+
+
+def entries(document: bytes) -> list[str]:
+    with zipfile.ZipFile(io.BytesIO(document)) as archive:
+        return archive.namelist()
+
+
+def test_a_period_is_exported_retrieved_and_downloaded_as_a_zip(api):
+    invoice = issued_in_june(api, city="Leeds", country="GB")
+    nowhere = issued_in_june(api)  # no country: EN 16931 refuses it, so it is left out
+
+    export = api.e_invoice_exports.create(period_start=JUNE[0], period_end="2026-06-30", format="cii")
+
+    assert isinstance(export, EInvoiceExport) and export.id.startswith("exp_") and export.object == "e_invoice_export"
+    assert (export.format, export.period.start, export.period.end, export.documents) == ("cii", *JUNE, 1)
+    assert [(s.number, type(s)) for s in export.skipped] == [(nowhere.number, EInvoiceExportSkipped)]
+    assert "BT-55" in export.skipped[0].detail
+    assert export.filename == "e-invoices-2026-06-01-2026-06-30-cii.zip" and export.uri.endswith(export.id)
+    assert export.expires_at - export.created == dt.timedelta(hours=24)
+    assert api.e_invoice_exports.retrieve(export.id).to_dict() == export.to_dict()
+    document = api.e_invoice_exports.download(export.id)
+    assert len(document) == export.size and entries(document) == [f"{invoice.number}-cii.xml", "manifest.csv"]
+
+
+def test_an_export_carries_an_idempotency_key_and_a_period_the_wrong_way_round_is_refused(api):
+    first = api.e_invoice_exports.create(period_start=JUNE[0], period_end=JUNE[1], idempotency_key="june-once")
+    again = api.e_invoice_exports.create(period_start=JUNE[0], period_end=JUNE[1], idempotency_key="june-once")
+    assert again.id == first.id and first.format == "peppol" and first.documents == 0
+    with pytest.raises(ValidationError) as raised:
+        api.e_invoice_exports.create(period_start=JUNE[1], period_end=JUNE[0])
+    assert [e["path"] for e in raised.value.errors] == ["period_end"]
+
+
+def test_an_export_needs_invoices_read_and_another_accounts_is_not_found(api, origin):
+    narrow = make_tenant(None, scopes=["clients:read", "products:read"])
+    with InvoicingClient(api_key=narrow.key, base_url=origin) as client, pytest.raises(PermissionDeniedError) as raised:
+        client.e_invoice_exports.create(period_start=JUNE[0], period_end=JUNE[1])
+    assert "invoices:read" in raised.value.message
+    with InvoicingClient(api_key=make_tenant(None).key, base_url=origin) as other:
+        theirs = other.e_invoice_exports.create(period_start=JUNE[0], period_end=JUNE[1])
+    with pytest.raises(NotFoundError):
+        api.e_invoice_exports.retrieve(theirs.id)
+    with pytest.raises(NotFoundError):
+        api.e_invoice_exports.download(theirs.id)
+
+
+def test_the_async_client_has_e_invoice_exports(origin, account):
+    async def work():
+        async with AsyncInvoicingClient(api_key=account.key, base_url=origin) as client:
+            who = await client.customers.create(name="Northwind Ltd", address={"city": "Leeds", "country": "GB"})
+            draft = await client.invoices.create(customer=who.id, items=LINES[:1], issue_date="2026-06-15")
+            invoice = await client.invoices.finalize(draft.id)
+            export = await client.e_invoice_exports.create(period_start="2026-06-01", period_end="2026-06-30",
+                                                           format="facturx")
+            again = await client.e_invoice_exports.retrieve(export.id)
+            document = await client.e_invoice_exports.download(export.id)
+            with pytest.raises(NotFoundError):
+                await client.e_invoice_exports.retrieve("exp_00000000000000000000000000000000")
+            return invoice, export, again, document
+    invoice, export, again, document = asyncio.run(work())
+    assert isinstance(export, EInvoiceExport) and again.id == export.id and export.documents == 1
+    assert entries(document) == [f"{invoice.number}-facturx.pdf", "manifest.csv"]
 
 
 # --- webhooks ---------------------------------------------------------------------------------------

@@ -38,6 +38,8 @@ SCHEMAS = {
     "ScheduleCreator": models.ScheduleCreator, "ScheduleRun": models.ScheduleRun,
     "ScheduleRunEmail": models.ScheduleRunEmail,
     "ReminderPolicy": models.ReminderPolicy, "ReminderStep": models.ReminderStep, "LateFee": models.LateFee,
+    "EInvoiceExport": models.EInvoiceExport, "EInvoiceExportPeriod": models.EInvoiceExportPeriod,
+    "EInvoiceExportSkipped": models.EInvoiceExportSkipped,
 }
 # Exact decimals the API sends as JSON strings, which the models read as Decimal: none (every one is a
 # JSON number); timestamps its schema declares a plain string: none.

@@ -14,6 +14,7 @@ from invoicing_client.resources import (
     AsyncBusinessResource,
     AsyncCreditNotes,
     AsyncCustomers,
+    AsyncEInvoiceExports,
     AsyncInvoiceItems,
     AsyncInvoices,
     AsyncInvoiceSchedules,
@@ -26,6 +27,7 @@ from invoicing_client.resources import (
     BusinessResource,
     CreditNotes,
     Customers,
+    EInvoiceExports,
     InvoiceItems,
     Invoices,
     InvoiceSchedules,
@@ -90,6 +92,7 @@ class InvoicingClient(_Base):
         self.receivables = ReceivablesResource(self)
         self.reminders = Reminders(self)
         self.webhook_endpoints = WebhookEndpoints(self)
+        self.e_invoice_exports = EInvoiceExports(self)
         self.business = BusinessResource(self)
 
     def request(self, call: Call) -> Any:
@@ -148,6 +151,7 @@ class AsyncInvoicingClient(_Base):
         self.receivables = AsyncReceivablesResource(self)
         self.reminders = AsyncReminders(self)
         self.webhook_endpoints = AsyncWebhookEndpoints(self)
+        self.e_invoice_exports = AsyncEInvoiceExports(self)
         self.business = AsyncBusinessResource(self)
 
     async def request(self, call: Call) -> Any:

@@ -589,6 +589,38 @@ class ReminderPolicy(InvoicingObject):
     updated: dt.datetime | None = None
 
 
+class EInvoiceExportPeriod(InvoicingObject):
+    """The issue dates an export covers, both included."""
+
+    start: dt.date
+    end: dt.date
+
+
+class EInvoiceExportSkipped(InvoicingObject):
+    """A document of the period left out of the ZIP because EN 16931 or Peppol would refuse it."""
+
+    number: str  # INV-0007 or CN-0001
+    detail: str  # what it lacks, with the business term
+
+
+class EInvoiceExport(InvoicingObject):
+    """A period's e-invoices as one ZIP, kept 24 hours (until `expires_at`): every finalized invoice and
+    credit note issued in `period`, in one `format` (peppol, cii or facturx), with `manifest.csv`. The
+    ZIP's bytes: `client.e_invoice_exports.download(id)`."""
+
+    id: str  # exp_…
+    object: str = "e_invoice_export"
+    format: str  # peppol, cii or facturx
+    period: EInvoiceExportPeriod
+    documents: int  # e-invoices in the ZIP
+    skipped: list[EInvoiceExportSkipped] = []
+    filename: str  # e-invoices-2026-10-01-2026-12-31-peppol.zip
+    size: int  # bytes
+    created: dt.datetime
+    expires_at: dt.datetime
+    uri: str  # e-invoice-export://exp_…, the ZIP as an MCP resource
+
+
 class WebhookEndpoint(InvoicingObject):
     id: str
     url: str

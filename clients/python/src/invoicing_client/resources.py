@@ -22,6 +22,7 @@ from invoicing_client.models import (
     CustomerReceivables,
     DeletedInvoice,
     DeletedWebhookEndpoint,
+    EInvoiceExport,
     Invoice,
     InvoiceEvent,
     InvoiceItem,
@@ -838,6 +839,46 @@ class AsyncInvoiceItems(_AsyncResource):
     async def delete(self, id: str, *, invoice: str | None = None, idempotency_key: str | None = None) -> Invoice:
         call = Call.delete(path("/invoice-items/{}", id), {"invoice": invoice}, idempotency_key)
         return await self._one(call, Invoice)
+
+
+# --- e-invoice exports ------------------------------------------------------------------------------
+
+def _export_body(period_start: Day, period_end: Day, format: str) -> dict[str, Any]:
+    return jsonable({"period_start": period_start, "period_end": period_end, "format": format})
+
+
+class EInvoiceExports(_Resource):
+    """A period's e-invoices as one ZIP for an accountant: every finalized invoice (open, paid or void) and
+    credit note issued in it, in one format, with `manifest.csv`; kept 24 hours. Needs `invoices:read`."""
+
+    def create(self, *, period_start: Day, period_end: Day, format: str = "peppol",
+               idempotency_key: str | None = None) -> EInvoiceExport:
+        """Export the documents issued from `period_start` to `period_end` (both included, at most 366 days)
+        as `peppol` (UBL XML), `cii` (XML) or `facturx` (PDF/A-3). A document EN 16931 would refuse is left
+        out and listed in `skipped`; a period the wrong way round is a `ValidationError` at `period_end`."""
+        call = Call.post("/e-invoice-exports", _export_body(period_start, period_end, format), idempotency_key)
+        return self._one(call, EInvoiceExport)
+
+    def retrieve(self, id: str) -> EInvoiceExport:
+        """The export while it is kept (a `NotFoundError` after 24 hours)."""
+        return self._one(Call.get(path("/e-invoice-exports/{}", id)), EInvoiceExport)
+
+    def download(self, id: str) -> bytes:
+        """The ZIP's bytes (a `NotFoundError` after 24 hours)."""
+        return self._client.request(Call.get(path("/e-invoice-exports/{}/zip", id), binary=True))
+
+
+class AsyncEInvoiceExports(_AsyncResource):
+    async def create(self, *, period_start: Day, period_end: Day, format: str = "peppol",
+                     idempotency_key: str | None = None) -> EInvoiceExport:
+        call = Call.post("/e-invoice-exports", _export_body(period_start, period_end, format), idempotency_key)
+        return await self._one(call, EInvoiceExport)
+
+    async def retrieve(self, id: str) -> EInvoiceExport:
+        return await self._one(Call.get(path("/e-invoice-exports/{}", id)), EInvoiceExport)
+
+    async def download(self, id: str) -> bytes:
+        return await self._client.request(Call.get(path("/e-invoice-exports/{}/zip", id), binary=True))
 
 
 # --- webhook endpoints, business ---------------------------------------------------------------------

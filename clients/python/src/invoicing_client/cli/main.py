@@ -36,6 +36,7 @@ from invoicing_client.models import (
     CreditNote,
     Customer,
     CustomerReceivables,
+    EInvoiceExport,
     Invoice,
     InvoiceSchedule,
     InvoicingObject,
@@ -62,7 +63,7 @@ def _group(help_text: str) -> typer.Typer:
 
 
 app = _group("The Invoicing API from your terminal: customers, products, prices, invoices, credit notes, payments, "
-             "receivables, invoice schedules, payment reminders and webhooks.\n\n"
+             "receivables, invoice schedules, payment reminders, webhooks and e-invoice exports.\n\n"
              "Start with `invoicing-cli login`, or put an API key in the environment (`export "
              "INVOICING_API_KEY=inv_live_…`, never on the command line), then for example `invoicing-cli invoices list`.")
 customers_app = _group("Customers: the people and companies you invoice.")
@@ -79,6 +80,10 @@ reminders_app = _group("Payment reminders: the account's policy (whether reminde
                        "and after an invoice's due date, the late fee). A reminder now, and pausing one invoice's "
                        "reminders: `invoicing-cli invoices remind|pause-reminders|resume-reminders`.")
 webhooks_app = _group("Webhook endpoints: where invoice, credit note and payment events are delivered.")
+e_invoices_app = _group("E-invoices of a period for your accountant: every finalized invoice and credit note issued "
+                        "in it as Peppol BIS 3.0, CII or Factur-X, in one ZIP with a manifest. One invoice's or "
+                        "credit note's e-invoice: `invoicing-cli invoices e-invoice`, `invoicing-cli credit-notes "
+                        "e-invoice`.")
 app.add_typer(customers_app, name="customers")
 app.add_typer(products_app, name="products")
 app.add_typer(prices_app, name="prices")
@@ -88,6 +93,7 @@ app.add_typer(payments_app, name="payments")
 app.add_typer(schedules_app, name="schedules")
 app.add_typer(reminders_app, name="reminders")
 app.add_typer(webhooks_app, name="webhooks")
+app.add_typer(e_invoices_app, name="e-invoices")
 
 
 @dataclass
@@ -1442,6 +1448,51 @@ def webhooks_delete(id: Annotated[str, typer.Argument(help="The endpoint's id.")
     if as_json or OPTIONS.json:
         show.print_json(deleted.to_dict())
     show.done(f"Deleted {id}.")
+
+
+# --- e-invoices of a period -----------------------------------------------------------------------------
+
+E_INVOICE_FORMATS = ("peppol", "cii", "facturx")
+
+
+@e_invoices_app.command("export", epilog=examples(
+    "invoicing-cli e-invoices export --from 2026-10-01 --to 2026-12-31",
+    "invoicing-cli e-invoices export --from 2026-01-01 --to 2026-12-31 --format cii -o 2026-cii.zip"))
+def e_invoices_export(
+    from_: Annotated[str, typer.Option("--from", help="First issue date of the period (YYYY-MM-DD).")],
+    to: Annotated[str, typer.Option("--to", help="Last issue date, included (YYYY-MM-DD); at most 366 days after "
+                                                 "--from, counting both.")],
+    format: Annotated[str, typer.Option(help="peppol (UBL XML), cii (XML) or facturx (PDF/A-3).")] = "peppol",
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Default: the export's name here, such as "
+                                                "e-invoices-2026-10-01-2026-12-31-peppol.zip.")] = None,
+    force: Force = False, as_json: Json = False,
+) -> None:
+    """Save every invoice and credit note issued in a period as e-invoices in one ZIP, with manifest.csv.
+
+    Finalized invoices (open, paid and void) and credit notes are in it, drafts never. A document EN 16931 would
+    refuse is left out, named on stderr with what it lacks, and listed in the manifest. Needs `invoices:read`."""
+    _one_of("--format", format, E_INVOICE_FORMATS)
+    if output is not None:
+        _writable(output, force)
+    with client() as api:
+        export = api.e_invoice_exports.create(period_start=from_, period_end=to, format=format)
+        if output is None:
+            output = Path(export.filename)
+            _writable(output, force)
+        document = api.e_invoice_exports.download(export.id)
+    _save(output, document)
+    if as_json or OPTIONS.json:
+        show.print_json({"export": export.to_dict(), "path": str(output.resolve()), "bytes": len(document)})
+    _report_export(export, output, len(document))
+
+
+def _report_export(export: EInvoiceExport, output: Path, size: int) -> None:
+    for skipped in export.skipped:
+        show.say(f"Left out {skipped.number}: {skipped.detail}")
+    shown = f"{size / 1024:.0f} KB" if size >= 1024 else f"{size} bytes"
+    count = f"{export.documents} e-invoice{'' if export.documents == 1 else 's'}"
+    show.done(f"Saved {count} ({export.format}, issued {export.period.start} to {export.period.end}) to {output} "
+              f"({shown}){f', {len(export.skipped)} left out' if export.skipped else ''}.")
 
 
 # --- entry point ----------------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import json
@@ -111,9 +112,9 @@ async def _advertise_extensions_on_initialize(ctx, call_next):
 
 
 def _input_schema(name: str) -> dict | None:
-    if name == CONFIRM_TOOL:
-        return CONFIRM_TOOL_DESCRIPTOR.input_schema
-    return BY_NAME[name].input_schema() if name in BY_NAME else None
+    """A tool's input schema as listed (the SDK checks `Mcp-Param-*` headers against it on each call)."""
+    listed = {tool.name: tool for tool in _descriptors()}.get(name) if isinstance(name, str) else None
+    return listed.input_schema if listed is not None else None
 
 
 def _descriptor(tool: Tool) -> types.Tool:
@@ -126,8 +127,15 @@ def _descriptor(tool: Tool) -> types.Tool:
         meta={"ui": {"resourceUri": VIEW_URI}} if tool.name in VIEWED else None)
 
 
+@functools.cache
+def _descriptors() -> tuple[types.Tool, ...]:
+    """Every tool as listed: the same for every caller and for the process's life (schemas and icons
+    are built once: a listing is half a megabyte)."""
+    return (*(_descriptor(tool) for tool in TOOLS), CONFIRM_TOOL_DESCRIPTOR)
+
+
 async def _list_tools(_ctx: ServerRequestContext, _params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-    return types.ListToolsResult(tools=[*(_descriptor(tool) for tool in TOOLS), CONFIRM_TOOL_DESCRIPTOR])
+    return types.ListToolsResult(tools=list(_descriptors()))
 
 
 async def _call_tool(ctx: ServerRequestContext,

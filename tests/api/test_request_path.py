@@ -139,15 +139,15 @@ def test_finalizing_takes_the_number_in_one_statement_and_writes_the_invoice_onc
 
 def test_once_the_number_is_taken_only_the_finalizations_writes_follow(tenant):
     """The account's numbering stays locked from the number's taking to the commit, so the endpoints
-    the event goes to are read before it; after it come the invoice, its event and its delivery, and
-    the stored answer."""
+    the event goes to are read before it; after it come the invoice, its event, its delivery and its
+    change (for MCP listen streams), and the stored answer."""
     add_webhook_endpoint(tenant.account_id)
     invoice = draft(tenant)
     statements = _sql_during(lambda: finalize(tenant, invoice["id"]))
     numbered = next(at for at, sql in enumerate(statements) if "invoice_counters" in sql)
     assert any("FROM webhook_endpoints" in sql for sql in statements[:numbered])
     assert [_written_table(sql) for sql in statements[numbered + 1:]] == [
-        "invoices", "invoice_events", "webhook_deliveries", "idempotency_records"]
+        "invoices", "invoice_events", "webhook_deliveries", "change_feed", "idempotency_records"]
 
 
 def _written_table(sql: str) -> str:

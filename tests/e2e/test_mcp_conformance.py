@@ -11,12 +11,14 @@ import re
 import shutil
 import subprocess
 import threading
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import make_tenant
+from tests.e2e.conftest import LiveServers
 
 CONFORMANCE = ["npx", "--yes", "-p", "node@22", "-p", "@modelcontextprotocol/conformance@0.2.0-alpha.12", "--", "conformance"]
 INSPECTOR = ["npx", "--yes", "-p", "node@22", "-p", "@modelcontextprotocol/inspector@2.12.0", "--", "mcp-inspector"]
@@ -128,10 +130,19 @@ def failing_checks(results: Path) -> list[tuple[str, str, str]]:
     return failing
 
 
+@pytest.fixture(scope="module")
+def origin(test_settings, tmp_path_factory) -> Iterator[str]:
+    """One server for the module. The suite sends a few hundred requests a minute with one key: the
+    request limit is raised, as to benchmark."""
+    servers = LiveServers(test_settings, tmp_path_factory.mktemp("conformance-server"))
+    try:
+        yield servers(rate_limit_requests="100000")
+    finally:
+        servers.stop_all()
+
+
 @pytest.mark.parametrize("requirements", ["2025-11-25", "2026-07-28"])
-def test_conformance_server_scenarios(live_server_factory, tmp_path, requirements):
-    # The suite sends a few hundred requests a minute with one key: the request limit is raised, as to benchmark.
-    origin = live_server_factory(rate_limit_requests="100000")
+def test_conformance_server_scenarios(origin, tmp_path, requirements):
     tenant = make_tenant(None)
     proxy = AuthorizingProxy(origin, tenant.key)
     try:
@@ -151,9 +162,9 @@ def test_conformance_server_scenarios(live_server_factory, tmp_path, requirement
     assert applicable == [], applicable
 
 
-def test_inspector_cli_lists_and_calls_tools(live_server, tmp_path):
+def test_inspector_cli_lists_and_calls_tools(origin, tmp_path):
     tenant = make_tenant(None)
-    base = [*INSPECTOR, "--cli", f"{live_server}/mcp", "--transport", "http",
+    base = [*INSPECTOR, "--cli", f"{origin}/mcp", "--transport", "http",
             "--header", f"Authorization: Bearer {tenant.key}"]
     listed = run([*base, "--method", "tools/list"], tmp_path)
     assert listed.returncode == 0, listed.stderr[-2000:]
@@ -165,9 +176,9 @@ def test_inspector_cli_lists_and_calls_tools(live_server, tmp_path):
     assert result["isError"] is False and result["structuredContent"]["name"] == "Inspector"
 
 
-def test_inspector_reads_the_new_resources_prompts_and_app(live_server, tmp_path):
+def test_inspector_reads_the_new_resources_prompts_and_app(origin, tmp_path):
     tenant = make_tenant(None)
-    base = [*INSPECTOR, "--cli", f"{live_server}/mcp", "--transport", "http",
+    base = [*INSPECTOR, "--cli", f"{origin}/mcp", "--transport", "http",
             "--header", f"Authorization: Bearer {tenant.key}"]
     strict = run([*base, "--method", "tools/list", "--strict"], tmp_path)
     assert strict.returncode == 0, strict.stderr[-2000:]

@@ -121,6 +121,7 @@ GLOBEX = {"name": "Globex Corp", "email": "ap@globex.example"}
 
 def test_cancel_in_the_view_leaves_the_draft(live_server, page):  # noqa: F811
     api, invoice, inside = asking_in_the_view(live_server, page, "finalize_invoice", {"name": "Initech"}, 90000)
+    inside.get_by_text("Finalize the draft for Initech").wait_for()  # the view has drawn the question: it can answer
     inside.get_by_role("button", name="Cancel").click()
     inside.get_by_text("The person declined").wait_for()
     assert api.get(f"/invoices/{invoice['id']}").json()["data"]["status"] == "draft"

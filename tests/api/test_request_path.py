@@ -103,10 +103,11 @@ def test_creating_an_invoice_costs_one_transaction_after_the_key_and_the_claim(t
     buyer = customer(tenant)["id"]
     tenant.get("/business")
     # The key's check and the count; the claim; then in one transaction the customer and the profile,
-    # the draft, its ten lines in one executemany, its event, the endpoints it goes to, the stored answer.
+    # the draft, its ten lines in one executemany, its event, the endpoints it goes to, its change noted
+    # for MCP listen streams (with its NOTIFY), the stored answer.
     assert _statements_of(lambda: create(tenant, customer_id=buyer, items=[adhoc(f"Item {n}") for n in range(10)]),
                           monkeypatch) == ["WITH", "INSERT", "BEGIN", "SELECT", "SELECT", "INSERT", "INSERT", "INSERT",
-                                           "SELECT", "UPDATE", "COMMIT"]
+                                           "SELECT", "WITH", "UPDATE", "COMMIT"]
 
 
 def test_finalizing_runs_cores_finalization_in_one_transaction_after_the_key_and_the_claim(tenant, monkeypatch):
@@ -115,9 +116,9 @@ def test_finalizing_runs_cores_finalization_in_one_transaction_after_the_key_and
     invoice = draft(tenant)
     # The key's check and the count; the claim; then in one transaction `finalization.finalize`: the
     # draft locked and read, the endpoints that subscribe, the number taken, the invoice written, its
-    # event; and the stored answer.
+    # event, its change noted (with its NOTIFY); and the stored answer.
     assert _statements_of(lambda: finalize(tenant, invoice["id"]), monkeypatch) == [
-        "WITH", "INSERT", "BEGIN", "SELECT", "SELECT", "INSERT", "UPDATE", "INSERT", "UPDATE", "COMMIT"]
+        "WITH", "INSERT", "BEGIN", "SELECT", "SELECT", "INSERT", "UPDATE", "INSERT", "WITH", "UPDATE", "COMMIT"]
 
 
 def test_creating_an_invoice_reads_its_customer_and_profile_once_and_writes_it_once(tenant):
@@ -151,8 +152,9 @@ def test_once_the_number_is_taken_only_the_finalizations_writes_follow(tenant):
 
 
 def _written_table(sql: str) -> str:
+    """The table a statement writes (an INSERT inside a WITH too: the change feed's note and NOTIFY)."""
     words = sql.split()
-    return words[1] if words[0] == "UPDATE" else words[2] if words[0] == "INSERT" else sql
+    return words[1] if words[0] == "UPDATE" else words[words.index("INTO") + 1] if "INTO" in words else sql
 
 
 def test_a_read_on_postgresql_runs_outside_a_transaction(tenant):

@@ -18,10 +18,8 @@ from starlette.concurrency import run_in_threadpool
 from core.access.principal import Principal
 from core.base import ids
 from core.base.errors import ConfirmationStale, DomainError, GrantLimitExceeded, InvalidState, RateLimited
-from core.base.validation import parse
 from core.billing.confirmations import Confirmed
-from core.mechanisms.idempotency import check_key
-from operations.bulk import REPEATS, BulkOut, BulkRemindInput, BulkSendInput, ItemNotSent, ItemSent, label
+from operations.bulk import REPEATS, BulkOut, ItemNotSent, ItemSent, inputs_of, label
 from operations.confirmations import Question, question_for
 from operations.pipeline import Outcome
 
@@ -37,16 +35,13 @@ async def run_each(tool: str, arguments: dict, principal: Principal, confirmed: 
     be another); `asked`: the question already put (and answered yes) in this process, whose items
     are used as they are. `between` runs before each invoice (a task reports, and stops there when
     cancelled); `progress_note` hears what was done so far."""
-    inputs = parse(BulkSendInput if tool == "send_invoices" else BulkRemindInput,
-                   {name: value for name, value in arguments.items() if name != "idempotency_key"})
+    inputs = inputs_of(tool, arguments)
     if asked is None and confirmed is not None and confirmed.digest is not None:
         asked = await run_in_threadpool(question_for, tool, principal, arguments)
         if asked is None or asked.confirmed.digest != confirmed.digest:
             raise ConfirmationStale("One of the invoices (or what goes with it) changed after the person was asked: "
                                     "nothing was sent. The person must be asked again about the list as it is now.")
     key = arguments.get("idempotency_key")
-    if key is not None:
-        check_key(key, path="idempotency_key")
     extra = {"message": inputs.message} if inputs.message is not None else {}
     sent: list[ItemSent] = []
     not_sent: list[ItemNotSent] = []

@@ -19,15 +19,13 @@ from config.settings import get_settings
 from core.access.principal import Principal
 from core.base import metrics
 from core.base.errors import ConfirmationStale, ValidationFailed
-from core.base.validation import parse
 from core.billing.confirmations import NOTHING_ASKED, Confirmed
-from core.mechanisms.idempotency import check_key
 from mcp_server import bulk, caching, calls, confirmations, icons, live, prompts, resources, tasks
 from mcp_server.clients import APPS_EXTENSION
 from mcp_server.confirmations import CONFIRM_TOOL
 from mcp_server.resources import VIEW_URI
 from mcp_server.tools import BY_NAME, TOOLS, Tool
-from operations.bulk import REPEATS, BulkRemindInput, BulkSendInput
+from operations.bulk import REPEATS, inputs_of
 from operations.confirmations import ACTIONS, question_for
 from operations.pipeline import Outcome
 from operations.rendering import error_payload
@@ -113,8 +111,13 @@ async def _advertise_extensions_on_initialize(ctx, call_next):
 
 def _input_schema(name: str) -> dict | None:
     """A tool's input schema as listed (the SDK checks `Mcp-Param-*` headers against it on each call)."""
-    listed = {tool.name: tool for tool in _descriptors()}.get(name) if isinstance(name, str) else None
+    listed = _listed_by_name().get(name) if isinstance(name, str) else None
     return listed.input_schema if listed is not None else None
+
+
+@functools.cache
+def _listed_by_name() -> dict[str, types.Tool]:
+    return {tool.name: tool for tool in _descriptors()}
 
 
 def _descriptor(tool: Tool) -> types.Tool:
@@ -155,10 +158,7 @@ async def _call_tool(ctx: ServerRequestContext,
         if traits.apps and not traits.elicitation:
             return _error_result(error_payload(bulk.refused_without_elicitation()))
         try:
-            parse(BulkSendInput if tool.name == "send_invoices" else BulkRemindInput,
-                  {name: value for name, value in arguments.items() if name != "idempotency_key"})
-            if "idempotency_key" in arguments:
-                check_key(arguments["idempotency_key"], path="idempotency_key")
+            inputs_of(tool.name, arguments)  # refused before a task is made for it
         except ValidationFailed as refused:
             return _error_result(error_payload(refused))
     if tool.name in tasks.TASK_TOOLS and tasks.negotiated(ctx):

@@ -15,8 +15,9 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field, field_validator
 
 from core.base import ids
-from core.base.validation import MULTI_LINE, Input
+from core.base.validation import MULTI_LINE, Input, parse
 from core.billing.sending import MESSAGE_MAX
+from core.mechanisms.idempotency import check_key
 from operations.pipeline import Call, Operation
 
 MAX_INVOICES = 50
@@ -70,6 +71,15 @@ class BulkOut(BaseModel):
     not_sent: list[ItemNotSent]
     stopped: str | None = Field(description="Why the run stopped before the end (an e-mail limit reached), or null")
     summary: str = Field(description="The outcome in a sentence")
+
+
+def inputs_of(tool: str, arguments: dict) -> BulkInput:
+    """A bulk tool's flat arguments checked (ValidationFailed at the field): the list, the note, and the
+    idempotency key given to the list."""
+    if "idempotency_key" in arguments:
+        check_key(arguments["idempotency_key"], path="idempotency_key")
+    return parse(BulkSendInput if tool == "send_invoices" else BulkRemindInput,
+                 {name: value for name, value in arguments.items() if name != "idempotency_key"})
 
 
 def label(outcome: Literal["sent", "reminded"], sent: int, total: int, stopped: str | None) -> str:

@@ -43,7 +43,7 @@ from core.models import BusinessProfile
 from core.schedules import recurrence, schedules
 from core.schedules.reminder_inputs import RemindInput
 from core.schedules.schedule_inputs import ScheduleCreate
-from operations.bulk import REPEATS, BulkRemindInput, BulkSendInput
+from operations.bulk import REPEATS, inputs_of
 
 # Each tool's action: the name its digest is taken under (core's, for payments: `record_payment`, `reverse_payment`).
 ACTIONS = {"finalize_invoice": "finalize", "send_invoice": "send", "mark_invoice_paid": "pay", "void_invoice": "void",
@@ -420,8 +420,7 @@ def _bulk_question(tool: str, principal: Principal, arguments: dict) -> Question
     """One question for a list: each invoice that would go, with its recipient and amount, and those
     that would not; its digest covers each invoice's own question (what each send checks under its lock)."""
     try:
-        inputs = parse(BulkSendInput if tool == "send_invoices" else BulkRemindInput,
-                       {name: value for name, value in arguments.items() if name != IDEMPOTENCY_ARGUMENT})
+        inputs = inputs_of(tool, arguments)
     except DomainError:
         return None  # refused as it stands: the call fails with its usual error
     single = REPEATS[tool]

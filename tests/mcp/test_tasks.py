@@ -359,3 +359,34 @@ def test_following_tasks_needs_the_extension_declared(client, tenant):
         **HEADERS, "MCP-Protocol-Version": MODERN, "Mcp-Method": "subscriptions/listen",
         "Authorization": f"Bearer {tenant.key}"})
     assert response.json()["error"]["code"] == -32021
+
+
+# --- the run's own rules, without a server ----------------------------------------------------------
+
+def test_an_apps_own_send_limit_stops_a_list_as_an_e_mail_limit_does(tenant):
+    from core.base.errors import GrantLimitExceeded
+    from mcp_server import bulk
+    from operations.pipeline import Outcome
+    tried = []
+
+    async def refused(_name, item_arguments, _confirmed):
+        tried.append(item_arguments["invoice"])
+        return Outcome(error=GrantLimitExceeded("Beyond the 2 sends a day the person allowed this app.",
+                                                  remediation_url="http://testserver/apps"))
+
+    principal = type("Caller", (), {"account_id": tenant.account_id})()
+    outcome = anyio.run(lambda: bulk.run_each("send_invoices", {"invoices": ["in_a", "in_b", "in_c"]}, principal,
+                                              None, refused))
+    assert tried == ["in_a"]
+    assert [item["code"] for item in outcome["not_sent"]] == ["grant_limit_exceeded", "not_attempted",
+                                                              "not_attempted"]
+    assert outcome["stopped"].startswith("Stopped at a limit the person set for this app")
+
+
+def test_a_status_message_is_cut_to_what_its_column_holds(tenant, mailbox):
+    class Caller:
+        account_id, credential_label = tenant.account_id, "key:test"
+    row = tasks._create(Caller(), "send_invoices", {"invoices": ["in_a"]})
+    tasks._update(row.id, status_message="x" * 5000)
+    with db.transaction() as session:
+        assert len(session.get(McpTask, row.id).status_message) == tasks.MESSAGE_MAX

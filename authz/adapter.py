@@ -86,6 +86,7 @@ class HttpOAuth2Request(OAuth2Request):
         self.requested_details: tuple | None = None  # RFC 9396, as the client asked
         self.granted_details: tuple | None = None  # as the person allowed (core.access.authorization_details)
         self.earlier_details: tuple | None = None  # the app's limits, kept when asking again
+        self.business = None  # the business the person chose for the app (core.access.memberships.Business)
 
     @property
     def args(self) -> dict:

@@ -35,7 +35,8 @@ from authz.adapter import MAX_FORM_FIELDS, HttpInput, HttpOAuth2Request, bound, 
 from authz.errors import database_fault_response, safe_description
 from authz.server import server
 from config.settings import get_settings
-from core.access import accounts, resources
+from core.access import memberships, resources
+from core.access.roles import allows
 from core.base import metrics
 from core.base.addresses import client_network
 from core.base.db import database_fault, transaction
@@ -45,7 +46,7 @@ from core.billing.business import find_profile
 from core.mechanisms import ratelimit
 from pages.csrf import CsrfFailed, require_csrf
 from pages.routing import error_page, path_with_query, sign_in_first
-from pages.sessions import current_user
+from pages.sessions import current_business, current_user
 
 MAX_REGISTRATION_BYTES = 16 * 1024
 UNACCEPTABLE_TEXT = "The request holds control characters or invalid Unicode in its parameters."
@@ -247,6 +248,7 @@ async def authorize(request: Request) -> Response:
 
 def _authorize(request: Request, form, errors: dict[str, str]) -> Response:
     user = current_user(request)  # before the transaction: it opens its own
+    dashboard_business = current_business(request)
     http = HttpInput(request.method, str(request.url), request.headers, list(request.query_params.multi_items()))
     oauth_request = HttpOAuth2Request(http)
     with transaction() as session, bound(session, errors):
@@ -263,16 +265,37 @@ def _authorize(request: Request, form, errors: dict[str, str]) -> Response:
                 request, error=error.error, description=error.description or _default_description(error))
         if user is None:
             return sign_in_first(path_with_query(request))
-        oauth_request.earlier_details = connected_apps.current_limits(
-            session, user.id, accounts.account_of(session, user).id, grant.client.get_client_id())
-        page = _consent_page(request, grant, oauth_request, currency=_account_currency(session, user))
+        businesses = memberships.businesses_of(session, user.id)
+        if not businesses:
+            return consent.render_authorization_error(
+                request, error="access_denied", status_code=403,
+                description="You are a member of no business: start one in the dashboard, then connect the app again.")
+        oauth_request.business = _chosen_business(form, businesses, dashboard_business)
+        if oauth_request.business is None:  # a business the person is no member of (another's id, a stale page)
+            return consent.render_authorization_error(request, error="invalid_request", status_code=400, description=(
+                "The business chosen is not one of yours. Go back to the app and connect again."))
+        account_id = oauth_request.business.account_id
+        oauth_request.earlier_details = connected_apps.current_limits(session, user.id, account_id,
+                                                                      grant.client.get_client_id())
+        page = _consent_page(request, grant, oauth_request, currency=_business_currency(session, account_id),
+                             businesses=businesses)
         if request.method == "GET":
             return consent.render_consent(request, page)
         return _decide(request, form, grant, oauth_request, page, user)
 
 
-def _account_currency(session, user) -> str:
-    profile = find_profile(session, accounts.account_of(session, user).id)
+def _chosen_business(form, businesses: list, dashboard_business):
+    """The business the form names (None: not one of the person's); without one (the page itself, a
+    form that left the pre-chosen answer out) the one they act for in the dashboard, else their first."""
+    by_id = {b.public_id: b for b in businesses}
+    if form is not None and "business" in form:
+        return by_id.get(form.get("business"))
+    fallback = dashboard_business.public_id if dashboard_business is not None else None
+    return by_id.get(fallback) or businesses[0]
+
+
+def _business_currency(session, account_id) -> str:
+    profile = find_profile(session, account_id)
     return profile.currency if profile is not None else "USD"
 
 
@@ -290,11 +313,19 @@ def _decide(request: Request, form, grant, oauth_request: HttpOAuth2Request, pag
     if decision != "allow":
         return consent.render_consent(request, page, error="Choose Allow or Deny.", status_code=400)
     ticked = set(form.getlist("scope"))
-    granted = [scope for scope in oauth_request.requested_scopes if scope in ticked]
-    page = _consent_page(request, grant, oauth_request, ticked=ticked, currency=page.currency, form=form)
-    if not granted:
+    business = oauth_request.business
+    page = _consent_page(request, grant, oauth_request, ticked=ticked, currency=page.currency, form=form,
+                         businesses=page.businesses)
+    if not any(scope in ticked for scope in oauth_request.requested_scopes):
         return consent.render_consent(request, page, status_code=400,
                                       error="Tick at least one permission, or choose Deny.")
+    # An app never gets more than the person's role in the business allows (and is told which scopes
+    # it got, in the token response).
+    granted = [scope for scope in oauth_request.requested_scopes if scope in ticked and allows(business.role, scope)]
+    if not granted:
+        return consent.render_consent(request, page, status_code=400, error=(
+            f"Your role in {business.name} ({business.role}) allows none of the permissions ticked: "
+            "choose another business, or Deny."))
     try:
         oauth_request.granted_details = limits.granted(page.limits, set(granted))
     except limits.LimitsRefused as refused:
@@ -305,7 +336,7 @@ def _decide(request: Request, form, grant, oauth_request: HttpOAuth2Request, pag
 
 
 def _consent_page(request: Request, grant, oauth_request: HttpOAuth2Request, ticked=None, *, currency: str,
-                  form=None) -> consent.ConsentPage:
+                  businesses: list, form=None) -> consent.ConsentPage:
     client = grant.client
     is_ticked = (lambda scope: scope in ticked) if ticked is not None else scoping.pre_ticked
     return consent.ConsentPage(
@@ -317,7 +348,7 @@ def _consent_page(request: Request, grant, oauth_request: HttpOAuth2Request, tic
         redirect_is_local=redirect_uris.is_loopback(grant.redirect_uri),
         resource_label="MCP server (AI assistants)" if oauth_request.resource == resources.mcp() else "REST API",
         groups=consent.choices(scoping.grouped(oauth_request.requested_scopes), is_ticked),
-        action=path_with_query(request),
+        action=path_with_query(request), businesses=businesses, chosen=oauth_request.business,
     )
 
 

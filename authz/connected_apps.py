@@ -23,7 +23,7 @@ from sqlmodel import Session, select
 from authz import clients, tokens
 from authz.models import OAuthGrant, OAuthToken
 from authz.verifier import CREDENTIAL_PREFIX
-from core.access import authorization_details, resources
+from core.access import authorization_details, memberships, resources
 from core.access.connected_apps import AppSummary, Grant
 from core.access.principal import Principal
 from core.access.scopes import ordered
@@ -50,10 +50,10 @@ def _live_grant(session: Session, user_id: uuid.UUID, grant_id: uuid.UUID) -> OA
     return found[0] if found else None
 
 
-def connected_apps(session: Session, user_id: uuid.UUID) -> list[AppSummary]:
-    """One summary per app with a live sign-in, most recently used first."""
+def connected_apps(session: Session, user_id: uuid.UUID, account_id: uuid.UUID) -> list[AppSummary]:
+    """One summary per app with a live sign-in for the business, most recently used first."""
     by_client: dict[str, list[OAuthGrant]] = {}
-    for grant in _live_grants(session, user_id):
+    for grant in _live_grants(session, user_id, OAuthGrant.account_id == account_id):
         by_client.setdefault(grant.client_id, []).append(grant)
     summaries = []
     for client_id, grants in by_client.items():
@@ -74,7 +74,8 @@ def connected_apps(session: Session, user_id: uuid.UUID) -> list[AppSummary]:
 
 
 def _grant(row: OAuthGrant, app_name: str) -> Grant:
-    return Grant(id=row.id, client_id=row.client_id, app_name=app_name, resource=resources.label(row.resource),
+    return Grant(id=row.id, client_id=row.client_id, app_name=app_name, account_id=row.account_id,
+                 resource=resources.label(row.resource),
                  scopes=ordered(row.scopes), connected_at=row.created_at,
                  authorization_details=authorization_details.from_stored(row.authorization_details))
 
@@ -133,28 +134,36 @@ def _write_limits(session: Session, client_id: str, user_id: uuid.UUID, account_
         session.add(row)
 
 
-def disconnect(session: Session, user_id: uuid.UUID, client_id: str) -> int:
-    """Revoke every sign-in of this app for this user; its tokens stop on the next request.
-    Returns how many sign-ins were revoked (0 when the app was not connected)."""
-    grants = session.exec(select(OAuthGrant).where(
-        OAuthGrant.user_id == user_id, OAuthGrant.client_id == client_id, OAuthGrant.revoked_at.is_(None)))
+def disconnect(session: Session, user_id: uuid.UUID, account_id: uuid.UUID, client_id: str | None = None) -> int:
+    """Revoke every sign-in of this app (of every app: None) for this user in this business; its tokens
+    stop on the next request. Returns how many sign-ins were revoked (0 when the app was not connected)."""
+    query = select(OAuthGrant).where(OAuthGrant.user_id == user_id, OAuthGrant.account_id == account_id,
+                                     OAuthGrant.revoked_at.is_(None))
+    if client_id is not None:
+        query = query.where(OAuthGrant.client_id == client_id)
     count = 0
-    for grant in grants:
+    for grant in session.exec(query):
         tokens.revoke_grant(session, grant.id)
         count += 1
     return count
 
 
+def end_member_sign_ins(session: Session, account_id: uuid.UUID, user_id: uuid.UUID) -> None:
+    """A member removed from a business: every app they connected to it is disconnected."""
+    disconnect(session, user_id, account_id)
+
+
 def acting_principal(session: Session, user_id: uuid.UUID, grant_id: uuid.UUID) -> Principal | None:
     """The caller a live grant of the user's stands for (what its tokens verify as, with the grant's scopes
     and the app's limits now), for work done later on its behalf (a schedule's runs); None once it is
-    revoked, its app disconnected, or it holds no usable token any more."""
+    revoked, its app disconnected, it holds no usable token any more, or the person left the business."""
     grant = _live_grant(session, user_id, grant_id)
-    if grant is None:
+    role = memberships.role_of(session, grant.account_id, user_id) if grant is not None else None
+    if role is None:
         return None
     client = clients.find(session, grant.client_id)
     return Principal(
-        account_id=grant.account_id, granted_scopes=frozenset(grant.scopes), actor="oauth_app",
+        account_id=grant.account_id, granted_scopes=frozenset(grant.scopes), actor="oauth_app", role=role,
         client_id=grant.client_id, client_name=client.name if client else None, user_id=grant.user_id,
         credential_id=f"{CREDENTIAL_PREFIX}{grant.id}", grant_id=grant.id, resource=grant.resource,
         authorization_details=authorization_details.from_stored(grant.authorization_details))

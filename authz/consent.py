@@ -35,7 +35,9 @@ class ConsentPage:
     groups: list[tuple[str, list[ScopeChoice]]]
     action: str  # the authorization request URL the form posts back to
     limits: list = field(default_factory=list)  # authz.limits.LimitRow, under the scope each narrows
-    currency: str = "USD"  # the account's, for limits the app did not ask for
+    currency: str = "USD"  # the business's, for limits the app did not ask for
+    businesses: list = field(default_factory=list)  # the person's (core.access.memberships.Business)
+    chosen: object = None  # the business the app is to act for
 
     def limits_of(self, scope: str) -> list:
         return [row for row in self.limits if row.scope == scope]

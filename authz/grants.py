@@ -12,7 +12,7 @@ from authlib.oauth2.rfc7636 import CodeChallenge
 from authz import clients, scoping, tokens
 from authz.adapter import HttpOAuth2Request, db, document_error
 from authz.errors import InvalidAuthorizationDetailsError, safe_description
-from core.access import accounts, authorization_details
+from core.access import authorization_details
 from core.models import User
 
 
@@ -78,7 +78,7 @@ class CodeGrant(grants.AuthorizationCodeGrant):
         data = request.payload.data
         tokens.save_code(
             db(), code, client_id=request.client.get_client_id(), user_id=user.id,
-            account_id=accounts.account_of(db(), user).id, redirect_uri=request.payload.redirect_uri,
+            account_id=request.business.account_id, redirect_uri=request.payload.redirect_uri,
             scopes=request.granted_scopes, resource=request.resource,
             authorization_details=authorization_details.to_json(request.granted_details),
             code_challenge=data["code_challenge"], code_challenge_method=data["code_challenge_method"],

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import namedtuple
 from types import SimpleNamespace
 
-from sqlalchemy import Text, bindparam, cast, literal, select, update
+from sqlalchemy import Text, and_, bindparam, cast, literal, select, update
 
 from authz import clients, tokens
 from authz.models import OAuthClient
@@ -20,6 +20,7 @@ from core.base.clock import now
 from core.base.errors import Unauthorized
 from core.base.executor import Db
 from core.mechanisms import ratelimit
+from core.models import Membership
 
 
 async def verify_access_token(db: Db, token: str, *, resource: str) -> Verified:
@@ -65,10 +66,12 @@ def _principal(found, moment, resource: str) -> Principal:
         raise Unauthorized("The access token has expired: use the refresh token to get a new one.")
     if found.resource != resource.rstrip("/"):
         raise Unauthorized(f"The access token was issued for another resource ({found.resource}), not {resource}.")
+    if found.role is None:
+        raise Unauthorized("The access token's person is no longer a member of the business it was granted for.")
     client = clients.Client(SimpleNamespace(**{name: getattr(found, f"c_{name}") for name in CLIENTS.c.keys()})) \
         if found.c_client_id is not None else None
     return Principal(
-        account_id=found.account_id, granted_scopes=frozenset(found.scopes), actor="oauth_app",
+        account_id=found.account_id, granted_scopes=frozenset(found.scopes), actor="oauth_app", role=found.role,
         client_id=found.client_id, client_name=client.name if client else None, user_id=found.user_id,
         credential_id=f"{CREDENTIAL_PREFIX}{found.grant_id}", grant_id=found.grant_id, resource=found.resource,
         # The grant's current limits: a person lowering them in the dashboard reaches the next request.
@@ -81,21 +84,26 @@ def _access_statement():
     return (select(tokens.TOKENS.c.scopes, tokens.TOKENS.c.revoked_at, tokens.TOKENS.c.expires_at,
                    grants.c.id.label("grant_id"), grants.c.revoked_at.label("g_revoked_at"), grants.c.resource,
                    grants.c.account_id, grants.c.user_id, grants.c.client_id, grants.c.authorization_details,
-                   grants.c.last_used_at, *(column.label(f"c_{column.name}") for column in CLIENTS.c))
+                   grants.c.last_used_at, MEMBERS.c.role, *(column.label(f"c_{column.name}") for column in CLIENTS.c))
             .select_from(tokens.TOKENS.join(grants, grants.c.id == tokens.TOKENS.c.grant_id)
-                         .outerjoin(CLIENTS, CLIENTS.c.client_id == grants.c.client_id))
+                         .outerjoin(CLIENTS, CLIENTS.c.client_id == grants.c.client_id)
+                         # The person's role in the business the grant is bound to, now: the bound of its scopes.
+                         .outerjoin(MEMBERS, and_(MEMBERS.c.account_id == grants.c.account_id,
+                                                  MEMBERS.c.user_id == grants.c.user_id)))
             .where(tokens.TOKENS.c.token_hash == bindparam("token_hash"), tokens.TOKENS.c.kind == "access"))
 
 
 def _counted_gate():
     """`_principal`'s checks as a CTE, a filter before it (`verify_access_token_counted`): the access
     token of `:token_hash`, unrevoked and unexpired at `:moment`, of a standing grant for
-    `:resource`, with `ACCESS_STATEMENT`'s columns and `bucket` (the request limit's, per grant)."""
+    `:resource` whose person is a member of its business, with `ACCESS_STATEMENT`'s columns and
+    `bucket` (the request limit's, per grant)."""
     statement = _access_statement()
     grants, bucket_prefix = tokens.GRANTS, ratelimit.bucket_prefix(ratelimit.API_REQUESTS) + CREDENTIAL_PREFIX
     return statement.add_columns((literal(bucket_prefix) + cast(grants.c.id, Text)).label("bucket")).where(
         tokens.TOKENS.c.revoked_at.is_(None), tokens.TOKENS.c.expires_at > bindparam("moment"),
-        grants.c.revoked_at.is_(None), grants.c.resource == bindparam("resource")).cte("valid_token")
+        grants.c.revoked_at.is_(None), grants.c.resource == bindparam("resource"),
+        MEMBERS.c.role.is_not(None)).cte("valid_token")
 
 
 def _touched(gate, counted):
@@ -106,6 +114,7 @@ def _touched(gate, counted):
 
 
 CLIENTS = OAuthClient.__table__
+MEMBERS = Membership.__table__
 CREDENTIAL_PREFIX = "grant:"  # a grant's credential id (and per-grant limit subject): the prefix, then its id
 ACCESS_STATEMENT = _access_statement()
 ACCESS_COLUMNS = tuple(ACCESS_STATEMENT.selected_columns.keys())

@@ -52,7 +52,7 @@ BATCH = 5000
 
 
 def _principal(account_id: uuid.UUID) -> Principal:
-    return Principal(account_id=account_id, granted_scopes=frozenset(PRESETS["full_access"]), actor="api_key",
+    return Principal(account_id=account_id, granted_scopes=frozenset(PRESETS["full_access"]), actor="api_key", role="owner",
                      credential_id="bench-seed")
 
 
@@ -62,7 +62,7 @@ def account() -> dict:
         user, created = accounts.create_account(session, email=f"bench-{secrets.token_hex(4)}@example.com",
                                                 password="benchmark password")
         set_profile(session, created.id, BusinessInput.model_validate(BUSINESS))
-        key = apikeys.create_key(session, created.id, name="bench", scopes=list(PRESETS["full_access"]))
+        key = apikeys.create_key(session, created.id, created_by=user.id, name="bench", scopes=list(PRESETS["full_access"]))
         first = [customers.create_customer(session, created.id, CustomerCreate(name=f"Customer {n:03d}"))
                  for n in range(50)][0]
     return {"key": key.key, "account": str(created.id), "user": str(user.id), "customer": "cus_" + first.id.hex}

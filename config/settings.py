@@ -41,6 +41,7 @@ class Settings(BaseSettings):
     write_connections: int = Field(default=4, ge=1, le=100)
     rate_limit_sends: int = Field(default=10, ge=1)  # invoice sends per credential per hour
     rate_limit_emails: int = Field(default=50, ge=1)  # invoice e-mails per account per hour
+    rate_limit_invitations: int = Field(default=20, ge=1)  # invitations sent per business per hour
     # Failed sign-ins per account and address per 15 minutes; per address 5x that, per account 10x an hour.
     rate_limit_sign_in: int = Field(default=10, ge=1)
     rate_limit_registrations: int = Field(default=30, ge=1)  # OAuth client registrations per network per hour

@@ -80,11 +80,63 @@ class SignInChallenge(SQLModel, table=True):
 
 
 class Account(SQLModel, table=True):
-    """The tenant: owns the business profile, keys, customers, catalog and invoices."""
+    """The tenant, a business: owns the business profile, keys, customers, catalog and invoices. Who
+    may act in it is its memberships' business (`core.access.memberships`)."""
 
     __tablename__ = "accounts"
     id: uuid.UUID = Field(default_factory=_id, primary_key=True)
-    owner_user_id: uuid.UUID = Field(foreign_key="users.id", index=True)
+    owner_user_id: uuid.UUID = Field(foreign_key="users.id", index=True)  # who created it; owners are memberships
+    created_at: datetime = _ts()
+
+
+class Membership(SQLModel, table=True):
+    """A person's place in a business: their role bounds the scopes of everything they act with there
+    (the dashboard, their API keys, the apps they connected), on every request."""
+
+    __tablename__ = "memberships"
+    __table_args__ = (UniqueConstraint("account_id", "user_id"),)
+    id: uuid.UUID = Field(default_factory=_id, primary_key=True)
+    account_id: uuid.UUID = Field(foreign_key="accounts.id", index=True)
+    user_id: uuid.UUID = Field(foreign_key="users.id", index=True)
+    role: str = Field(max_length=16)  # owner, admin, accountant, sales, viewer
+    created_at: datetime = _ts()
+    updated_at: datetime = _ts()
+
+
+class Invitation(SQLModel, table=True):
+    """An e-mailed invitation to join a business with a role: single use, for one address, expiring."""
+
+    __tablename__ = "invitations"
+    id: uuid.UUID = Field(default_factory=_id, primary_key=True)
+    account_id: uuid.UUID = Field(foreign_key="accounts.id", index=True)
+    email: str = Field(max_length=254)  # stored lowercased
+    role: str = Field(max_length=16)
+    token_hash: str = Field(max_length=64, unique=True)  # the link's secret, kept only hashed
+    invited_by_user_id: uuid.UUID = Field(foreign_key="users.id")
+    sent_count: int = 1
+    created_at: datetime = _ts()
+    sent_at: datetime = _ts()
+    expires_at: datetime = Field(sa_type=UTCDateTime)
+    accepted_at: datetime | None = _ts_null()
+    accepted_by_user_id: uuid.UUID | None = Field(default=None, foreign_key="users.id")
+    revoked_at: datetime | None = _ts_null()
+
+
+class ActivityEntry(SQLModel, table=True):
+    """Something done to a business itself (members, invitations, keys, webhooks, the profile), by whom:
+    the activity page shows these beside invoice events and apps' delegated actions."""
+
+    __tablename__ = "activity"
+    __table_args__ = (Index("ix_activity_account_created", "account_id", "created_at"),)
+    id: uuid.UUID = Field(default_factory=_id, primary_key=True)
+    account_id: uuid.UUID = Field(foreign_key="accounts.id")
+    user_id: uuid.UUID | None = None  # the person who did it (for a key: who created the key)
+    actor: str = Field(max_length=16)  # user, api_key, oauth_app
+    api_key_id: uuid.UUID | None = None
+    client_id: str | None = Field(default=None, max_length=2048)
+    client_name: str | None = Field(default=None, max_length=256)
+    action: str = Field(max_length=64)  # such as member.invited
+    summary: str = Field(max_length=1000)
     created_at: datetime = _ts()
 
 
@@ -113,6 +165,8 @@ class ApiKey(SQLModel, table=True):
     id: uuid.UUID = Field(default_factory=_id, primary_key=True)
     account_id: uuid.UUID = Field(foreign_key="accounts.id", index=True)
     name: str = Field(max_length=256)
+    # The person who created it: the key acts as them, bounded by their role in the business.
+    created_by_user_id: uuid.UUID = Field(foreign_key="users.id", index=True)
     lookup_id: str = Field(max_length=8, unique=True)  # the 8-character part of the key
     secret_hash: str = Field(max_length=128)  # sha256 of the 32-character secret part
     scopes: list = Field(sa_type=JSON)
@@ -306,13 +360,15 @@ class InvoiceEvent(SQLModel, table=True):
     """An invoice's history; the same id is the webhook event id."""
 
     __tablename__ = "invoice_events"
-    __table_args__ = (Index("ix_invoice_events_invoice_created", "invoice_id", "created_at", "id"),)
+    __table_args__ = (Index("ix_invoice_events_invoice_created", "invoice_id", "created_at", "id"),
+                      Index("ix_invoice_events_account_user", "account_id", "user_id", "created_at"))
     id: uuid.UUID = Field(default_factory=_id, primary_key=True)
     account_id: uuid.UUID = Field(foreign_key="accounts.id", index=True)
     # No foreign key: the history of a deleted draft may still be delivered to webhooks.
     invoice_id: uuid.UUID
     type: str = Field(max_length=64)
     meta: dict | None = Field(default=None, sa_type=JSON)
+    user_id: uuid.UUID | None = None  # the person behind `meta` (a key's creator), for the activity page
     payload: dict = Field(sa_type=JSON)  # the webhook body: id, type, created_at, data.object
     created_at: datetime = _ts()
 
@@ -670,6 +726,7 @@ class WebSession(SQLModel, table=True):
     id: uuid.UUID = Field(default_factory=_id, primary_key=True)
     token_hash: str = Field(max_length=64, unique=True)
     user_id: uuid.UUID = Field(foreign_key="users.id", index=True)
+    account_id: uuid.UUID | None = Field(default=None, foreign_key="accounts.id")  # the business chosen here
     created_at: datetime = _ts()
     expires_at: datetime = Field(sa_type=UTCDateTime)
 

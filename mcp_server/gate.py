@@ -202,6 +202,9 @@ def _refusal(method: str, message: object, tool: Tool | None, principal: Princip
     if needed is None or needed[1] in principal.scopes or _request_id(message) is None:
         return None  # an unknown name (or a malformed request) gets the SDK's answer, which reveals no scope
     what, scope = needed
+    if role_refusal := principal.role_refusal(scope):  # no step-up can help: no challenge to ask for more
+        return _jsonrpc_error(_request_id(message), FORBIDDEN, f"{what} needs the scope {scope}. {role_refusal}", 403,
+                              {}, {"code": "forbidden", "scope": scope})
     detail = f"{what} needs the scope {scope}, which this credential lacks."
     return _jsonrpc_error(_request_id(message), FORBIDDEN, detail, 403,
                           {"WWW-Authenticate": _challenge("insufficient_scope", detail, scope)},

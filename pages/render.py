@@ -1,4 +1,5 @@
-"""Jinja2 rendering with autoescaping, the CSRF token and the signed-in user in every context.
+"""Jinja2 rendering with autoescaping, the CSRF token, the signed-in user and the business they act
+for (with their other businesses, for the switcher) in every context.
 
 Each surface renders from its own template folder with the shared layout as fallback:
 `Templates(Path(__file__).parent / "templates")`.
@@ -14,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
 from pages.csrf import attach_cookie, csrf_token
-from pages.sessions import current_user
+from pages.sessions import businesses, current_business, current_user
 
 SHARED_TEMPLATES = Path(__file__).parent / "templates"
 STATIC_FILES = Path(__file__).parent / "static"  # Pico CSS and the service's own app.css
@@ -44,8 +45,10 @@ class Templates:
 
     def render(self, request: Request, template_name: str, *, status_code: int = 200, **context) -> HTMLResponse:
         template = self.environment.get_template(template_name)
-        html = template.render(request=request, csrf_token=lambda: csrf_token(request),
-                               user=current_user(request), **context)
+        user = current_user(request)
+        html = template.render(request=request, csrf_token=lambda: csrf_token(request), user=user,
+                               business=current_business(request) if user else None,
+                               businesses=businesses(request) if user else [], **context)
         response = HTMLResponse(html, status_code=status_code, headers=SECURITY_HEADERS)
         attach_cookie(request, response)
         return response

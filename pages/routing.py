@@ -8,6 +8,7 @@ token has been checked; a page that needs a signed-in user sends anyone else to 
 from __future__ import annotations
 
 import asyncio
+import uuid
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,14 +20,19 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from config.settings import get_settings
+from core.access.memberships import Business
+from core.access.roles import manages
 from core.base.errors import DomainError, FieldError
 from core.base.validation import unacceptable_parameters
 from core.models import User
 from pages.csrf import CsrfFailed, require_csrf
 from pages.render import shared
-from pages.sessions import current_user, login_url
+from pages.sessions import current_business, current_user, login_url
 
 MAX_FORM_FIELDS = 200
+NEW_BUSINESS_PATH = "/businesses/new"
+# Signed-in pages a person who belongs to no business may still open.
+BUSINESS_FREE_PATHS = frozenset({NEW_BUSINESS_PATH, "/logout"})
 
 
 @dataclass
@@ -53,6 +59,19 @@ class Visit:
 
     def client_ip(self) -> str:
         return self.request.client.host if self.request.client else "unknown"
+
+    @property
+    def business(self) -> Business:
+        """The business the person acts for (signed-in pages only: they always have one)."""
+        return current_business(self.request)
+
+    @property
+    def account_id(self) -> uuid.UUID:
+        return self.business.account_id
+
+    @property
+    def role(self) -> str:
+        return self.business.role
 
 
 Handler = Callable[[Visit], Response]
@@ -106,7 +125,8 @@ def path_with_query(request: Request) -> str:
     return request.url.path + (f"?{query}" if query else "")
 
 
-def _run(handlers: dict[str, Handler], signed_in: bool, request: Request, form: FormData | None) -> Response:
+def _run(handlers: dict[str, Handler], signed_in: bool, request: Request, form: FormData | None,
+         managers_only: bool = False) -> Response:
     """Run a page's handler after the checks every page shares. The forms of signed-out pages
     (sign-up, sign-in) carry tokens good for one submission each."""
     user = current_user(request)
@@ -115,6 +135,12 @@ def _run(handlers: dict[str, Handler], signed_in: bool, request: Request, form: 
         back = path_with_query(request) if request.method == "GET" else (
             request.url.path if "GET" in handlers else "/")
         return sign_in_first(back)
+    if signed_in and current_business(request) is None and request.url.path not in BUSINESS_FREE_PATHS:
+        return redirect(NEW_BUSINESS_PATH)  # a member of no business any more: they start one (or are invited)
+    if managers_only and not manages(current_business(request).role):
+        return error_page(request, 403, "Owners and admins only",
+                          f"Your role in {current_business(request).name} is {current_business(request).role}: "
+                          "the business's profile, API keys and webhooks are managed by its owners and admins.")
     if unacceptable_parameters(list(request.path_params.items())):  # no id holds a control character
         return error_page(request, 404, "Not found", "There is nothing at this address.")
     sent = request.query_params.multi_items() + (form.multi_items() if form is not None else [])
@@ -146,8 +172,9 @@ _PAGE_THREADS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def page(path: str, *, get: Handler | None = None, post: Handler | None = None,
-         signed_in: bool = True) -> Route:
-    """A route serving `get` and/or `post`; `signed_in` pages require a signed-in user."""
+         signed_in: bool = True, managers_only: bool = False) -> Route:
+    """A route serving `get` and/or `post`; `signed_in` pages require a signed-in user, `managers_only`
+    pages an owner or admin of the business they act for."""
     handlers = {method: h for method, h in (("GET", get), ("POST", post)) if h is not None}
     if get is not None:
         handlers["HEAD"] = get
@@ -156,6 +183,7 @@ def page(path: str, *, get: Handler | None = None, post: Handler | None = None,
         form = None
         if request.method == "POST":
             form = await request.form(max_files=0, max_fields=MAX_FORM_FIELDS)
-        return await anyio.to_thread.run_sync(_run, handlers, signed_in, request, form, limiter=_page_threads())
+        return await anyio.to_thread.run_sync(_run, handlers, signed_in, request, form, managers_only,
+                                              limiter=_page_threads())
 
     return Route(path, endpoint, methods=list(handlers))

@@ -11,8 +11,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from config.settings import get_settings
-from core.access import known_browsers
+from core.access import known_browsers, memberships
 from core.access.known_browsers import KnownBrowser
+from core.access.memberships import Business
 from core.access.sign_in import CODE_LIFETIME
 from core.base import crypto
 from core.base.clock import now
@@ -77,6 +78,39 @@ def current_user(request: Request) -> User | None:
             row = _row(session, request)
             request.state.user = session.get(User, row.user_id) if row else None
     return request.state.user
+
+
+def current_business(request: Request) -> Business | None:
+    """The business the signed-in person acts for in this browser (the one they last switched to, or
+    their first), with their role there now; None when signed out or a member of none. Cached on the request."""
+    if not hasattr(request.state, "business"):
+        request.state.business, request.state.businesses = None, []
+        with transaction() as session:
+            row = _row(session, request)
+            if row is not None:
+                request.state.businesses = memberships.businesses_of(session, row.user_id)
+                request.state.business = next(
+                    (b for b in request.state.businesses if b.account_id == row.account_id),
+                    request.state.businesses[0] if request.state.businesses else None)
+    return request.state.business
+
+
+def businesses(request: Request) -> list[Business]:
+    """Every business of the signed-in person (for the switcher)."""
+    current_business(request)
+    return request.state.businesses
+
+
+def switch_business(request: Request, account_id) -> None:
+    """Act for `account_id` (one of the person's businesses, checked by the caller) in this browser."""
+    with transaction() as session:
+        row = _row(session, request)
+        if row is not None:
+            row.account_id = account_id
+            session.add(row)
+    for cached in ("business", "businesses"):
+        if hasattr(request.state, cached):
+            delattr(request.state, cached)
 
 
 def end_session(request: Request, response: Response) -> None:

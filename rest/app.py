@@ -16,6 +16,7 @@ from rest import (
     invoice_documents,
     invoice_items,
     invoices,
+    members,
     openapi,
     payments,
     prices,
@@ -30,7 +31,7 @@ from rest.framework import Endpoint, unrouted
 
 # Endpoint modules, each with its own `api`. New resources add themselves here.
 MODULES = [business, customers, products, prices, webhook_endpoints, invoices, invoice_items, invoice_documents,
-           credit_notes, payments, receivables, schedules, reminders, e_invoice_exports]
+           credit_notes, payments, receivables, schedules, reminders, e_invoice_exports, members]
 
 
 def operations() -> list[Endpoint]:

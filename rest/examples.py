@@ -156,8 +156,18 @@ E_INVOICE_EXPORT = {
     "uri": f"e-invoice-export://{_EXPORT_ID}",
 }
 
+_ACCOUNT_ID = "acct_3f9a1c7e5b2d4f608a1c3e5b7d9f1a2c"
+MEMBER = {"id": "mem_8c2e4a6f1b3d5f7a9c0e2a4c6e8f0b1d", "object": "member", "email": "sam@acme.example",
+          "name": "Sam Patel", "role": "accountant", "joined_at": "2026-10-03T10:00:00.000Z"}
+INVITATION = {"id": "invite_4b6d8f0a2c4e6a8c0e2b4d6f8a0c2e4b", "object": "invitation", "email": "lee@acme.example",
+              "role": "sales", "status": "pending", "created_at": _CREATED, "sent_at": _CREATED,
+              "expires_at": "2026-11-16T09:30:00.000Z", "accepted_at": None, "revoked_at": None}
+
 RESOURCES: dict[str, dict] = {
     "Business": BUSINESS,
+    "CallerBusiness": {**BUSINESS, "object": "business", "account": _ACCOUNT_ID, "role": "owner"},
+    "Member": MEMBER,
+    "Invitation": INVITATION,
     "Customer": CUSTOMER,
     "Product": PRODUCT,
     "Price": PRICE,
@@ -226,5 +236,7 @@ REQUESTS: dict[str, dict] = {
     "replace_reminder_policy": {k: v for k, v in REMINDER_POLICY.items() if k not in ("object", "updated")},
     "remind_invoice": {"message": "Could you let us know when this will be paid?"},
     "pause_invoice_reminders": {"paused": True},
+    "update_member": {"role": "viewer"},
+    "create_invitation": {"email": "lee@acme.example", "role": "sales"},
     "export_e_invoices": {"period_start": "2026-10-01", "period_end": "2026-12-31", "format": "peppol"},
 }

@@ -27,7 +27,8 @@ REF = "#/components/schemas/{model}"
 # Model class names → the names clients see (generated classes take them).
 SCHEMA_NAMES = {
     "AddressOut": "Address", "BankDetailsOut": "BankDetails", "BusinessAddressOut": "BusinessAddress",
-    "BusinessOutModel": "Business", "CustomerAddress": "AddressInput", "CustomerDetailsOut": "CustomerDetails",
+    "BusinessOutModel": "Business", "CallerBusinessOut": "CallerBusiness", "MemberOut": "Member",
+    "InvitationOut": "Invitation", "CustomerAddress": "AddressInput", "CustomerDetailsOut": "CustomerDetails",
     "CustomerOut": "Customer", "DeletedInvoiceOut": "DeletedInvoice", "EventOut": "InvoiceEvent",
     "InvoiceItemOut": "InvoiceItem", "InvoiceOut": "Invoice", "InvoiceWithLinesOut": "InvoiceWithLines",
     "InvoicePreviewOut": "InvoicePreview", "InvoicePreviewLineOut": "InvoicePreviewLine",
@@ -73,6 +74,8 @@ TAGS = [
     {"name": "Payments", "description": "Money received for invoices outside the service, in part or in full; "
                                         "reversible (a bounced transfer). No money moves here."},
     {"name": "Webhook endpoints", "description": "Where signed event notifications (see `webhooks`) are sent."},
+    {"name": "Members", "description": "The people of the business and their roles (each role bounds every key, "
+                                       "token and app of its person there), and e-mailed invitations to join."},
 ]
 DESCRIPTION = """\
 The REST API of the invoicing service. A user guide with runnable examples is in the repository's \

@@ -5,7 +5,7 @@ from __future__ import annotations
 from starlette.responses import Response
 
 from config.settings import get_settings
-from core.base.errors import DomainError, Forbidden, GrantLimitExceeded, RateLimited, Unauthorized
+from core.base.errors import DomainError, Forbidden, GrantLimitExceeded, RateLimited, RoleForbids, Unauthorized
 from core.base.jsonout import dumps
 from operations.challenge import bearer_challenge
 
@@ -30,6 +30,8 @@ def www_authenticate(error: DomainError, resource_metadata: str) -> str | None:
     """The Bearer challenge (RFC 6750, RFC 9728) for 401 and 403 answers."""
     if isinstance(error, Unauthorized):
         return bearer_challenge("invalid_token", description=error.detail, resource_metadata=resource_metadata)
+    if isinstance(error, RoleForbids):
+        return None  # no credential of the person's gets more: nothing to step up to
     if isinstance(error, Forbidden):
         return bearer_challenge("insufficient_scope", scope=error.missing_scope, resource_metadata=resource_metadata)
     if isinstance(error, GrantLimitExceeded):  # the IETF draft on RAR remediation's challenge

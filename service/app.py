@@ -27,7 +27,7 @@ from authz.app import too_large as oauth_too_large
 from authz.errors import database_fault_response
 from authz.metadata import authorization_server_metadata
 from config.settings import get_settings
-from core.access import credentials
+from core.access import credentials, memberships
 from core.base import raw
 from core.base.db import DATABASE_FAULTS, database_fault
 from core.base.errors import ValidationFailed
@@ -58,6 +58,7 @@ def create_app() -> ASGIApp:
     settings.warn_if_unsafe()
     credentials.register_oauth_verifier(verifier.verify_access_token, verifier.verify_access_token_counted)
     acting.register_grant_lookup(connected_apps.acting_principal)
+    memberships.register_on_removed(connected_apps.end_member_sign_ins)
     mcp = McpEndpoint()
     routes = [
         *health.routes(),

@@ -13,12 +13,14 @@ import logging.config
 import os
 import sys
 import threading
+import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 from sqlalchemy.exc import ArgumentError, OperationalError
 
 from config.settings import get_settings, set_settings
-from core.access import accounts, apikeys
+from core.access import accounts, apikeys, memberships
 from core.access.scopes import PRESETS
 from core.base.clock import iso
 from core.base.db import transaction
@@ -134,9 +136,8 @@ def cmd_business_set(args: argparse.Namespace) -> int:
     data = parse(BusinessInput, _read_json(args.file))
     migrate.upgrade()
     with transaction() as session:
-        account = accounts.account_by_email(session, args.email)
-        set_profile(session, account.id, data)
-    print(f"Business profile of {args.email} saved: {data.legal_name}.")
+        set_profile(session, _business(session, args).account_id, data)
+    print(f"Business profile saved: {data.legal_name}.")
     return 0
 
 
@@ -151,15 +152,38 @@ def _read_json(file: str) -> object:
         raise UsageError(f"{file} is not valid JSON: {exc}") from None
 
 
+@dataclass(frozen=True)
+class _Chosen:
+    account_id: uuid.UUID
+    user_id: uuid.UUID
+
+
+def _business(session, args: argparse.Namespace) -> _Chosen:
+    """The business of the person `--email` that `--account` names, or their only one."""
+    user = accounts.user_by_email(session, args.email)
+    if args.account:
+        try:
+            return _Chosen(memberships.find_business(session, user.id, args.account).account_id, user.id)
+        except DomainError as missing:
+            raise UsageError(missing.detail) from None
+    found = memberships.businesses_of(session, user.id)
+    if len(found) == 1:
+        return _Chosen(found[0].account_id, user.id)
+    if not found:
+        raise UsageError(f"{user.email} is a member of no business.")
+    listed = ", ".join(f"{b.public_id} ({b.name}, {b.role})" for b in found)
+    raise UsageError(f"{user.email} is a member of {len(found)} businesses: choose one with --account ({listed}).")
+
+
 # --- API keys ---------------------------------------------------------------------------------
 
 def cmd_keys_create(args: argparse.Namespace) -> int:
     scopes = apikeys.resolve_scopes(preset=args.preset, scopes=args.scopes.split(",") if args.scopes else None)
     migrate.upgrade()
     with transaction() as session:
-        account = accounts.account_by_email(session, args.email)
-        created = apikeys.create_key(session, account.id, name=args.name, scopes=scopes,
-                                     expires_in_days=args.expires_days)
+        business = _business(session, args)
+        created = apikeys.create_key(session, business.account_id, created_by=business.user_id, name=args.name,
+                                     scopes=scopes, expires_in_days=args.expires_days)
     if args.json:
         print(json.dumps({"id": str(created.row.id), "key": created.key, "scopes": created.row.scopes}))
     else:
@@ -172,7 +196,7 @@ def cmd_keys_create(args: argparse.Namespace) -> int:
 def cmd_keys_list(args: argparse.Namespace) -> int:
     migrate.upgrade()
     with transaction() as session:
-        keys = apikeys.list_keys(session, accounts.account_by_email(session, args.email).id)
+        keys = apikeys.list_keys(session, _business(session, args).account_id)
     rows = [{
         "id": str(key.id), "key": f"inv_live_{key.lookup_id}_…", "name": key.name, "scopes": key.scopes,
         "created_at": iso(key.created_at), "expires_at": iso(key.expires_at),
@@ -194,8 +218,7 @@ def cmd_keys_list(args: argparse.Namespace) -> int:
 def cmd_keys_revoke(args: argparse.Namespace) -> int:
     migrate.upgrade()
     with transaction() as session:
-        account = accounts.account_by_email(session, args.email)
-        key = apikeys.revoke_key(session, account.id, args.key_id)
+        key = apikeys.revoke_key(session, _business(session, args).account_id, args.key_id)
     print(f"Key {key.id} revoked; it stops working on the next request.")
     return 0
 
@@ -248,14 +271,16 @@ def build_parser() -> argparse.ArgumentParser:
     business = commands.add_parser("business", help="the business profile").add_subparsers(
         dest="business_command", required=True, metavar="ACTION")
     set_ = business.add_parser("set", help="write the business profile from a JSON file")
-    set_.add_argument("--email", required=True, help="the account owner's e-mail")
+    set_.add_argument("--email", required=True, help="the e-mail of a member (an owner or admin)")
+    set_.add_argument("--account", help="acct_… of the business, when the person has several")
     set_.add_argument("--file", required=True, help="JSON with the Business fields (id and created_at excluded); - reads stdin")
     set_.set_defaults(handler=cmd_business_set)
 
     keys = commands.add_parser("keys", help="API keys").add_subparsers(dest="keys_command", required=True,
                                                                        metavar="ACTION")
     key_create = keys.add_parser("create", help="create a key and print it (shown only once)")
-    key_create.add_argument("--email", required=True, help="the account owner's e-mail")
+    key_create.add_argument("--email", required=True, help="the e-mail of a member (an owner or admin)")
+    key_create.add_argument("--account", help="acct_… of the business, when the person has several")
     key_create.add_argument("--name", required=True)
     scopes = key_create.add_mutually_exclusive_group(required=True)
     scopes.add_argument("--preset", choices=list(PRESETS))
@@ -265,10 +290,12 @@ def build_parser() -> argparse.ArgumentParser:
     key_create.set_defaults(handler=cmd_keys_create)
     key_list = keys.add_parser("list", help="list an account's keys (never the secrets)")
     key_list.add_argument("--email", required=True)
+    key_list.add_argument("--account", help="acct_… of the business, when the person has several")
     key_list.add_argument("--json", action="store_true")
     key_list.set_defaults(handler=cmd_keys_list)
     key_revoke = keys.add_parser("revoke", help="revoke a key; it stops working on the next request")
     key_revoke.add_argument("--email", required=True)
+    key_revoke.add_argument("--account", help="acct_… of the business, when the person has several")
     key_revoke.add_argument("key_id", metavar="KEY_ID", help="the id shown by `keys list` (or the key's 8-character part)")
     key_revoke.set_defaults(handler=cmd_keys_revoke)
 

@@ -90,7 +90,7 @@ def _create_demo_key() -> str:
         accounts.mark_email_verified(session, user)
         if find_profile(session, account.id) is None:
             set_profile(session, account.id, BusinessInput.model_validate(DEMO_BUSINESS))
-        return apikeys.create_key(session, account.id, name="demo", scopes=list(PRESETS["full_access"])).key
+        return apikeys.create_key(session, account.id, created_by=user.id, name="demo", scopes=list(PRESETS["full_access"])).key
 
 
 def _server_check(base_url: str, key: str) -> str:

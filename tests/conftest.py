@@ -140,7 +140,8 @@ class Tenant:
     def key_with(self, scopes: list[str]) -> str:
         from core.access import apikeys
         with db.transaction() as session:
-            return apikeys.create_key(session, self.account_id, name="scoped", scopes=scopes).key
+            return apikeys.create_key(session, self.account_id, created_by=_owner_id(session, self.account_id),
+                                      name="scoped", scopes=scopes).key
 
     def as_key(self, key: str) -> Tenant:
         return Tenant(self.account_id, self.user_email, key, self.key_id, self.client)
@@ -157,6 +158,11 @@ BUSINESS = {
 }
 
 
+def _owner_id(session, account_id):
+    from core.access import accounts
+    return accounts.owner_of(session, account_id).id
+
+
 def make_tenant(client: TestClient, *, scopes=None, business: dict | None = BUSINESS,
                 verified: bool = True, email: str | None = None) -> Tenant:
     from core.access import accounts, apikeys
@@ -169,7 +175,7 @@ def make_tenant(client: TestClient, *, scopes=None, business: dict | None = BUSI
             accounts.mark_email_verified(session, user)
         if business is not None:
             set_profile(session, account.id, BusinessInput.model_validate(business))
-        created = apikeys.create_key(session, account.id, name="test", scopes=list(scopes or ALL_SCOPES))
+        created = apikeys.create_key(session, account.id, created_by=user.id, name="test", scopes=list(scopes or ALL_SCOPES))
     return Tenant(account.id, email, created.key, created.row.id, client)
 
 
@@ -178,8 +184,27 @@ def tenant(client) -> Tenant:
     return make_tenant(client)
 
 
-@pytest.fixture
-def other_tenant(client) -> Tenant:
+def second_business(client: TestClient, of: Tenant, *, business: dict | None = BUSINESS) -> Tenant:
+    """Another business of the same person as `of` (its owner too), with a key of its own."""
+    from core.access import accounts, apikeys, memberships
+    from core.access.scopes import ALL_SCOPES
+    from core.billing.business import BusinessInput, set_profile
+    with db.transaction() as session:
+        user = accounts.user_by_email(session, of.user_email)
+        account = memberships.create_business(session, user)
+        if business is not None:
+            set_profile(session, account.id, BusinessInput.model_validate({**business, "legal_name": "Second Ltd",
+                                                                           "trade_name": "Second"}))
+        created = apikeys.create_key(session, account.id, created_by=user.id, name="second", scopes=list(ALL_SCOPES))
+    return Tenant(account.id, of.user_email, created.key, created.row.id, client)
+
+
+@pytest.fixture(params=["another_person", "same_person"])
+def other_tenant(request, client, tenant) -> Tenant:
+    """Another business: of another person, or (isolation holds between one person's businesses too)
+    a second business of the tenant's own person."""
+    if request.param == "same_person":
+        return second_business(client, tenant)
     return make_tenant(client)
 
 

@@ -1,7 +1,7 @@
 """The dashboard acts through the operations REST and MCP run, as the signed-in person.
 
 Each action is `operations.pipeline.execute` with the person as the caller (actor `user`, every
-scope: they own the account), so it runs the same core function with the same validation, events,
+scope their role in the business allows), so it runs the same core function with the same validation, events,
 webhooks and limits (the account's e-mail limit counts dashboard sends). Forms that create or change
 state carry an idempotency key made when the form was shown: submitting the same form twice (a
 double click, a reload after a slow answer) replays the first answer instead of acting twice.
@@ -15,10 +15,8 @@ from typing import Any
 
 import anyio
 
-from core.access.accounts import account_of
 from core.access.principal import Principal
 from core.base import context
-from core.base.db import transaction
 from core.base.errors import DomainError, FieldError
 from core.base.jsonout import dumps
 from core.mechanisms.idempotency import StoredResponse as Reply
@@ -54,9 +52,8 @@ def new_form_key() -> str:
 
 
 def principal_of(visit: Visit) -> Principal:
-    with transaction() as session:
-        account_id = account_of(session, visit.user).id
-    return Principal.signed_in_person(account_id, visit.user.id)
+    """The signed-in person acting for the business they chose, with their role there now."""
+    return Principal.signed_in_person(visit.account_id, visit.user.id, visit.role)
 
 
 def act(visit: Visit, operation: Operation, *, params: dict[str, str] | None = None,

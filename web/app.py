@@ -4,13 +4,16 @@ from starlette.routing import BaseRoute
 
 from core.access.connected_apps import ConnectedApps
 from web import (
+    activity_pages,
     app_pages,
     auth_pages,
+    business_pages,
     catalog_pages,
     credit_note_pages,
     invoice_actions,
     invoice_lines,
     invoice_pages,
+    member_pages,
     onboarding,
     public,
     receivables_pages,
@@ -35,4 +38,7 @@ def routes(connected_apps: ConnectedApps) -> list[BaseRoute]:
         *settings_pages.routes(),
         *reminder_pages.routes(),
         *app_pages.routes(connected_apps),
+        *business_pages.routes(),
+        *member_pages.routes(),
+        *activity_pages.routes(),
     ]

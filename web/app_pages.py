@@ -16,7 +16,6 @@ from functools import partial
 from starlette.responses import Response
 from starlette.routing import Route
 
-from core.access.accounts import account_of
 from core.access.authorization_details import (
     MAX_PER_DAY,
     VERBS,
@@ -44,7 +43,7 @@ NOTICES = {
 
 def apps(visit: Visit, directory: ConnectedApps) -> Response:
     with transaction() as session:
-        connected = list(directory.connected_apps(session, visit.user.id))
+        connected = list(directory.connected_apps(session, visit.user.id, visit.account_id))
     return render(visit.request, "apps.html", apps=connected, scope_descriptions=SCOPE_DESCRIPTIONS,
                   notice=notice_of(visit, NOTICES))
 
@@ -52,7 +51,7 @@ def apps(visit: Visit, directory: ConnectedApps) -> Response:
 def disconnect_app(visit: Visit, directory: ConnectedApps) -> Response:
     client_id = visit.text("client_id", 2100)
     with transaction() as session:
-        found = bool(client_id) and bool(directory.disconnect(session, visit.user.id, client_id))
+        found = bool(client_id) and bool(directory.disconnect(session, visit.user.id, visit.account_id, client_id))
     if not found:
         return not_found(visit, "connected app", "/settings/apps")
     return redirect("/settings/apps?notice=app_disconnected")
@@ -87,7 +86,7 @@ def app_detail(visit: Visit, directory: ConnectedApps, *, errors: dict | None = 
         grant = directory.grant(session, visit.user.id, grant_id) if grant_id else None
         if grant is None:
             return not_found(visit, "connected app", "/settings/apps")
-        account_id = account_of(session, visit.user).id
+        account_id = grant.account_id  # the business the person chose for it on the consent page
         actions = delegated_actions.recent(session, account_id, grant.client_id, visit.user.id)
         asked = _asked(visit, session, account_id)
         rows = _rows(session, grant, account_id, visit.user.id)

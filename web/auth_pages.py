@@ -43,14 +43,18 @@ def _signed_in(visit: Visit, user: User, next_path: str) -> Response:
 
 # --- sign-up --------------------------------------------------------------------------------
 
+INVITATION_PATH = "/invitations/"  # signing up to accept an invitation: no business of one's own
+
+
 def signup_form(visit: Visit) -> Response:
+    next_path = safe_next(visit.request.query_params.get("next"), "")
     if visit.user is not None:
-        return redirect("/")
-    return render(visit.request, "signup.html", values={}, errors={})
+        return redirect(next_path or "/")
+    return render(visit.request, "signup.html", values={}, errors={}, next_path=next_path)
 
 
-def _signup_again(visit: Visit, values: dict, errors: dict[str, str]) -> Response:
-    return render(visit.request, "signup.html", status_code=422, values=values, errors=errors)
+def _signup_again(visit: Visit, values: dict, errors: dict[str, str], next_path: str) -> Response:
+    return render(visit.request, "signup.html", status_code=422, values=values, errors=errors, next_path=next_path)
 
 
 def signups_per_network() -> ratelimit.Limit:
@@ -71,6 +75,8 @@ def _too_many_sign_ups(visit: Visit, usage: ratelimit.Usage) -> Response:
 def signup(visit: Visit) -> Response:
     values = {"email": visit.text("email", EMAIL_MAX + 1), "name": visit.text("name", NAME_MAX + 1)}
     password = visit.text("password", PASSWORD_MAX, strip=False)
+    next_path = safe_next(visit.text("next", 2000), "")
+    invited = next_path.startswith(INVITATION_PATH)
     try:
         normalize_email(values["email"], path="email")
         password_hash = accounts.hash_new_password(password)  # slow: before the transaction
@@ -81,15 +87,17 @@ def signup(visit: Visit) -> Response:
         if usage.exceeded:
             return _too_many_sign_ups(visit, usage)
         with transaction() as session:
-            user, _account = accounts.create_account(session, email=values["email"], password_hash=password_hash,
-                                                     name=values["name"] or None)
-            mail, _ = verification.verification_mail(session, user)
+            create = accounts.create_user if invited else accounts.create_account
+            created = create(session, email=values["email"], password_hash=password_hash, name=values["name"] or None)
+            user = created if invited else created[0]
+            # Accepting the invitation verifies the address: its link reached it.
+            mail = None if invited else verification.verification_mail(session, user)[0]
     except ValidationFailed as exc:
-        return _signup_again(visit, values, errors_by_field(exc.errors))
+        return _signup_again(visit, values, errors_by_field(exc.errors), next_path)
     except (Conflict, IntegrityError):  # IntegrityError: the same address signed up at the same moment
         return _signup_again(visit, values, {
-            "email": "an account with this e-mail already exists. Sign in instead, or use another address."})
-    return send_after(_signed_in(visit, user, "/onboarding"), mail, "verification")
+            "email": "an account with this e-mail already exists. Sign in instead, or use another address."}, next_path)
+    return send_after(_signed_in(visit, user, next_path if invited else "/onboarding"), mail, "verification")
 
 
 # --- sign-in and sign-out -------------------------------------------------------------------

@@ -9,7 +9,6 @@ from urllib.parse import urlencode
 from starlette.responses import Response
 from starlette.routing import Route
 
-from core.access.accounts import account_of
 from core.base.db import transaction
 from core.base.errors import DomainError, NotFound, ValidationFailed
 from core.base.money import currency_exponent, from_major, is_known_currency
@@ -149,7 +148,7 @@ def _product_page(visit: Visit, *, product: dict | None, values: dict, errors: d
     if product is not None:
         prices = act(visit, product_operations.list_prices, query={"product": product["id"], "limit": "100"})["data"]
     with transaction() as session:
-        profile = find_profile(session, account_of(session, visit.user).id)
+        profile = find_profile(session, visit.account_id)
         default_currency = profile.currency if profile else ""
     price_values = values if failed == "price" else {"currency": default_currency, "type": "one_time",
                                                      "interval": "month", "interval_count": "1", "tax_rate": "0"}

@@ -15,7 +15,6 @@ from urllib.parse import urlencode
 from starlette.responses import Response
 from starlette.routing import Route
 
-from core.access.accounts import account_of
 from core.base.clock import today
 from core.base.db import new_session, transaction
 from core.base.errors import DomainError, FieldError, NotFound, ValidationFailed
@@ -96,7 +95,7 @@ def creditable(visit: Visit, invoice: dict) -> tuple[list[Creditable], int]:
     """Each line of the invoice with what remains creditable of it, and what the invoice can still be
     credited: the core's figures (read-only, as the form's total is)."""
     with closing(new_session(read_only=True)) as session:
-        remains, can_credit = core_credit_notes.what_remains(session, account_of(session, visit.user).id,
+        remains, can_credit = core_credit_notes.what_remains(session, visit.account_id,
                                                              invoice["id"])
     return [Creditable(line, number, remains[line["id"]])
             for number, line in enumerate(invoice["lines"]["data"], start=1)], can_credit
@@ -184,7 +183,7 @@ def _credit_total(visit: Visit, body: dict) -> int:
     """What the body would credit, before saying where the money goes: the core's arithmetic, nothing saved."""
     with closing(new_session(read_only=True)) as session:
         data = parse(CreditNoteCreate, body)
-        return core_credit_notes.credit_total(session, account_of(session, visit.user).id, data)
+        return core_credit_notes.credit_total(session, visit.account_id, data)
 
 
 def _allocated(body: dict, values: dict, invoice: dict, total: int) -> dict:
@@ -260,7 +259,7 @@ def credit_note_form(visit: Visit) -> Response:
 
 def _upcoming_number(visit: Visit) -> str | None:
     with transaction() as session:
-        account_id = account_of(session, visit.user).id
+        account_id = visit.account_id
         profile = find_profile(session, account_id)
         if profile is None:
             return None

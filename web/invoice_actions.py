@@ -10,7 +10,6 @@ from __future__ import annotations
 from starlette.responses import Response
 from starlette.routing import Route
 
-from core.access.accounts import account_of
 from core.base.clock import today
 from core.base.db import transaction
 from core.base.errors import DomainError, NotFound, ValidationFailed
@@ -39,7 +38,7 @@ def _label(invoice: dict) -> str:
 
 def _finalize_consequence(visit: Visit, invoice: dict) -> str:
     with transaction() as session:
-        account_id = account_of(session, visit.user).id
+        account_id = visit.account_id
         profile = find_profile(session, account_id)
         number = numbering.upcoming_number(session, account_id, profile.invoice_prefix) if profile else None
     name = f"It will be numbered {number}" if number else "It will get the next invoice number"

@@ -8,7 +8,6 @@ from contextlib import closing
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from core.access.accounts import account_of
 from core.base.db import new_session
 from core.base.errors import DomainError, NotFound, ValidationFailed
 from core.base.money import currency_exponent, format_money, from_major
@@ -113,7 +112,7 @@ def preview_line(visit: Visit) -> Response:
             items.append(edited)
         with closing(new_session(read_only=True)) as session:
             parsed = [parse(ItemFields, item, prefix=f"items.{index}.") for index, item in enumerate(items)]
-            draft, built = core_invoices.preview_lines(session, account_of(session, visit.user).id, invoice["id"],
+            draft, built = core_invoices.preview_lines(session, visit.account_id, invoice["id"],
                                                         parsed)
             position = len(built) - 1 if target == "add" else next(
                 (i for i, line in enumerate(lines) if line["id"] == target), None)

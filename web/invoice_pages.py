@@ -14,7 +14,7 @@ from markupsafe import Markup
 from starlette.responses import Response
 from starlette.routing import Route
 
-from core.access.accounts import account_of, owner_of
+from core.access.accounts import owner_of
 from core.access.apikeys import list_keys
 from core.base import ids
 from core.base.clock import today
@@ -105,7 +105,7 @@ def _drafted_by(meta: dict | None) -> str | None:
 def _creators(visit: Visit, rows: list[dict]) -> dict[str, str]:
     """Public invoice id → the connected app that drafted it, for the rows that have one."""
     with transaction() as session:
-        account_id = account_of(session, visit.user).id
+        account_id = visit.account_id
         found = events.creators(session, account_id, [ids.parse("invoice", row["id"]) for row in rows])
     return {ids.public_id("invoice", invoice_id): app
             for invoice_id, meta in found.items() if (app := _drafted_by(meta)) is not None}
@@ -114,7 +114,7 @@ def _creators(visit: Visit, rows: list[dict]) -> dict[str, str]:
 def _actor_names(visit: Visit) -> Callable[[dict | None], str]:
     """How history names whoever caused an event: the API key, the connected app, or the person."""
     with transaction() as session:
-        account_id = account_of(session, visit.user).id
+        account_id = visit.account_id
         key_names = {str(key.id): key.name for key in list_keys(session, account_id)}
         owner = owner_of(session, account_id)
         person = owner.name or owner.email
@@ -192,7 +192,7 @@ def _draft_body(values: dict[str, str], *, creating: bool) -> dict:
 
 def _new_draft_page(visit: Visit, values: dict, errors: dict, status_code: int = 200) -> Response:
     with transaction() as session:
-        profile = find_profile(session, account_of(session, visit.user).id)
+        profile = find_profile(session, visit.account_id)
     return render(visit.request, "invoice_new.html", status_code=status_code, values=values, errors=errors,
                   customers=customer_choices(visit, include_archived=False), has_profile=profile is not None,
                   default_currency=profile.currency if profile else "", form_key=new_form_key())
@@ -324,7 +324,7 @@ def reminders_of(visit: Visit, invoice: dict) -> dict | None:
     if invoice["status"] not in PAYABLE:
         return None
     with closing(new_session(read_only=True)) as session:
-        account_id = account_of(session, visit.user).id
+        account_id = visit.account_id
         row = core_invoices.get_invoice(session, account_id, invoice["id"])
         upcoming = reminders.next_reminder(session, row)
         active = reminder_policy.policy_of(session, account_id).active

@@ -5,7 +5,6 @@ from __future__ import annotations
 from starlette.responses import Response
 from starlette.routing import Route
 
-from core.access.accounts import account_of
 from core.base.db import transaction
 from core.base.errors import ValidationFailed
 from core.base.validation import parse
@@ -17,7 +16,7 @@ from core.billing.business import (
     find_profile,
     set_profile,
 )
-from pages.routing import Visit, errors_by_field, page, redirect
+from pages.routing import NEW_BUSINESS_PATH, Visit, errors_by_field, page, redirect
 from web.invoice_pages import drafts_for_review
 from web.rendering import notice_of, render
 
@@ -31,6 +30,7 @@ NOTICES = {
     "verification_sent": "A new verification e-mail is on its way.",
     "already_verified": "Your e-mail address is already verified.",
     "profile_saved": "Your business profile is saved.",
+    "joined": "You joined the business. Switch between your businesses at the top of every page.",
 }
 
 
@@ -41,8 +41,10 @@ def notice(visit: Visit) -> str | None:
 def start_page(visit: Visit) -> Response:
     if visit.user is None:
         return redirect("/login")
+    if visit.business is None:
+        return redirect(NEW_BUSINESS_PATH)
     with transaction() as session:
-        profile = find_profile(session, account_of(session, visit.user).id)
+        profile = find_profile(session, visit.account_id)
         business_name = (profile.trade_name or profile.legal_name) if profile else None
     return render(visit.request, "dashboard.html", business_name=business_name, review=drafts_for_review(visit),
                   verified=visit.user.email_verified_at is not None, notice=notice(visit))
@@ -64,7 +66,7 @@ def business_input(values: dict[str, str]) -> BusinessInput:
 
 def onboarding_form(visit: Visit) -> Response:
     with transaction() as session:
-        if find_profile(session, account_of(session, visit.user).id) is not None:
+        if find_profile(session, visit.account_id) is not None:
             return redirect("/")
     values = {name: "" for name in FORM_FIELDS} | {"email": visit.user.email, "invoice_prefix": "INV",
                                                    "credit_note_prefix": "CN"}
@@ -76,7 +78,7 @@ def onboard(visit: Visit) -> Response:
     try:
         data = business_input(values)
         with transaction() as session:
-            account_id = account_of(session, visit.user).id
+            account_id = visit.account_id
             if find_profile(session, account_id) is not None:
                 return redirect("/")  # finished meanwhile, in another tab
             set_profile(session, account_id, data)
@@ -99,7 +101,7 @@ def _profile_values(profile) -> dict[str, str]:
 
 def business_profile(visit: Visit) -> Response:
     with transaction() as session:
-        profile = find_profile(session, account_of(session, visit.user).id)
+        profile = find_profile(session, visit.account_id)
         if profile is None:
             return redirect("/onboarding")
         values = _profile_values(profile)
@@ -111,7 +113,7 @@ def save_business_profile(visit: Visit) -> Response:
     try:
         data = business_input(values)
         with transaction() as session:
-            set_profile(session, account_of(session, visit.user).id, data)
+            set_profile(session, visit.account_id, data)
     except ValidationFailed as exc:
         return render(visit.request, "onboarding.html", status_code=422, values=values,
                       errors=errors_by_field(exc.errors), editing=True, notice=None)
@@ -121,7 +123,7 @@ def save_business_profile(visit: Visit) -> Response:
 def routes() -> list[Route]:
     return [
         page("/", get=start_page, signed_in=False),
-        page("/onboarding", get=onboarding_form, post=onboard),
+        page("/onboarding", get=onboarding_form, post=onboard, managers_only=True),
         # The API only reads the profile: the dashboard is where it is changed.
-        page("/settings/business", get=business_profile, post=save_business_profile),
+        page("/settings/business", get=business_profile, post=save_business_profile, managers_only=True),
     ]

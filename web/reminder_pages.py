@@ -10,7 +10,6 @@ import re
 from starlette.responses import Response
 from starlette.routing import Route
 
-from core.access.accounts import account_of
 from core.base.db import transaction
 from core.base.errors import DomainError, ValidationFailed
 from core.base.money import format_money
@@ -43,7 +42,7 @@ STATUTORY_EXPLAINED = (
 def _currency(visit: Visit) -> str:
     """The business's currency, in which a fixed fee is typed."""
     with transaction() as session:
-        profile = find_profile(session, account_of(session, visit.user).id)
+        profile = find_profile(session, visit.account_id)
     return profile.currency if profile else "EUR"
 
 

@@ -16,7 +16,6 @@ from zoneinfo import ZoneInfo, available_timezones
 from starlette.responses import Response
 from starlette.routing import Route
 
-from core.access.accounts import account_of
 from core.base.clock import now
 from core.base.db import new_session, transaction
 from core.base.errors import DomainError, FieldError, NotFound, ValidationFailed
@@ -208,7 +207,7 @@ def schedule_list(visit: Visit) -> Response:
 
 def _default_time_zone(visit: Visit) -> str:
     with transaction() as session:
-        return core_schedules.default_time_zone(session, account_of(session, visit.user).id)
+        return core_schedules.default_time_zone(session, visit.account_id)
 
 
 def _new_values(visit: Visit, time_zone: str) -> dict:
@@ -324,7 +323,7 @@ def _labels(values: dict) -> dict[str, str]:
 
 def _form_page(visit: Visit, values: dict, errors: dict, status_code: int = 200) -> Response:
     with transaction() as session:
-        account_id = account_of(session, visit.user).id
+        account_id = visit.account_id
         profile = find_profile(session, account_id)
         default_zone = core_schedules.default_time_zone(session, account_id)
     return render(visit.request, "schedule_new.html", status_code=status_code, values=values, errors=errors,
@@ -348,7 +347,7 @@ def create_schedule(visit: Visit) -> Response:
         return _form_page(visit, values, {})
     rows: list[int] = []
     with transaction() as session:
-        profile = find_profile(session, account_of(session, visit.user).id)
+        profile = find_profile(session, visit.account_id)
     currency = (values["invoice.currency"] or (profile.currency if profile else "") or "USD").upper()[:3]
     try:
         created = act(visit, schedule_operations.create_invoice_schedule, body=_body(values, currency, rows),

@@ -8,7 +8,6 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from core.access import apikeys
-from core.access.accounts import account_of
 from core.access.scopes import ALL_SCOPES, PRESETS, SCOPE_DESCRIPTIONS
 from core.base.clock import now
 from core.base.db import transaction
@@ -50,7 +49,7 @@ def key_status(key: ApiKey, at: datetime) -> str:
 
 def _api_keys_page(visit: Visit, *, values: dict, errors: dict[str, str], status_code: int = 200) -> Response:
     with transaction() as session:
-        keys = apikeys.list_keys(session, account_of(session, visit.user).id)
+        keys = apikeys.list_keys(session, visit.account_id)
     current = now()
     return render(visit.request, "api_keys.html", status_code=status_code,
                   keys=[(key, key_status(key, current)) for key in keys],
@@ -79,7 +78,7 @@ def create_api_key(visit: Visit) -> Response:
         else:
             scopes = apikeys.resolve_scopes(preset=values["access"] or None, scopes=[])
         with transaction() as session:
-            created = apikeys.create_key(session, account_of(session, visit.user).id, name=values["name"],
+            created = apikeys.create_key(session, visit.account_id, created_by=visit.user.id, name=values["name"],
                                          scopes=scopes, expires_in_days=_expiry_days(values["expires_in_days"]))
     except ValidationFailed as exc:
         errors = errors_by_field(exc.errors)
@@ -95,7 +94,7 @@ def create_api_key(visit: Visit) -> Response:
 def revoke_api_key(visit: Visit) -> Response:
     try:
         with transaction() as session:
-            apikeys.revoke_key(session, account_of(session, visit.user).id, visit.path_params["key_id"])
+            apikeys.revoke_key(session, visit.account_id, visit.path_params["key_id"])
     except NotFound:
         return not_found(visit, "API key", "/settings/api-keys")
     return redirect("/settings/api-keys?notice=key_revoked")
@@ -105,7 +104,7 @@ def revoke_api_key(visit: Visit) -> Response:
 
 def _webhooks_page(visit: Visit, *, values: dict, errors: dict[str, str], status_code: int = 200) -> Response:
     with transaction() as session:
-        account_id = account_of(session, visit.user).id
+        account_id = visit.account_id
         endpoints = [(endpoint, webhooks.recent_deliveries(session, account_id, endpoint.id, RECENT_DELIVERIES))
                      for endpoint in webhooks.all_endpoints(session, account_id)]
     return render(visit.request, "webhooks.html", status_code=status_code, endpoints=endpoints,
@@ -125,7 +124,7 @@ def create_webhook_endpoint(visit: Visit) -> Response:
         data = parse(webhooks.WebhookEndpointCreate,
                      {"url": values["url"], "events": values["events"] if values["which"] == "some" else None})
         with transaction() as session:
-            account_id = account_of(session, visit.user).id
+            account_id = visit.account_id
         with transaction() as session:  # its first step resolves the address: no lock is held meanwhile
             row = webhooks.create_endpoint(session, account_id, data)
     except ValidationFailed as exc:
@@ -138,7 +137,7 @@ def create_webhook_endpoint(visit: Visit) -> Response:
 def delete_webhook_endpoint(visit: Visit) -> Response:
     try:
         with transaction() as session:
-            webhooks.delete_endpoint(session, account_of(session, visit.user).id, visit.path_params["endpoint_id"])
+            webhooks.delete_endpoint(session, visit.account_id, visit.path_params["endpoint_id"])
     except NotFound:
         return not_found(visit, "webhook endpoint", "/settings/webhooks")
     return redirect("/settings/webhooks?notice=endpoint_deleted")
@@ -148,9 +147,9 @@ def routes() -> list[Route]:
     """The settings pages of keys and webhooks (connected apps: web.app_pages)."""
     return [
         page("/settings", get=lambda visit: redirect("/settings/api-keys")),
-        page("/settings/api-keys", get=api_keys, post=create_api_key),
-        page("/settings/api-keys/{key_id}/revoke", post=revoke_api_key),
-        page("/settings/webhooks", get=webhook_endpoints, post=create_webhook_endpoint),
-        page("/settings/webhooks/{endpoint_id}/delete", post=delete_webhook_endpoint),
+        page("/settings/api-keys", get=api_keys, post=create_api_key, managers_only=True),
+        page("/settings/api-keys/{key_id}/revoke", post=revoke_api_key, managers_only=True),
+        page("/settings/webhooks", get=webhook_endpoints, post=create_webhook_endpoint, managers_only=True),
+        page("/settings/webhooks/{endpoint_id}/delete", post=delete_webhook_endpoint, managers_only=True),
     ]
 

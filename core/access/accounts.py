@@ -1,4 +1,4 @@
-"""Users and the accounts they own; password hashing."""
+"""Users and their businesses (accounts); password hashing."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from sqlmodel import Session, select
 from core.base.clock import now
 from core.base.errors import Conflict, NotFound, ValidationFailed
 from core.base.validation import NAME_MAX, acceptable_text, normalize_email
-from core.models import Account, User
+from core.models import Account, Membership, User
 
 _hasher = PasswordHasher()
 MIN_PASSWORD_LENGTH = 8
@@ -37,9 +37,10 @@ def hash_new_password(password: str) -> str:
     return hash_password(password)
 
 
-def create_account(session: Session, *, email: str, password: str | None = None, password_hash: str | None = None,
-                   name: str | None = None) -> tuple[User, Account]:
-    """A user and the account it owns, from a password or a hash made by `hash_new_password`."""
+def create_user(session: Session, *, email: str, password: str | None = None, password_hash: str | None = None,
+                name: str | None = None) -> User:
+    """A person, from a password or a hash made by `hash_new_password`, in no business yet (one who
+    signs up to accept an invitation joins that one)."""
     email = normalize_email(email, path="email")
     if name is not None:
         name = acceptable_text(name, "name", max_length=NAME_MAX)
@@ -49,8 +50,17 @@ def create_account(session: Session, *, email: str, password: str | None = None,
     user = User(email=email, name=name, password_hash=password_hash)
     session.add(user)
     session.flush()
+    return user
+
+
+def create_account(session: Session, *, email: str, password: str | None = None, password_hash: str | None = None,
+                   name: str | None = None) -> tuple[User, Account]:
+    """A person and the business they start, its first owner."""
+    user = create_user(session, email=email, password=password, password_hash=password_hash, name=name)
     account = Account(owner_user_id=user.id)
     session.add(account)
+    session.flush()
+    session.add(Membership(account_id=account.id, user_id=user.id, role="owner"))
     session.flush()
     return user, account
 
@@ -71,9 +81,11 @@ def user_by_email(session: Session, email: str) -> User:
 
 
 def account_of(session: Session, user: User) -> Account:
-    account = session.exec(select(Account).where(Account.owner_user_id == user.id)).first()
+    """The person's first business (the one they signed up with, unless they left it)."""
+    account = session.exec(select(Account).join(Membership, Membership.account_id == Account.id)
+                           .where(Membership.user_id == user.id).order_by(Membership.created_at, Membership.id)).first()
     if account is None:
-        raise NotFound("This user owns no account.")
+        raise NotFound("This user is a member of no business.")
     return account
 
 
@@ -82,10 +94,12 @@ def account_by_email(session: Session, email: str) -> Account:
 
 
 def owner_of(session: Session, account_id: uuid.UUID) -> User:
-    account = session.get(Account, account_id)
-    if account is None:
+    """The business's first owner: who it acts as when no person does (reminders, late fees)."""
+    owner = session.exec(select(User).join(Membership, Membership.user_id == User.id).where(
+        Membership.account_id == account_id, Membership.role == "owner").order_by(Membership.created_at)).first()
+    if owner is None:
         raise NotFound("No such account.")
-    return session.get(User, account.owner_user_id)
+    return owner
 
 
 def mark_email_verified(session: Session, user: User) -> None:
@@ -95,4 +109,7 @@ def mark_email_verified(session: Session, user: User) -> None:
 
 
 def account_email_verified(session: Session, account_id: uuid.UUID) -> bool:
-    return owner_of(session, account_id).email_verified_at is not None
+    """Whether an owner of the business has confirmed their address (before it may e-mail customers)."""
+    return session.exec(select(User.id).join(Membership, Membership.user_id == User.id).where(
+        Membership.account_id == account_id, Membership.role == "owner",
+        User.email_verified_at.is_not(None))).first() is not None

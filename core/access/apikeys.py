@@ -19,7 +19,7 @@ from core.base.errors import NotFound, Unauthorized, ValidationFailed
 from core.base.executor import Db
 from core.base.validation import NAME_MAX, acceptable_text
 from core.mechanisms import ratelimit
-from core.models import ApiKey
+from core.models import ApiKey, Membership
 
 KEY_PATTERN = re.compile(r"^inv_live_([A-Za-z0-9]{8})_([A-Za-z0-9]{32})$")
 MAX_EXPIRY_DAYS = 3650
@@ -44,8 +44,9 @@ def resolve_scopes(*, preset: str | None = None, scopes: list[str] | None = None
     return ordered(scopes)
 
 
-def create_key(session: Session, account_id: uuid.UUID, *, name: str, scopes: list[str],
+def create_key(session: Session, account_id: uuid.UUID, *, created_by: uuid.UUID, name: str, scopes: list[str],
                expires_in_days: int = 0) -> CreatedKey:
+    """A key of the business that acts as `created_by` (a member): bounded by their role there."""
     name = acceptable_text(name.strip(), "name", max_length=NAME_MAX)
     if not scopes:
         raise ValidationFailed.at("scopes", "choose a preset or at least one scope")
@@ -56,7 +57,7 @@ def create_key(session: Session, account_id: uuid.UUID, *, name: str, scopes: li
     lookup_id = crypto.random_string(8)
     secret = crypto.random_string(32)
     row = ApiKey(
-        account_id=account_id, name=name, lookup_id=lookup_id,
+        account_id=account_id, created_by_user_id=created_by, name=name, lookup_id=lookup_id,
         secret_hash=crypto.sha256_hex(secret), scopes=ordered(scopes),
         expires_at=now() + timedelta(days=expires_in_days) if expires_in_days else None,
     )
@@ -124,28 +125,39 @@ def verified(row, secret: str, moment) -> Principal:
         raise Unauthorized("The API key has been revoked.")
     if row.expires_at is not None and row.expires_at <= moment:
         raise Unauthorized("The API key has expired.")
+    if row.role is None:
+        raise Unauthorized("The person who created this API key is no longer a member of its business.")
     return Principal(
-        account_id=row.account_id, granted_scopes=frozenset(row.scopes), actor="api_key",
-        api_key_id=row.id, credential_id=f"{CREDENTIAL_PREFIX}{row.id}",
+        account_id=row.account_id, granted_scopes=frozenset(row.scopes), actor="api_key", role=row.role,
+        api_key_id=row.id, user_id=row.created_by_user_id, credential_id=f"{CREDENTIAL_PREFIX}{row.id}",
     )
 
 
-# The same rules as SQL, for the statement that checks a key and counts its request (PostgreSQL).
+# The same rules as SQL, for the statement that checks a key and counts its request (PostgreSQL). The
+# key's creator's role in its business comes with it: the bound of its scopes, read on every request.
 
 KEYS = ApiKey.__table__
-KEY_COLUMNS = ("id", "account_id", "secret_hash", "scopes", "revoked_at", "expires_at", "last_used_at")
-KEY_STATEMENT = sa.select(*(KEYS.c[name] for name in KEY_COLUMNS)).where(KEYS.c.lookup_id == sa.bindparam("lookup_id"))
+MEMBERS = Membership.__table__
+KEY_COLUMNS = ("id", "account_id", "created_by_user_id", "secret_hash", "scopes", "revoked_at", "expires_at",
+               "last_used_at", "role")
+_KEY_AND_ROLE = KEYS.outerjoin(MEMBERS, sa.and_(MEMBERS.c.account_id == KEYS.c.account_id,
+                                                MEMBERS.c.user_id == KEYS.c.created_by_user_id))
+KEY_STATEMENT = (sa.select(*(KEYS.c[name] for name in KEY_COLUMNS[:-1]), MEMBERS.c.role).select_from(_KEY_AND_ROLE)
+                 .where(KEYS.c.lookup_id == sa.bindparam("lookup_id")))
 TOUCH_STATEMENT = sa.update(KEYS).where(KEYS.c.id == sa.bindparam("key_id")).values(last_used_at=sa.bindparam("moment"))
 
 
 def valid_key(bucket_prefix: str):
     """`verified` as a CTE, a filter before it (`verify_counted`): the key of `:lookup_id` whose secret
-    hashes to `:secret_hash`, not revoked, not expired at `:moment`, with its columns and `bucket`
+    hashes to `:secret_hash`, not revoked, not expired at `:moment`, of a member of its business,
+    with its columns (and the member's role) and `bucket`
     (`bucket_prefix` + its credential id); no row otherwise."""
     from sqlalchemy import Text, and_, bindparam, cast, literal, or_
     from sqlalchemy import select as core_select
     bucket = literal(bucket_prefix + CREDENTIAL_PREFIX) + cast(KEYS.c.id, Text)
-    return core_select(*(KEYS.c[name] for name in KEY_COLUMNS), bucket.label("bucket")).where(and_(
+    return core_select(*(KEYS.c[name] for name in KEY_COLUMNS[:-1]), MEMBERS.c.role, bucket.label("bucket")).select_from(
+        _KEY_AND_ROLE).where(and_(
+        MEMBERS.c.role.is_not(None),
         KEYS.c.lookup_id == bindparam("lookup_id"), KEYS.c.secret_hash == bindparam("secret_hash"),
         KEYS.c.revoked_at.is_(None), or_(KEYS.c.expires_at.is_(None), KEYS.c.expires_at > bindparam("moment")))
     ).cte("valid_key")

@@ -19,6 +19,7 @@ class Grant:
     id: uuid.UUID
     client_id: str
     app_name: str
+    account_id: uuid.UUID  # the business it acts for, chosen on the consent page
     resource: str  # "MCP" or "REST API"
     scopes: list[str]
     authorization_details: tuple | None  # core.access.authorization_details.InvoiceActions
@@ -39,9 +40,9 @@ class AppSummary:
 
 
 class ConnectedApps(Protocol):
-    def connected_apps(self, session: Session, user_id: uuid.UUID) -> list[AppSummary]: ...
+    def connected_apps(self, session: Session, user_id: uuid.UUID, account_id: uuid.UUID) -> list[AppSummary]: ...
 
-    def disconnect(self, session: Session, user_id: uuid.UUID, client_id: str) -> int: ...
+    def disconnect(self, session: Session, user_id: uuid.UUID, account_id: uuid.UUID, client_id: str) -> int: ...
 
     def grant(self, session: Session, user_id: uuid.UUID, grant_id: uuid.UUID) -> Grant | None: ...
 

@@ -1,4 +1,5 @@
-"""Who is calling: the account acted on, the effective scopes, and the actor recorded in history."""
+"""Who is calling: the business acted on, the effective scopes (what the credential was granted,
+bounded by the person's role there), and the actor recorded in history."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from core.access.roles import ROLE_SCOPES, manages
 from core.access.scopes import ALL_SCOPES, effective
-from core.base.errors import Forbidden
+from core.base.errors import Forbidden, RoleForbids
 
 
 @dataclass(frozen=True)
@@ -18,9 +20,13 @@ class Principal:
     account_id: uuid.UUID
     granted_scopes: frozenset[str]
     actor: str  # "api_key", "oauth_app" or "user"
+    # The person's role in the business, read with the credential on every request: the upper bound
+    # of its scopes (`core.access.roles`). None: the person is no member (nothing is allowed).
+    role: str | None
     api_key_id: uuid.UUID | None = None
     client_id: str | None = None
     client_name: str | None = None  # the OAuth app's name as registered, for history
+    # The person acting: signed in, behind an app, or who created the API key.
     user_id: uuid.UUID | None = None
     request_id: str | None = None
     # Bucket for per-credential rate limits (the key, or the OAuth grant).
@@ -34,13 +40,18 @@ class Principal:
     scopes: frozenset[str] = field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "scopes", effective(self.granted_scopes))
+        object.__setattr__(self, "scopes", effective(self.granted_scopes) & ROLE_SCOPES.get(self.role, frozenset()))
 
     @classmethod
-    def signed_in_person(cls, account_id: uuid.UUID, user_id: uuid.UUID) -> Principal:
-        """The owner acting in the dashboard: every scope (the account is theirs)."""
-        return cls(account_id=account_id, granted_scopes=frozenset(ALL_SCOPES), actor="user", user_id=user_id,
-                   credential_id=f"user:{user_id}")
+    def signed_in_person(cls, account_id: uuid.UUID, user_id: uuid.UUID, role: str | None) -> Principal:
+        """A member acting in the dashboard: every scope their role allows."""
+        return cls(account_id=account_id, granted_scopes=frozenset(ALL_SCOPES), actor="user", role=role,
+                   user_id=user_id, credential_id=f"user:{user_id}")
+
+    @property
+    def manages_business(self) -> bool:
+        """An owner or admin: may manage members, keys, webhooks and the profile."""
+        return manages(self.role)
 
     @property
     def has_credential_limits(self) -> bool:
@@ -64,8 +75,21 @@ class Principal:
         return f"user:{self.user_id}"
 
     def require(self, scope: str) -> None:
-        if scope not in self.scopes:
-            raise Forbidden(f"This credential lacks the scope {scope}.", missing_scope=scope)
+        if scope in self.scopes:
+            return
+        if refusal := self.role_refusal(scope):
+            raise RoleForbids(refusal, missing_scope=scope)
+        raise Forbidden(f"This credential lacks the scope {scope}.", missing_scope=scope)
+
+    def role_refusal(self, scope: str) -> str | None:
+        """Why the person's role refuses `scope` the credential was granted (None: it does not). No
+        step-up helps then: an app is never granted more than the role allows."""
+        if scope in self.scopes or scope not in effective(self.granted_scopes):
+            return None
+        who = "You are" if self.actor == "user" else "The person behind this credential is"
+        where = (f"{_article(self.role)} {self.role} in this business, a role that does not allow {scope}"
+                 if self.role else "no longer a member of this business")
+        return f"{who} {where}."
 
     def with_request_id(self, request_id: str) -> Principal:
         return dataclasses.replace(self, request_id=request_id)
@@ -74,7 +98,8 @@ class Principal:
         """The `meta` recorded on invoice events caused by this caller (and `schedule`, its public id,
         when a schedule's run acts as it)."""
         if self.actor == "api_key":
-            meta = {"actor": "api_key", "api_key_id": str(self.api_key_id), "request_id": self.request_id}
+            meta = {"actor": "api_key", "api_key_id": str(self.api_key_id), "user_id": str(self.user_id),
+                    "request_id": self.request_id}
         elif self.actor == "oauth_app":
             meta = {
                 "actor": "oauth_app", "client_id": self.client_id, "client_name": self.client_name,
@@ -85,6 +110,10 @@ class Principal:
         if self.schedule_id is not None:
             meta["schedule"] = f"sched_{self.schedule_id.hex}"
         return meta
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1] in "aeiou" else "a"
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The twelve scopes, what each implies, and the key presets."""
+"""The scopes, what each implies, and the key presets."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ ALL_SCOPES: tuple[str, ...] = (
     "payments:write",
     "credit_notes:write",
     "webhooks:manage",
+    "members:manage",
 )
 
 SCOPE_DESCRIPTIONS: dict[str, str] = {
@@ -32,10 +33,11 @@ SCOPE_DESCRIPTIONS: dict[str, str] = {
     "payments:write": "Record and reverse payments of invoices (mark them paid)",
     "credit_notes:write": "Issue and void credit notes correcting invoices",
     "webhooks:manage": "List, create and delete webhook endpoints",
+    "members:manage": "Invite members, change their roles and remove them",
 }
 
 # Scopes never offered to an MCP client.
-NOT_FOR_MCP = frozenset({"products:write", "webhooks:manage"})
+NOT_FOR_MCP = frozenset({"products:write", "webhooks:manage", "members:manage"})
 MCP_SCOPES: tuple[str, ...] = tuple(s for s in ALL_SCOPES if s not in NOT_FOR_MCP)
 
 IMPLIED: dict[str, frozenset[str]] = {

@@ -54,6 +54,18 @@ class Forbidden(DomainError):
         self.missing_scope = missing_scope
 
 
+class RoleForbids(Forbidden):
+    """A scope the credential holds that the person's role in the business does not allow: asking the
+    person for more (a step-up) cannot help, so no challenge invites it."""
+
+
+class NotAllowed(DomainError):
+    """Refused by the person's role beyond any scope (an admin changing an owner, the last owner
+    leaving): no other credential of theirs would do."""
+
+    code, status, slug, title = "forbidden", 403, "forbidden", "Forbidden"
+
+
 class GrantLimitExceeded(DomainError):
     """Beyond the limits the person set for an app (RFC 9396 authorization details): the person can
     raise them, or finish the action themselves, at `remediation_url`."""

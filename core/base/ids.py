@@ -18,6 +18,9 @@ PREFIXES = {
     "invoice_schedule": "sched",
     "schedule_run": "schrun",
     "e_invoice_export": "exp",
+    "account": "acct",
+    "member": "mem",
+    "invitation": "invite",
 }
 
 

@@ -33,7 +33,7 @@ class EventOut(BaseModel):
     id: str = Field(description="UUID of the event; webhook deliveries of it carry the same id")
     type: EventType = Field(description="What happened")
     meta: dict | None = Field(description=(
-        "Who caused it and how: `{actor: api_key, api_key_id, request_id}`, "
+        "Who caused it and how: `{actor: api_key, api_key_id, user_id, request_id}` (the person who created the key), "
         "`{actor: oauth_app, client_id, user_id, request_id}` or `{actor: user, user_id}`; plus `reference` and "
         "`payment` on invoice.paid (or `credit_note` when a credit note settled it), `reason` on payment.reversed, "
         "`payment` or `credit_note` on invoice.reopened, and `to` on invoice.emailed and credit_note.emailed. Null "
@@ -99,8 +99,16 @@ def new_event(invoice, type: str, meta: dict | None, shown: dict, latest: dateti
     events makes its row here."""
     event_id, created_at = uuid.uuid4(), stamp_after(latest)
     return NEW_EVENT(id=event_id, account_id=invoice.account_id, invoice_id=invoice.id, type=type,
-                     meta=jsonable(meta) if meta is not None else None,
+                     meta=jsonable(meta) if meta is not None else None, user_id=_person(meta),
                      payload=event_payload(event_id, type, created_at, shown), created_at=created_at)
+
+
+def _person(meta: dict | None) -> uuid.UUID | None:
+    """The person an event's `meta` names (who acted, or who created the key that did)."""
+    try:
+        return uuid.UUID(str((meta or {}).get("user_id")))
+    except ValueError:
+        return None
 
 
 NEW_EVENT = plain(InvoiceEvent)

@@ -13,11 +13,11 @@ from collections.abc import Callable
 
 from sqlmodel import Session
 
-from core.access import apikeys
+from core.access import apikeys, memberships
 from core.access.principal import Principal
 from core.base.clock import now
 from core.base.errors import DomainError
-from core.models import Account, ApiKey, InvoiceSchedule
+from core.models import ApiKey, InvoiceSchedule
 
 GrantLookup = Callable[[Session, uuid.UUID, uuid.UUID], Principal | None]
 _grant_lookup: GrantLookup | None = None
@@ -56,10 +56,11 @@ def acting_principal(session: Session, schedule: InvoiceSchedule) -> Principal:
                                  "disconnected: resume the schedule to let it run as you.")
         principal = found
     else:
-        account = session.get(Account, schedule.account_id)
-        if account is None or account.owner_user_id != schedule.created_by_user_id:
-            raise CredentialGone("The person who created this schedule no longer has this business.")
-        principal = Principal.signed_in_person(schedule.account_id, schedule.created_by_user_id)
+        role = memberships.role_of(session, schedule.account_id, schedule.created_by_user_id) \
+            if schedule.created_by_user_id else None
+        if role is None:
+            raise CredentialGone("The person who created this schedule is no longer a member of this business.")
+        principal = Principal.signed_in_person(schedule.account_id, schedule.created_by_user_id, role)
     return dataclasses.replace(principal, schedule_id=schedule.id)
 
 
@@ -71,5 +72,10 @@ def _key_principal(session: Session, schedule: InvoiceSchedule) -> Principal:
     if key.expires_at is not None and key.expires_at <= now():
         raise CredentialGone("The API key that created this schedule has expired: resume the schedule with another "
                              "key, or in the dashboard.")
-    return Principal(account_id=key.account_id, granted_scopes=frozenset(key.scopes), actor="api_key",
-                     api_key_id=key.id, credential_id=f"{apikeys.CREDENTIAL_PREFIX}{key.id}")
+    role = memberships.role_of(session, key.account_id, key.created_by_user_id)
+    if role is None:
+        raise CredentialGone("The person who created the API key of this schedule is no longer a member of this "
+                             "business: resume the schedule with another key, or in the dashboard.")
+    return Principal(account_id=key.account_id, granted_scopes=frozenset(key.scopes), actor="api_key", role=role,
+                     api_key_id=key.id, user_id=key.created_by_user_id,
+                     credential_id=f"{apikeys.CREDENTIAL_PREFIX}{key.id}")

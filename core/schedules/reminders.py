@@ -48,7 +48,7 @@ from core.billing.confirmations import Confirmed, require_as_confirmed
 from core.billing.invoice_render import amount_due, invoice_to_api
 from core.billing.presentation import issuer_name, public_url
 from core.mechanisms import ratelimit
-from core.models import Account, Invoice, InvoiceReminder, ReminderPolicy
+from core.models import Invoice, InvoiceReminder, ReminderPolicy
 from core.outbound import mailer
 from core.outbound.mailer import MailRejected
 from core.schedules import late_fees, reminder_policy, schedules
@@ -198,8 +198,8 @@ def _fee_charged(session: Session, invoice_id: uuid.UUID) -> bool:
 
 
 def _owner(session: Session, account_id: uuid.UUID) -> Principal:
-    account = session.get(Account, account_id)
-    return Principal.signed_in_person(account_id, account.owner_user_id)
+    """Who the business's own reminders act as: its first owner."""
+    return Principal.signed_in_person(account_id, accounts.owner_of(session, account_id).id, "owner")
 
 
 def _deliver_claimed(invoice_id: uuid.UUID, step_days: int, moment: datetime, done: Sent) -> None:

@@ -5,7 +5,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import text
 
-from core.access import apikeys
+from core.access import accounts, apikeys
 from core.base import db
 from core.base.clock import now
 from core.models import ApiKey
@@ -84,7 +84,8 @@ def test_expired_key_is_401(tenant):
 
 def test_key_with_expiry_in_the_future_works(tenant):
     with db.transaction() as session:
-        key = apikeys.create_key(session, tenant.account_id, name="soon", scopes=["clients:read"],
+        key = apikeys.create_key(session, tenant.account_id, created_by=accounts.owner_of(session, tenant.account_id).id,
+                                 name="soon", scopes=["clients:read"],
                                  expires_in_days=1).key
     assert tenant.as_key(key).get("/customers").status_code == 200
 
@@ -165,7 +166,8 @@ def test_oauth_access_tokens_plug_in_through_the_registered_verifier(tenant, mon
         if token != "inv_oat_good":
             raise credentials.Unauthorized("The access token is unknown.")
         return Verified(Principal(account_id=tenant.account_id, granted_scopes=frozenset({"clients:read"}),
-                                  actor="oauth_app", client_id="https://app.example", credential_id="grant:1"), noted)
+                                  actor="oauth_app", role="owner", client_id="https://app.example",
+                                  credential_id="grant:1"), noted)
 
     monkeypatch.setattr(credentials, "_oauth_verifier", verifier)
     assert get(tenant.client, authorization="Bearer inv_oat_good").status_code == 200

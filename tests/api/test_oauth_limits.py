@@ -296,7 +296,7 @@ def test_an_action_not_listed_is_refused(tenant):
     from core.billing import delegated_actions
     from core.models import Invoice
     invoice = draft_of(tenant, 1000)
-    principal = Principal(account_id=tenant.account_id, granted_scopes=frozenset(ACTING), actor="oauth_app",
+    principal = Principal(account_id=tenant.account_id, granted_scopes=frozenset(ACTING), actor="oauth_app", role="owner",
                           grant_id=uuid.uuid4(), authorization_details=parse(FINALIZE_1000))
     with db.transaction() as session, pytest.raises(GrantLimitExceeded) as refused:
         row = session.get(Invoice, uuid.UUID(invoice["id"].removeprefix("in_")))

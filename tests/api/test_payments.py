@@ -360,7 +360,7 @@ def test_reversing_needs_an_idempotency_key(tenant):
 
 
 def _principal(tenant) -> Principal:
-    return Principal(account_id=tenant.account_id, granted_scopes=frozenset(ALL_SCOPES), actor="api_key",
+    return Principal(account_id=tenant.account_id, granted_scopes=frozenset(ALL_SCOPES), actor="api_key", role="owner",
                      api_key_id=tenant.key_id, request_id="req_test", credential_id="test")
 
 

@@ -440,9 +440,10 @@ def test_the_tools_and_prompts_are_the_same_for_everyone_for_an_hour(client, app
 
 def test_a_stream_ends_once_its_key_is_revoked(client, app, tenant, monkeypatch):
     monkeypatch.setattr(live, "HEARTBEAT_SECONDS", 0.3)
-    from core.access import apikeys
+    from core.access import accounts, apikeys
     with db.transaction() as session:
-        created = apikeys.create_key(session, tenant.account_id, name="listening", scopes=["invoices:read"])
+        created = apikeys.create_key(session, tenant.account_id, created_by=accounts.owner_of(session, tenant.account_id).id,
+                                     name="listening", scopes=["invoices:read"])
         key_id = str(created.row.id)
     invoice = draft(tenant)
 

@@ -5,7 +5,7 @@ from datetime import timedelta
 
 import pytest
 
-from core.access import apikeys, resources
+from core.access import accounts, apikeys, resources
 from core.access.scopes import ALL_SCOPES, PRESETS
 from core.base import crypto, db
 from core.base.clock import now
@@ -25,7 +25,7 @@ def account_id():
 def create(account_id, **kw):
     options = {"name": "k", "scopes": ["clients:read"], **kw}
     with db.transaction() as session:
-        return apikeys.create_key(session, account_id, **options)
+        return apikeys.create_key(session, account_id, created_by=accounts.owner_of(session, account_id).id, **options)
 
 
 def authenticate(key):

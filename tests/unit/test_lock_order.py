@@ -29,10 +29,10 @@ def test_a_keys_finalization_and_an_apps_meeting_on_the_balance_both_finish(tena
     assert note.status_code == 201, note.text
     for_app = draft(tenant, customer_id=buyer["id"], items=[adhoc("Next", 10000)])
     for_key = draft(tenant, customer_id=buyer["id"], items=[adhoc("Other", 10000)])
-    app = Principal(account_id=tenant.account_id, granted_scopes=frozenset(ALL_SCOPES), actor="oauth_app",
+    app = Principal(account_id=tenant.account_id, granted_scopes=frozenset(ALL_SCOPES), actor="oauth_app", role="owner",
                     client_id="https://app.example/a", user_id=uuid.uuid4(), credential_id="a",
                     authorization_details=(InvoiceActions(actions=("finalize",)),), grant_id=uuid.uuid4())
-    key = Principal(account_id=tenant.account_id, granted_scopes=frozenset(ALL_SCOPES), actor="api_key",
+    key = Principal(account_id=tenant.account_id, granted_scopes=frozenset(ALL_SCOPES), actor="api_key", role="owner",
                     api_key_id=uuid.uuid4(), credential_id="k")
     available, act_for = customer_balance.available, delegated_actions.act_for
     app_holds_the_account = threading.Event()

@@ -15,7 +15,7 @@ from core.models import Customer, Invoice
 
 
 def principal_of(tenant) -> Principal:
-    return Principal(account_id=tenant.account_id, granted_scopes=frozenset(ALL_SCOPES), actor="api_key",
+    return Principal(account_id=tenant.account_id, granted_scopes=frozenset(ALL_SCOPES), actor="api_key", role="owner",
                      api_key_id=tenant.key_id, request_id="req_test", credential_id="test")
 
 

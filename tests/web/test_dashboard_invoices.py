@@ -302,7 +302,7 @@ def test_the_list_pages_with_a_cursor(person, tenant):
 def _app_draft(tenant, client_name: str) -> str:
     """A draft created as a connected app would (through the same core function)."""
     buyer = customer(tenant)
-    app = Principal(account_id=tenant.account_id, granted_scopes=frozenset(ALL_SCOPES), actor="oauth_app",
+    app = Principal(account_id=tenant.account_id, granted_scopes=frozenset(ALL_SCOPES), actor="oauth_app", role="owner",
                     client_id="https://claude.example/client.json", client_name=client_name, user_id=uuid.uuid4())
     with db.transaction() as session:
         invoice = executor.within(session, core_invoices.create_invoice, app, InvoiceCreate(customer=buyer["id"],

@@ -1,0 +1,109 @@
+"""Who did what in a business: its own changes (members, invitations, keys, webhooks, the profile),
+read beside invoice events and apps' delegated actions for the activity page. Every entry names the
+person, and the app or key they acted through (a key acts as the person who created it)."""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlmodel import Session, select
+
+from core.access.principal import Principal
+from core.base.ids import public_id
+from core.models import ActivityEntry, ApiKey, DelegatedAction, InvoiceEvent, User
+
+PAGE = 100
+VIA_DASHBOARD = "dashboard"
+
+
+def record(session: Session, principal: Principal, action: str, summary: str) -> None:
+    session.add(ActivityEntry(account_id=principal.account_id, user_id=principal.user_id, actor=principal.actor,
+                              api_key_id=principal.api_key_id, client_id=principal.client_id,
+                              client_name=principal.client_name, action=action, summary=summary[:1000]))
+
+
+@dataclass(frozen=True)
+class Entry:
+    at: datetime
+    user_id: uuid.UUID | None
+    person: str | None  # the person's e-mail address, or who else it was (None until looked up)
+    via: str  # "dashboard", "API key “name”", "app “name”", "customer"
+    what: str
+    link: str | None = None  # the dashboard page of what it concerns
+
+
+def entries(session: Session, account_id: uuid.UUID, *, user_id: uuid.UUID | None = None,
+            before: datetime | None = None, limit: int = PAGE) -> list[Entry]:
+    """The newest `limit` entries of the business (of one member when `user_id` is given), before `before`."""
+    keys = dict(session.exec(select(ApiKey.id, ApiKey.name).where(ApiKey.account_id == account_id)).all())
+    found = [*_own(session, account_id, user_id, before, limit, keys),
+             *_invoice_events(session, account_id, user_id, before, limit, keys),
+             *_delegated(session, account_id, user_id, before, limit)]
+    found.sort(key=lambda entry: entry.at, reverse=True)
+    found = found[:limit]
+    # Members now and before: a removed member's past stays named.
+    named = {entry.user_id for entry in found if entry.user_id is not None}
+    people = dict(session.exec(select(User.id, User.email).where(User.id.in_(named))).all()) if named else {}
+    return [dataclasses.replace(entry, person=people.get(entry.user_id, "someone")) if entry.person is None else entry
+            for entry in found]
+
+
+def _via(actor: str, key_name: str | None, client_name: str | None) -> str:
+    if actor == "api_key":
+        return f"API key “{key_name or 'deleted'}”"
+    if actor == "oauth_app":
+        return f"app “{client_name or 'unnamed'}”"
+    return VIA_DASHBOARD
+
+
+def _window(query, column, account_column, account_id, user_column, user_id, before, limit):
+    query = query.where(account_column == account_id)
+    if user_id is not None:
+        query = query.where(user_column == user_id)
+    if before is not None:
+        query = query.where(column < before)
+    return query.order_by(column.desc()).limit(limit)
+
+
+def _own(session, account_id, user_id, before, limit, keys) -> list[Entry]:
+    query = _window(select(ActivityEntry), ActivityEntry.created_at, ActivityEntry.account_id, account_id,
+                    ActivityEntry.user_id, user_id, before, limit)
+    return [Entry(row.created_at, row.user_id, None,
+                  _via(row.actor, keys.get(row.api_key_id), row.client_name), row.summary)
+            for row in session.exec(query)]
+
+
+def _invoice_events(session, account_id, user_id, before, limit, keys) -> list[Entry]:
+    query = _window(select(InvoiceEvent), InvoiceEvent.created_at, InvoiceEvent.account_id, account_id,
+                    InvoiceEvent.user_id, user_id, before, limit)
+    found = []
+    for event in session.exec(query):
+        meta = event.meta or {}
+        shown = (event.payload.get("data") or {}).get("object") or {}
+        label = shown.get("number") or "a draft"
+        actor = meta.get("actor")
+        person = None if actor else "the customer"
+        via = _via(actor, keys.get(_uuid(meta.get("api_key_id"))), meta.get("client_name")) if actor else "invoice page"
+        invoice_id = event.invoice_id
+        found.append(Entry(event.created_at, event.user_id, person, via, f"{event.type} on {label}",
+                           f"/invoices/{public_id('invoice', invoice_id)}"))
+    return found
+
+
+def _delegated(session, account_id, user_id, before, limit) -> list[Entry]:
+    query = _window(select(DelegatedAction), DelegatedAction.created_at, DelegatedAction.account_id, account_id,
+                    DelegatedAction.user_id, user_id, before, limit)
+    return [Entry(row.created_at, row.user_id, None, _via("oauth_app", None, row.client_name),
+                  f"{row.action} {row.invoice_label}: {row.outcome}" + (f" ({row.detail})" if row.detail else ""),
+                  f"/invoices/{public_id('invoice', row.invoice_id)}")
+            for row in session.exec(query)]
+
+
+def _uuid(text) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(str(text))
+    except ValueError:
+        return None

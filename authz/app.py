@@ -270,7 +270,8 @@ def _authorize(request: Request, form, errors: dict[str, str]) -> Response:
             return consent.render_authorization_error(
                 request, error="access_denied", status_code=403,
                 description="You are a member of no business: start one in the dashboard, then connect the app again.")
-        oauth_request.business = _chosen_business(form, businesses, dashboard_business)
+        oauth_request.business = _chosen_business(form, businesses, dashboard_business,
+                                                  hint=request.query_params.get("business"))
         if oauth_request.business is None:  # a business the person is no member of (another's id, a stale page)
             return consent.render_authorization_error(request, error="invalid_request", status_code=400, description=(
                 "The business chosen is not one of yours. Go back to the app and connect again."))
@@ -284,14 +285,16 @@ def _authorize(request: Request, form, errors: dict[str, str]) -> Response:
         return _decide(request, form, grant, oauth_request, page, user)
 
 
-def _chosen_business(form, businesses: list, dashboard_business):
+def _chosen_business(form, businesses: list, dashboard_business, *, hint: str | None = None):
     """The business the form names (None: not one of the person's); without one (the page itself, a
-    form that left the pre-chosen answer out) the one they act for in the dashboard, else their first."""
+    form that left the pre-chosen answer out) the one the app suggested (`business=acct_…` on the
+    authorization request, such as `invoicing-cli login --business`), else the one the person acts for
+    in the dashboard, else their first. The person sees the choice and may change it."""
     by_id = {b.public_id: b for b in businesses}
     if form is not None and "business" in form:
         return by_id.get(form.get("business"))
     fallback = dashboard_business.public_id if dashboard_business is not None else None
-    return by_id.get(fallback) or businesses[0]
+    return by_id.get(hint or "") or by_id.get(fallback) or businesses[0]
 
 
 def _business_currency(session, account_id) -> str:

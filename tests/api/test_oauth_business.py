@@ -104,3 +104,20 @@ def test_the_connected_apps_page_shows_the_apps_of_the_business_acted_for(client
     with db.transaction() as session:
         user = accounts.user_by_email(session, tenant.user_email)
         assert len(memberships.businesses_of(session, user.id)) == 2
+
+
+def test_an_app_may_suggest_the_business_the_person_then_sees_chosen(client, browser, app_client, tenant):
+    second = second_business(client, tenant)
+    from tests.oauth_flow import authorize_query, pkce_pair
+    suggested = f"acct_{second.account_id.hex}"
+    page = browser.get(authorize_query(app_client["client_id"], pkce_pair()[1], resource=API, business=suggested)).text
+    assert f'value="{suggested}" checked' in page
+
+
+def test_a_suggested_business_of_someone_else_is_ignored(client, browser, app_client, tenant, tenant_factory):
+    stranger = tenant_factory()
+    from tests.oauth_flow import authorize_query, pkce_pair
+    page = browser.get(authorize_query(app_client["client_id"], pkce_pair()[1], resource=API,
+                                       business=f"acct_{stranger.account_id.hex}")).text
+    assert f'value="acct_{stranger.account_id.hex}"' not in page
+    assert f'value="acct_{tenant.account_id.hex}" checked' in page

@@ -5,6 +5,7 @@ from __future__ import annotations
 from starlette.responses import Response
 from starlette.routing import Route
 
+from core.access import activity
 from core.base.db import transaction
 from core.base.errors import ValidationFailed
 from core.base.validation import parse
@@ -17,6 +18,7 @@ from core.billing.business import (
     set_profile,
 )
 from pages.routing import NEW_BUSINESS_PATH, Visit, errors_by_field, page, redirect
+from web.acting import principal_of
 from web.invoice_pages import drafts_for_review
 from web.rendering import notice_of, render
 
@@ -114,6 +116,7 @@ def save_business_profile(visit: Visit) -> Response:
         data = business_input(values)
         with transaction() as session:
             set_profile(session, visit.account_id, data)
+            activity.record(session, principal_of(visit), "business.updated", "Saved the business profile")
     except ValidationFailed as exc:
         return render(visit.request, "onboarding.html", status_code=422, values=values,
                       errors=errors_by_field(exc.errors), editing=True, notice=None)

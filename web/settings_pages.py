@@ -7,15 +7,17 @@ from datetime import datetime
 from starlette.responses import Response
 from starlette.routing import Route
 
-from core.access import apikeys
+from core.access import activity, apikeys
 from core.access.scopes import ALL_SCOPES, PRESETS, SCOPE_DESCRIPTIONS
 from core.base.clock import now
 from core.base.db import transaction
-from core.base.errors import NotFound, ValidationFailed
+from core.base.errors import DomainError, NotFound, ValidationFailed
 from core.base.validation import NAME_MAX, parse
 from core.models import EVENT_TYPES, ApiKey
 from core.webhooks import endpoints as webhooks
-from pages.routing import Visit, errors_by_field, page, redirect
+from operations import webhook_endpoints as webhook_operations
+from pages.routing import Visit, errors_by_field, errors_of, page, redirect
+from web.acting import act, principal_of
 from web.rendering import not_found, notice_of, render
 
 PRESET_LABELS = {
@@ -80,6 +82,8 @@ def create_api_key(visit: Visit) -> Response:
         with transaction() as session:
             created = apikeys.create_key(session, visit.account_id, created_by=visit.user.id, name=values["name"],
                                          scopes=scopes, expires_in_days=_expiry_days(values["expires_in_days"]))
+            activity.record(session, principal_of(visit), "api_key.created",
+                            f"Created the API key “{created.row.name}” ({', '.join(created.row.scopes)})")
     except ValidationFailed as exc:
         errors = errors_by_field(exc.errors)
         if "preset" in errors:
@@ -94,7 +98,8 @@ def create_api_key(visit: Visit) -> Response:
 def revoke_api_key(visit: Visit) -> Response:
     try:
         with transaction() as session:
-            apikeys.revoke_key(session, visit.account_id, visit.path_params["key_id"])
+            key = apikeys.revoke_key(session, visit.account_id, visit.path_params["key_id"])
+            activity.record(session, principal_of(visit), "api_key.revoked", f"Revoked the API key “{key.name}”")
     except NotFound:
         return not_found(visit, "API key", "/settings/api-keys")
     return redirect("/settings/api-keys?notice=key_revoked")
@@ -121,23 +126,18 @@ def create_webhook_endpoint(visit: Visit) -> Response:
     try:
         if values["which"] == "some" and not values["events"]:
             raise ValidationFailed.at("events", "tick at least one event kind, or choose every kind")
-        data = parse(webhooks.WebhookEndpointCreate,
-                     {"url": values["url"], "events": values["events"] if values["which"] == "some" else None})
-        with transaction() as session:
-            account_id = visit.account_id
-        with transaction() as session:  # its first step resolves the address: no lock is held meanwhile
-            row = webhooks.create_endpoint(session, account_id, data)
-    except ValidationFailed as exc:
-        errors = {("events" if path.startswith("events") else path): message
-                  for path, message in errors_by_field(exc.errors).items()}
-        return _webhooks_page(visit, values=values, errors=errors, status_code=422)
-    return render(visit.request, "webhook_created.html", status_code=201, endpoint=row)
+        body = {"url": values["url"], "events": values["events"] if values["which"] == "some" else None}
+        parse(webhooks.WebhookEndpointCreate, body)  # the form's own errors first, field by field
+        created = act(visit, webhook_operations.create_webhook_endpoint, body=body, keyed=True)
+    except DomainError as exc:
+        errors = {("events" if path.startswith("events") else path): message for path, message in errors_of(exc).items()}
+        return _webhooks_page(visit, values=values, errors=errors, status_code=exc.status)
+    return render(visit.request, "webhook_created.html", status_code=201, endpoint=created)
 
 
 def delete_webhook_endpoint(visit: Visit) -> Response:
     try:
-        with transaction() as session:
-            webhooks.delete_endpoint(session, visit.account_id, visit.path_params["endpoint_id"])
+        act(visit, webhook_operations.delete_webhook_endpoint, params={"id": visit.path_params["endpoint_id"]})
     except NotFound:
         return not_found(visit, "webhook endpoint", "/settings/webhooks")
     return redirect("/settings/webhooks?notice=endpoint_deleted")

@@ -11,7 +11,7 @@ from config.settings import get_settings
 from core.access import accounts, apikeys, memberships
 from core.access.scopes import ALL_SCOPES
 from core.base import db
-from tests.conftest import Tenant
+from tests.conftest import Tenant, owner_password_hash
 
 LINK = re.compile(r"https?://\S+/invitations/(\S+)")
 
@@ -20,7 +20,7 @@ def new_person(email_address: str | None = None) -> str:
     """A person with no business (as one who signs up to accept an invitation); their address."""
     address = email_address or f"person-{uuid.uuid4().hex[:8]}@example.com"
     with db.transaction() as session:
-        accounts.create_user(session, email=address, password="correct horse battery")
+        accounts.create_user(session, email=address, password_hash=owner_password_hash())
     return address
 
 

@@ -32,7 +32,7 @@ PASSWORD = "correct horse battery staple"
 LOOKUPS_AND_DRAFTS = ("business:read", "clients:read", "products:read", "invoices:read",
                       "clients:write", "invoices:write")
 NEVER_PRE_TICKED = ("invoices:finalize", "invoices:send", "payments:write")
-NEVER_OFFERED_TO_MCP = ("products:write", "webhooks:manage")
+NEVER_OFFERED_TO_MCP = ("products:write", "webhooks:manage", "members:manage")
 
 pytestmark = [
     pytest.mark.browser,

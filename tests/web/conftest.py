@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from tests.conftest import TEST_ORIGIN
+from tests.conftest import OWNER_PASSWORD, TEST_ORIGIN
 
 PASSWORD = "correct horse battery staple"
 CSRF_FIELD = re.compile(r'name="csrf_token" value="([^"]+)"')
@@ -94,7 +94,6 @@ def outbox(test_settings) -> Path:
     return test_settings.outbox_dir
 
 
-OWNER_PASSWORD = "correct horse battery"  # tests.conftest.make_tenant's
 
 
 @pytest.fixture

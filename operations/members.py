@@ -108,13 +108,13 @@ def _revoke_invitation(call: Call) -> dict:
     return invitations.invitation_to_api(invitations.revoke(call.session, call.principal, call.params["id"]))
 
 
-list_members = Operation("list_members", _list_members, scope="business:read", response=MemberOut, shape="all")
+list_members = Operation("list_members", _list_members, scope="business:read", response=MemberOut, shape="items")
 update_member = Operation("update_member", _update_member, scope=MANAGE, body=MemberUpdate, body_required=True,
                           idempotency="optional", response=MemberOut)
 remove_member = Operation("remove_member", _remove_member, scope=MANAGE, idempotency="optional", response=MemberOut)
 transfer_ownership = Operation("transfer_ownership", _transfer_ownership, scope=MANAGE, idempotency="optional",
                                response=MemberOut)
-list_invitations = Operation("list_invitations", _list_invitations, scope=MANAGE, response=InvitationOut, shape="all")
+list_invitations = Operation("list_invitations", _list_invitations, scope=MANAGE, response=InvitationOut, shape="items")
 create_invitation = Operation("create_invitation", _create_invitation, scope=MANAGE, body=InvitationCreate,
                               body_required=True, idempotency="optional", response=InvitationOut)
 resend_invitation = Operation("resend_invitation", _resend_invitation, scope=MANAGE, idempotency="optional",

@@ -14,9 +14,12 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx
 from authlib.oauth2.rfc7636 import create_s256_code_challenge
+from sqlmodel import select
 
 from core.access import accounts
 from core.base import db
+from core.base.crypto import sha256_hex
+from core.models import WebSession
 from pages.sessions import SESSION_COOKIE, start_session
 
 REDIRECT_URI = "http://127.0.0.1:8765/callback"
@@ -27,10 +30,15 @@ def pkce_pair() -> tuple[str, str]:
     return verifier, create_s256_code_challenge(verifier)
 
 
-def sign_in(browser: httpx.Client, email: str) -> None:
-    """Give the browser a session cookie of the user with this e-mail."""
+def sign_in(browser: httpx.Client, email: str, account_id=None) -> None:
+    """Give the browser a session cookie of the user with this e-mail, acting for `account_id` (one of
+    their businesses; by default their first)."""
     with db.transaction() as session:
         cookie = start_session(session, accounts.user_by_email(session, email))
+        if account_id is not None:
+            session.flush()
+            row = session.exec(select(WebSession).where(WebSession.token_hash == sha256_hex(cookie))).one()
+            row.account_id = account_id
     browser.cookies.set(SESSION_COOKIE, cookie)
 
 

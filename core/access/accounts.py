@@ -9,6 +9,7 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerifyMismatchError
 from sqlmodel import Session, select
 
+from core.access import memberships
 from core.base.clock import now
 from core.base.errors import Conflict, NotFound, ValidationFailed
 from core.base.validation import NAME_MAX, acceptable_text, normalize_email
@@ -57,12 +58,7 @@ def create_account(session: Session, *, email: str, password: str | None = None,
                    name: str | None = None) -> tuple[User, Account]:
     """A person and the business they start, its first owner."""
     user = create_user(session, email=email, password=password, password_hash=password_hash, name=name)
-    account = Account(owner_user_id=user.id)
-    session.add(account)
-    session.flush()
-    session.add(Membership(account_id=account.id, user_id=user.id, role="owner"))
-    session.flush()
-    return user, account
+    return user, memberships.create_business(session, user)
 
 
 def plain_name(name: str | None, max_length: int = 40) -> str | None:
@@ -95,11 +91,10 @@ def account_by_email(session: Session, email: str) -> Account:
 
 def owner_of(session: Session, account_id: uuid.UUID) -> User:
     """The business's first owner: who it acts as when no person does (reminders, late fees)."""
-    owner = session.exec(select(User).join(Membership, Membership.user_id == User.id).where(
-        Membership.account_id == account_id, Membership.role == "owner").order_by(Membership.created_at)).first()
-    if owner is None:
+    found = memberships.owners(session, account_id)
+    if not found:
         raise NotFound("No such account.")
-    return owner
+    return found[0]
 
 
 def mark_email_verified(session: Session, user: User) -> None:
@@ -110,6 +105,4 @@ def mark_email_verified(session: Session, user: User) -> None:
 
 def account_email_verified(session: Session, account_id: uuid.UUID) -> bool:
     """Whether an owner of the business has confirmed their address (before it may e-mail customers)."""
-    return session.exec(select(User.id).join(Membership, Membership.user_id == User.id).where(
-        Membership.account_id == account_id, Membership.role == "owner",
-        User.email_verified_at.is_not(None))).first() is not None
+    return any(owner.email_verified_at is not None for owner in memberships.owners(session, account_id))

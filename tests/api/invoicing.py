@@ -100,3 +100,9 @@ def stored_events(account_id: uuid.UUID) -> list[InvoiceEvent]:
     with db.transaction() as session:
         return list(session.exec(select(InvoiceEvent).where(InvoiceEvent.account_id == account_id)
                                  .order_by(InvoiceEvent.created_at)))
+
+
+def profile_of(tenant) -> dict:
+    """The business profile as an invoice prints it: GET /business without who is asking."""
+    business = tenant.get("/business").json()["data"]
+    return {k: v for k, v in business.items() if k not in ("object", "account", "role")}

@@ -14,7 +14,8 @@ def test_business_has_exactly_the_spec_fields(tenant):
     response = tenant.get("/business")
     assert response.status_code == 200
     data = response.json()["data"]
-    assert set(data) == FIELDS
+    # The specification's fields, and which business the credential acts for (issue 39).
+    assert set(data) == FIELDS | {"object", "account", "role"}
     assert set(data["address"]) == ADDRESS_FIELDS
     assert set(data["bank"]) == BANK_FIELDS
 

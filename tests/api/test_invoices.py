@@ -5,7 +5,7 @@ from datetime import date, timedelta
 
 import pytest
 
-from tests.api.invoicing import adhoc, create, customer, draft, open_invoice, price
+from tests.api.invoicing import adhoc, create, customer, draft, open_invoice, price, profile_of
 
 UNKNOWN = "0123456789abcdef0123456789abcdef"  # a well-formed id of nothing (fixed: xdist collects alike)
 
@@ -275,7 +275,7 @@ def test_draft_shows_live_customer_details_and_issuer(tenant):
         "name": "Old Name", "email": "jane@example.com", "tax_id": "T1",
         "address": {"line1": None, "line2": None, "city": "Paris", "state": None, "postal_code": None,
                     "country": None}, "peppol_id": None}
-    assert invoice["issuer"] == tenant.get("/business").json()["data"]
+    assert invoice["issuer"] == profile_of(tenant)
     tenant.patch(f"/customers/{cus['id']}", json={"name": "New Name"})
     assert tenant.get(f"/invoices/{invoice['id']}").json()["data"]["customer_details"]["name"] == "New Name"
 

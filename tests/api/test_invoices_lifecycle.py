@@ -23,6 +23,7 @@ from tests.api.invoicing import (
     open_invoice,
     outbox_rows,
     pay,
+    profile_of,
     stored_events,
     void,
 )
@@ -148,7 +149,7 @@ def test_finalize_needs_the_finalize_scope(tenant):
 def test_finalize_freezes_customer_and_issuer(tenant):
     cus = customer(tenant, name="Before", tax_id="T-1")
     invoice = open_invoice(tenant, customer_id=cus["id"])
-    business = tenant.get("/business").json()["data"]
+    business = profile_of(tenant)
     tenant.patch(f"/customers/{cus['id']}", json={"name": "After", "tax_id": "T-2", "address": {"city": "Rome"}})
     from core.billing.business import BusinessInput, set_profile
     from tests.conftest import BUSINESS

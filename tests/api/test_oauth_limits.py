@@ -345,12 +345,12 @@ def test_the_apps_page_shows_limits_and_what_the_app_did(browser, client, app_cl
     assert detail.text.count("refused") >= 1 and "done" in detail.text and "REST API" in detail.text
 
 
-def test_another_persons_grant_page_is_not_found(browser, client, app_client, other_tenant):
+def test_another_persons_grant_page_is_not_found(browser, client, app_client, tenant_factory):
     rest_token(browser, app_client, authorization_details=FINALIZE_1000)
     grant_id = browser.get("/settings/apps").text.split("/settings/apps/", 1)[1].split('"', 1)[0]
     from tests.oauth_flow import sign_in
     client.cookies.clear()
-    sign_in(client, other_tenant.user_email)
+    sign_in(client, tenant_factory().user_email)
     assert client.get(f"/settings/apps/{grant_id}").status_code == 404
 
 
@@ -463,13 +463,13 @@ def test_another_app_keeps_its_own_count(browser, client, app_client, tenant):
     assert finalize(other, draft_of(tenant, 1000)["id"]).status_code == 200
 
 
-def test_the_same_app_for_another_person_keeps_its_own_count(browser, client, app_client, tenant, other_tenant):
+def test_the_same_app_for_another_person_or_business_keeps_its_own_count(browser, client, app_client, tenant, other_tenant):
     from tests.oauth_flow import sign_in
     one_a_day = [{**FINALIZE_1000[0], "max_per_day": 1}]
     mine = as_token(client, rest_token(browser, app_client, authorization_details=one_a_day)["access_token"])
     assert finalize(mine, draft_of(tenant, 1000)["id"]).status_code == 200
     client.cookies.clear()
-    sign_in(client, other_tenant.user_email)
+    sign_in(client, other_tenant.user_email, other_tenant.account_id)  # another person, or another business
     theirs = as_token(client, rest_token(client, app_client, authorization_details=one_a_day)["access_token"])
     assert finalize(theirs, draft_of(other_tenant, 1000)["id"]).status_code == 200
 

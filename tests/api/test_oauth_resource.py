@@ -130,7 +130,7 @@ def test_events_record_actor_oauth_app(client, browser, app_client, tenant):
 def test_connected_apps_lists_the_app_with_its_scopes(client, browser, app_client, tenant):
     obtain(client, app_client, resource=API, scopes=["clients:read", "invoices:read"])
     with db.transaction() as session:
-        apps = connected_apps.connected_apps(session, user_id_of(tenant))
+        apps = connected_apps.connected_apps(session, user_id_of(tenant), tenant.account_id)
     assert len(apps) == 1
     app = apps[0]
     assert app.client_id == app_client["client_id"]
@@ -145,7 +145,7 @@ def test_connected_apps_groups_sign_ins_of_one_app(client, browser, app_client, 
     obtain(client, app_client, resource=API, scopes=["clients:read"])
     obtain(client, app_client, scopes=["invoices:read"])
     with db.transaction() as session:
-        (app,) = connected_apps.connected_apps(session, user_id_of(tenant))
+        (app,) = connected_apps.connected_apps(session, user_id_of(tenant), tenant.account_id)
     assert app.scopes == ["clients:read", "invoices:read"]
     assert app.resources == ["MCP", "REST API"]
 
@@ -153,14 +153,14 @@ def test_connected_apps_groups_sign_ins_of_one_app(client, browser, app_client, 
 def test_connected_apps_of_another_user_are_not_listed(client, browser, app_client, other_tenant):
     obtain(client, app_client, resource=API)
     with db.transaction() as session:
-        assert connected_apps.connected_apps(session, user_id_of(other_tenant)) == []
+        assert connected_apps.connected_apps(session, user_id_of(other_tenant), other_tenant.account_id) == []
 
 
 def test_disconnect_stops_tokens_on_the_next_request(client, browser, app_client, tenant):
     body = obtain(client, app_client, resource=API)
     assert get(client, body["access_token"]).status_code == 200
     with db.transaction() as session:
-        assert connected_apps.disconnect(session, user_id_of(tenant), app_client["client_id"]) == 1
+        assert connected_apps.disconnect(session, user_id_of(tenant), tenant.account_id, app_client["client_id"]) == 1
     response = get(client, body["access_token"])
     assert response.status_code == 401
     assert "revoked" in response.json()["detail"]
@@ -168,19 +168,19 @@ def test_disconnect_stops_tokens_on_the_next_request(client, browser, app_client
                                                   "client_id": app_client["client_id"]})
     assert refreshed.json()["error"] == "invalid_grant"
     with db.transaction() as session:
-        assert connected_apps.connected_apps(session, user_id_of(tenant)) == []
+        assert connected_apps.connected_apps(session, user_id_of(tenant), tenant.account_id) == []
 
 
 def test_disconnect_leaves_other_users_connected(client, browser, app_client, tenant, other_tenant):
     mine = obtain(client, app_client, resource=API)["access_token"]
     with db.transaction() as session:
-        assert connected_apps.disconnect(session, user_id_of(other_tenant), app_client["client_id"]) == 0
+        assert connected_apps.disconnect(session, user_id_of(other_tenant), other_tenant.account_id, app_client["client_id"]) == 0
     assert get(client, mine).status_code == 200
 
 
 def test_disconnect_of_unknown_app_is_zero(tenant):
     with db.transaction() as session:
-        assert connected_apps.disconnect(session, user_id_of(tenant), "cl_nothing") == 0
+        assert connected_apps.disconnect(session, user_id_of(tenant), tenant.account_id, "cl_nothing") == 0
 
 
 # --- the token checked and the request counted in one statement (PostgreSQL; both databases agree) ---

@@ -59,7 +59,7 @@ def test_disconnecting_the_app_pauses_its_schedules(client, tenant, browser, app
     token = obtain(browser, app_client, resource=resources.rest_api(), scopes=ACTING)["access_token"]
     schedule = schedule_as_app(client, tenant, token, 5000)
     with db.transaction() as session:
-        assert connected_apps.disconnect(session, user_id_of(tenant), app_client["client_id"]) == 1
+        assert connected_apps.disconnect(session, user_id_of(tenant), tenant.account_id, app_client["client_id"]) == 1
     assert run("2027-01-01T09:00:00").failed == 1
     paused = tenant.get(f"/invoice-schedules/{schedule['id']}").json()["data"]
     assert paused["status"] == "paused" and "disconnected" in paused["pause_reason"]

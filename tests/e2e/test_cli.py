@@ -402,3 +402,27 @@ def test_serve_believes_forwarded_headers_from_configured_proxies(env):
     finally:
         process.stop_and_read()
     assert statuses == [201] * 31
+
+
+def test_a_person_with_two_businesses_names_one_with_account(cli, env):
+    email = new_email()
+    assert cli("accounts", "create", "--email", email, "--password", "correct horse").returncode == 0
+    import sqlalchemy as sa
+    engine = sa.create_engine(env["INVOICING_DATABASE_URL"])
+    with engine.begin() as conn:  # a second business of the same person, as the dashboard makes one
+        user_id = conn.execute(sa.text("SELECT id FROM users WHERE email = :e"), {"e": email}).scalar_one()
+        second = uuid.uuid4()
+        conn.execute(sa.text("INSERT INTO accounts (id, owner_user_id, created_at) VALUES (:a, :u, CURRENT_TIMESTAMP)"),
+                     {"a": second.hex, "u": user_id})
+        conn.execute(sa.text("INSERT INTO memberships (id, account_id, user_id, role, created_at, updated_at) "
+                             "VALUES (:m, :a, :u, 'owner', CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)"),
+                     {"m": uuid.uuid4().hex, "a": second.hex, "u": user_id})
+    engine.dispose()
+    message = refused(cli("keys", "list", "--email", email))
+    assert "2 businesses" in message and f"acct_{second.hex}" in message
+    created = cli("keys", "create", "--email", email, "--account", f"acct_{second.hex}", "--name", "second",
+                  "--preset", "read_only", "--json")
+    assert created.returncode == 0, created.stderr
+    listed = cli("keys", "list", "--email", email, "--account", f"acct_{second.hex}", "--json")
+    assert [key["name"] for key in json.loads(listed.stdout)] == ["second"]
+    assert "not a member" in refused(cli("keys", "list", "--email", email, "--account", "acct_" + "0" * 32))

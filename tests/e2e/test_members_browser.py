@@ -62,7 +62,8 @@ def test_invite_accept_switch_and_connect_an_assistant_to_the_second_business(pa
     page.goto(f"{origin}/members")
     members = page.get_by_role("region", name="Members")
     assert members.get_by_label(f"Role of {accountant}", exact=True).input_value() == "accountant"
-    assert "accepted" in page.get_by_role("region", name="Invitations").get_by_role("row", name=re.compile(accountant)).inner_text()
+    invitations = page.get_by_role("region", name="Invitations")
+    assert "accepted" in invitations.get_by_role("row", name=re.compile(accountant)).inner_text()
 
     # The owner starts a second business and switches between the two.
     page.get_by_role("link", name="New business").click()

@@ -213,8 +213,10 @@ def test_disconnect_stops_the_app_on_its_next_request(origin, browser, user_emai
     assert app.get(f"{api(origin)}/customers").status_code == 200
     with db.transaction() as session:
         user = accounts.user_by_email(session, user_email)
-        assert [a.client_id for a in connected_apps.connected_apps(session, user.id)] == [registration["client_id"]]
-        connected_apps.disconnect(session, user.id, registration["client_id"])
+        account_id = accounts.account_of(session, user).id
+        assert [a.client_id for a in connected_apps.connected_apps(session, user.id, account_id)] == \
+            [registration["client_id"]]
+        connected_apps.disconnect(session, user.id, account_id, registration["client_id"])
     assert app.get(f"{api(origin)}/customers").status_code == 401
     with pytest.raises(OAuthError):
         app.refresh_token(f"{origin}/oauth/token", refresh_token=token["refresh_token"])

@@ -51,7 +51,7 @@ def test_a_revoked_token_is_401(client, browser, app_client):
 def test_a_disconnected_app_is_401(client, browser, app_client, tenant):
     token = obtain(client, app_client)["access_token"]
     with db.transaction() as session:
-        connected_apps.disconnect(session, user_id_of(tenant), app_client["client_id"])
+        connected_apps.disconnect(session, user_id_of(tenant), tenant.account_id, app_client["client_id"])
     assert post(client, "tools/list", key=token).status_code == 401
 
 

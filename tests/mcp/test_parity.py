@@ -14,7 +14,7 @@ from tests.mcp.jsonrpc import structured
 
 VARYING = {"id", "customer", "invoice", "invoice_line", "price", "product", "created", "updated", "created_at", "finalized_at",
            "paid_at", "voided_at", "reversed_at", "paused_at", "cancelled_at", "number", "public_url_token", "public_url",
-           "public_pdf_url", "formatted", "next_cursor", "request_id", "api_key_id", "expires_at", "uri"}
+           "public_pdf_url", "formatted", "next_cursor", "request_id", "api_key_id", "user_id", "account", "expires_at", "uri"}
 
 
 def normalized(value: Any) -> Any:

@@ -164,15 +164,30 @@ BUSINESS = {
 OWNER_PASSWORD = "correct horse battery"
 
 
+def _cheapest_hasher():
+    from argon2 import PasswordHasher
+    return PasswordHasher(time_cost=1, memory_cost=8, parallelism=1)
+
+
 @functools.cache
 def owner_password_hash() -> str:
-    """The argon2 hash of the owners' password, made once per test process and with the smallest
-    cost argon2 allows: the service's own cost takes a tenth of a second of two cores for each hash
-    and each sign-in, and nearly every test makes an owner (many sign in). A hash carries its own
-    parameters, so the service verifies this one as any other; passwords the service hashes itself
-    (sign-up, the tests of it) keep its cost."""
-    from argon2 import PasswordHasher
-    return PasswordHasher(time_cost=1, memory_cost=8, parallelism=1).hash(OWNER_PASSWORD)
+    """The argon2 hash of the owners' password, made once per test process (at the cheapest cost, as
+    `cheap_password_hashing`)."""
+    return _cheapest_hasher().hash(OWNER_PASSWORD)
+
+
+@pytest.fixture(autouse=True)
+def cheap_password_hashing(request, monkeypatch):
+    """Argon2 at its smallest cost in the tests' own process: the service's cost takes a tenth of a
+    second of both cores for every hash and every sign-in, and the tests sign up and sign in thousands
+    of times (the sign-in protection alone counts dozens of guesses a test). What is tested is the same
+    code with the same algorithm; a hash carries its own parameters. Servers the tests start as
+    processes keep the service's cost, and tests marked `service_password_cost` check it."""
+    if request.node.get_closest_marker("service_password_cost"):
+        return
+    from core.access import accounts, sign_in
+    monkeypatch.setattr(accounts, "_hasher", _cheapest_hasher())
+    monkeypatch.setattr(sign_in, "_dummy_hash", None)
 
 
 def _owner_id(session, account_id):

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import uuid
 
+from sqlalchemy import update
 from sqlmodel import Session, select
 
 from authz import clients, tokens
-from authz.models import OAuthGrant, OAuthToken
+from authz.models import OAuthAuthorizationCode, OAuthGrant, OAuthToken
 from authz.verifier import CREDENTIAL_PREFIX
 from core.access import authorization_details, memberships, resources
 from core.access.connected_apps import AppSummary, Grant
@@ -149,8 +150,12 @@ def disconnect(session: Session, user_id: uuid.UUID, account_id: uuid.UUID, clie
 
 
 def end_member_sign_ins(session: Session, account_id: uuid.UUID, user_id: uuid.UUID) -> None:
-    """A member removed from a business: every app they connected to it is disconnected."""
+    """A member removed from a business: every app they connected to it is disconnected, and the codes
+    of sign-ins not yet finished are spent (none becomes a grant afterwards)."""
     disconnect(session, user_id, account_id)
+    codes = OAuthAuthorizationCode.__table__
+    session.execute(update(codes).where(codes.c.account_id == account_id, codes.c.user_id == user_id,
+                                        codes.c.used_at.is_(None)).values(used_at=now()))
 
 
 def acting_principal(session: Session, user_id: uuid.UUID, grant_id: uuid.UUID) -> Principal | None:

@@ -94,9 +94,9 @@ class Membership(SQLModel, table=True):
     (the dashboard, their API keys, the apps they connected), on every request."""
 
     __tablename__ = "memberships"
-    __table_args__ = (UniqueConstraint("account_id", "user_id"),)
+    __table_args__ = (UniqueConstraint("account_id", "user_id"),)  # also the index of a business's members
     id: uuid.UUID = Field(default_factory=_id, primary_key=True)
-    account_id: uuid.UUID = Field(foreign_key="accounts.id", index=True)
+    account_id: uuid.UUID = Field(foreign_key="accounts.id")
     user_id: uuid.UUID = Field(foreign_key="users.id", index=True)
     role: str = Field(max_length=16)  # owner, admin, accountant, sales, viewer
     created_at: datetime = _ts()

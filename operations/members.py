@@ -10,7 +10,6 @@ from pydantic import BaseModel, Field
 from sqlmodel import Session
 
 from core.access import invitations, memberships
-from core.access.accounts import owner_of
 from core.access.roles import ROLES, Role
 from core.base.api_types import Timestamp
 from core.base.errors import UpstreamFailed
@@ -94,7 +93,7 @@ def _resend_invitation(call: Call) -> dict:
 
 def _delivered(session: Session, call: Call, sent: invitations.Sent) -> dict:
     """Commit the invitation, then e-mail it: a mail server refusing leaves it to be resent."""
-    inviter = session.get(User, call.principal.user_id) or owner_of(session, call.principal.account_id)
+    inviter = session.get(User, call.principal.user_id)
     session.commit()
     try:
         invitations.deliver(session, sent, inviter)

@@ -1,5 +1,7 @@
 """Webhook endpoints: register, list and delete (endpoints are never edited)."""
 
+from urllib.parse import urlsplit
+
 from core.access import activity
 from core.webhooks import endpoints
 from core.webhooks.endpoints import (
@@ -17,16 +19,21 @@ from operations.rendering import page
 SCOPE = "webhooks:manage"
 
 
+def _host(url: str) -> str:
+    """Where an endpoint is, for the activity page: its host only (a URL's path or query may hold a secret)."""
+    return urlsplit(url).hostname or "an unknown host"
+
+
 def _create(call: Call) -> dict:
     row = endpoints.create_endpoint(*call.account(), call.body)
-    activity.record(call.session, call.principal, "webhook_endpoint.created", f"Added the webhook endpoint {row.url}")
+    activity.record(call.session, call.principal, "webhook_endpoint.created", f"Added a webhook endpoint at {_host(row.url)}")
     return endpoint_to_api(row, with_secret=True)
 
 
 def _delete(call: Call) -> dict:
-    url = endpoints.get_endpoint(*call.account(), call.params["id"]).url
+    host = _host(endpoints.get_endpoint(*call.account(), call.params["id"]).url)
     deleted = endpoints.delete_endpoint(*call.account(), call.params["id"])
-    activity.record(call.session, call.principal, "webhook_endpoint.deleted", f"Deleted the webhook endpoint {url}")
+    activity.record(call.session, call.principal, "webhook_endpoint.deleted", f"Deleted a webhook endpoint at {host}")
     return deleted_to_api(deleted)
 
 

@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
 from pages.csrf import attach_cookie, csrf_token
-from pages.sessions import businesses, current_business, current_user
+from pages.sessions import ACTING_FOR_FIELD, businesses, current_business, current_user
 
 SHARED_TEMPLATES = Path(__file__).parent / "templates"
 STATIC_FILES = Path(__file__).parent / "static"  # Pico CSS and the service's own app.css
@@ -48,7 +48,8 @@ class Templates:
         user = current_user(request)
         html = template.render(request=request, csrf_token=lambda: csrf_token(request), user=user,
                                business=current_business(request) if user else None,
-                               businesses=businesses(request) if user else [], **context)
+                               businesses=businesses(request) if user else [], acting_for_field=ACTING_FOR_FIELD,
+                               **context)
         response = HTMLResponse(html, status_code=status_code, headers=SECURITY_HEADERS)
         attach_cookie(request, response)
         return response

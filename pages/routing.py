@@ -27,12 +27,12 @@ from core.base.validation import unacceptable_parameters
 from core.models import User
 from pages.csrf import CsrfFailed, require_csrf
 from pages.render import shared
-from pages.sessions import current_business, current_user, login_url
+from pages.sessions import ACTING_FOR_FIELD, current_business, current_user, login_url
 
 MAX_FORM_FIELDS = 200
 NEW_BUSINESS_PATH = "/businesses/new"
 # Signed-in pages a person who belongs to no business may still open.
-BUSINESS_FREE_PATHS = frozenset({NEW_BUSINESS_PATH, "/logout"})
+BUSINESS_FREE_PATHS = frozenset({NEW_BUSINESS_PATH, "/logout", "/verify-email/resend"})
 
 
 @dataclass
@@ -137,6 +137,10 @@ def _run(handlers: dict[str, Handler], signed_in: bool, request: Request, form: 
         return sign_in_first(back)
     if signed_in and current_business(request) is None and request.url.path not in BUSINESS_FREE_PATHS:
         return redirect(NEW_BUSINESS_PATH)  # a member of no business any more: they start one (or are invited)
+    if signed_in and form is not None and _shown_for_another_business(request, form):
+        return error_page(request, 409, "This form was for another business",
+                          f"You act for {current_business(request).name} now (you switched, perhaps in another tab, "
+                          "or left the business the form was for). Nothing was changed: open the page again.")
     if managers_only and not manages(current_business(request).role):
         return error_page(request, 403, "Owners and admins only",
                           f"Your role in {current_business(request).name} is {current_business(request).role}: "
@@ -156,6 +160,13 @@ def _run(handlers: dict[str, Handler], signed_in: bool, request: Request, form: 
                               "The form could not be accepted because its security token is missing, expired, "
                               "or from another browser. Go back, reload the page and try again.")
     return handlers[request.method](Visit(request, form, user, dict(request.path_params)))
+
+
+def _shown_for_another_business(request: Request, form: FormData) -> bool:
+    """Whether a form names a business other than the one the browser acts for now (a form without
+    the field, such as a script's, is taken for the current one)."""
+    shown_for, business = form.get(ACTING_FOR_FIELD), current_business(request)
+    return isinstance(shown_for, str) and business is not None and shown_for != business.public_id
 
 
 def _page_threads() -> anyio.CapacityLimiter:

@@ -24,6 +24,7 @@ SESSION_COOKIE = "invoicing_session"
 SESSION_LIFETIME = timedelta(days=14)
 KNOWN_BROWSER_COOKIE = "invoicing_known_browser"
 CHALLENGE_COOKIE = "invoicing_sign_in"  # the handle of a sign-in waiting for its e-mailed code
+ACTING_FOR_FIELD = "acting_for"  # the business a signed-in person's form was shown for
 
 
 def start_session(session: Session, user: User) -> str:

@@ -21,6 +21,7 @@ from sqlalchemy.exc import ArgumentError, OperationalError
 
 from config.settings import get_settings, set_settings
 from core.access import accounts, apikeys, memberships
+from core.access.roles import manages
 from core.access.scopes import PRESETS
 from core.base.clock import iso
 from core.base.db import transaction
@@ -136,7 +137,7 @@ def cmd_business_set(args: argparse.Namespace) -> int:
     data = parse(BusinessInput, _read_json(args.file))
     migrate.upgrade()
     with transaction() as session:
-        set_profile(session, _business(session, args).account_id, data)
+        set_profile(session, _business(session, args, managing=True).account_id, data)
     print(f"Business profile saved: {data.legal_name}.")
     return 0
 
@@ -158,21 +159,30 @@ class _Chosen:
     user_id: uuid.UUID
 
 
-def _business(session, args: argparse.Namespace) -> _Chosen:
-    """The business of the person `--email` that `--account` names, or their only one."""
+def _business(session, args: argparse.Namespace, *, managing: bool = False) -> _Chosen:
+    """The business of the person `--email` that `--account` names, or their only one; `managing`: one
+    the person is an owner or admin of (its profile and keys are theirs to manage)."""
     user = accounts.user_by_email(session, args.email)
     if args.account:
         try:
-            return _Chosen(memberships.find_business(session, user.id, args.account).account_id, user.id)
+            chosen = memberships.find_business(session, user.id, args.account)
         except DomainError as missing:
             raise UsageError(missing.detail) from None
-    found = memberships.businesses_of(session, user.id)
+    else:
+        chosen = _only_business(memberships.businesses_of(session, user.id), user.email)
+    if managing and not manages(chosen.role):
+        raise UsageError(f"{user.email} is {chosen.role} of {chosen.public_id}: only its owners and admins manage "
+                         "its profile and keys.")
+    return _Chosen(chosen.account_id, user.id)
+
+
+def _only_business(found: list, email: str):
     if len(found) == 1:
-        return _Chosen(found[0].account_id, user.id)
+        return found[0]
     if not found:
-        raise UsageError(f"{user.email} is a member of no business.")
+        raise UsageError(f"{email} is a member of no business.")
     listed = ", ".join(f"{b.public_id} ({b.name}, {b.role})" for b in found)
-    raise UsageError(f"{user.email} is a member of {len(found)} businesses: choose one with --account ({listed}).")
+    raise UsageError(f"{email} is a member of {len(found)} businesses: choose one with --account ({listed}).")
 
 
 # --- API keys ---------------------------------------------------------------------------------
@@ -181,7 +191,7 @@ def cmd_keys_create(args: argparse.Namespace) -> int:
     scopes = apikeys.resolve_scopes(preset=args.preset, scopes=args.scopes.split(",") if args.scopes else None)
     migrate.upgrade()
     with transaction() as session:
-        business = _business(session, args)
+        business = _business(session, args, managing=True)
         created = apikeys.create_key(session, business.account_id, created_by=business.user_id, name=args.name,
                                      scopes=scopes, expires_in_days=args.expires_days)
     if args.json:
@@ -218,7 +228,7 @@ def cmd_keys_list(args: argparse.Namespace) -> int:
 def cmd_keys_revoke(args: argparse.Namespace) -> int:
     migrate.upgrade()
     with transaction() as session:
-        key = apikeys.revoke_key(session, _business(session, args).account_id, args.key_id)
+        key = apikeys.revoke_key(session, _business(session, args, managing=True).account_id, args.key_id)
     print(f"Key {key.id} revoked; it stops working on the next request.")
     return 0
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 
 from starlette.responses import Response
 from starlette.routing import Route
 
 from core.access import activity, memberships
+from core.access.roles import manages
 from core.base.db import transaction
 from core.base.ids import public_id, try_parse
 from pages.routing import Visit, page
@@ -22,7 +23,7 @@ def activity_page(visit: Visit) -> Response:
         membership_id = try_parse("member", chosen) if chosen else None
         member = next((m for m in found_members if m.membership_id == membership_id), None)
         entries = activity.entries(session, visit.account_id, user_id=member.user_id if member else None,
-                                   before=before)
+                                   before=before, managing=manages(visit.role))
     older = entries[-1].at.isoformat() if len(entries) == activity.PAGE else None
     return render(visit.request, "activity.html", entries=entries, members=found_members,
                   chosen=public_id("member", member.membership_id) if member else "", older=older,
@@ -30,10 +31,12 @@ def activity_page(visit: Visit) -> Response:
 
 
 def _moment(text: str) -> datetime | None:
+    """The `before` of the next page: a timestamp, read as UTC when it names no zone; None if not one."""
     try:
-        return datetime.fromisoformat(text) if text and len(text) <= 40 else None
+        moment = datetime.fromisoformat(text) if text and len(text) <= 40 else None
     except ValueError:
         return None
+    return moment.replace(tzinfo=UTC) if moment is not None and moment.tzinfo is None else moment
 
 
 def routes() -> list[Route]:

@@ -7,10 +7,10 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from config.settings import get_settings
-from core.access import accounts, sign_in, verification
+from core.access import accounts, invitations, sign_in, verification
 from core.base.addresses import client_network
 from core.base.db import transaction
-from core.base.errors import Conflict, ValidationFailed
+from core.base.errors import Conflict, NotFound, ValidationFailed
 from core.base.validation import EMAIL_MAX, NAME_MAX, normalize_email
 from core.mechanisms import ratelimit
 from core.models import User
@@ -46,6 +46,19 @@ def _signed_in(visit: Visit, user: User, next_path: str) -> Response:
 INVITATION_PATH = "/invitations/"  # signing up to accept an invitation: no business of one's own
 
 
+def _invited(next_path: str, email: str) -> bool:
+    """Whether the sign-up comes from a pending invitation of this address (it then starts no business
+    of its own, and accepting verifies the address)."""
+    if not next_path.startswith(INVITATION_PATH):
+        return False
+    with transaction() as session:
+        try:
+            row = invitations.by_token(session, next_path.removeprefix(INVITATION_PATH))
+        except NotFound:
+            return False
+        return row.email == email and invitations.status(row) == "pending"
+
+
 def signup_form(visit: Visit) -> Response:
     next_path = safe_next(visit.request.query_params.get("next"), "")
     if visit.user is not None:
@@ -76,9 +89,8 @@ def signup(visit: Visit) -> Response:
     values = {"email": visit.text("email", EMAIL_MAX + 1), "name": visit.text("name", NAME_MAX + 1)}
     password = visit.text("password", PASSWORD_MAX, strip=False)
     next_path = safe_next(visit.text("next", 2000), "")
-    invited = next_path.startswith(INVITATION_PATH)
     try:
-        normalize_email(values["email"], path="email")
+        invited = _invited(next_path, normalize_email(values["email"], path="email"))
         password_hash = accounts.hash_new_password(password)  # slow: before the transaction
         # Counted in a transaction of its own: a sign-up for a taken address (which says so) rolls
         # back the account's, and must still count, or the answers would list who has an account.

@@ -7,7 +7,7 @@ from starlette.routing import Route
 
 from core.access import memberships
 from core.base.db import transaction
-from core.base.errors import NotFound
+from core.base.errors import DomainError, NotFound
 from pages.routing import NEW_BUSINESS_PATH, Visit, error_page, page, redirect
 from pages.sessions import switch_business
 from web.rendering import render
@@ -28,8 +28,11 @@ def new_business_form(visit: Visit) -> Response:
 
 
 def create_business(visit: Visit) -> Response:
-    with transaction() as session:
-        account = memberships.create_business(session, visit.user)
+    try:
+        with transaction() as session:
+            account = memberships.create_business(session, visit.user, counted=True)
+    except DomainError as refused:
+        return error_page(visit.request, refused.status, "No new business now", refused.detail)
     switch_business(visit.request, account.id)
     return redirect("/onboarding")
 

@@ -14,7 +14,7 @@ from markupsafe import Markup
 from starlette.responses import Response
 from starlette.routing import Route
 
-from core.access.accounts import owner_of
+from core.access import memberships
 from core.access.apikeys import list_keys
 from core.base import ids
 from core.base.clock import today
@@ -116,17 +116,21 @@ def _actor_names(visit: Visit) -> Callable[[dict | None], str]:
     with transaction() as session:
         account_id = visit.account_id
         key_names = {str(key.id): key.name for key in list_keys(session, account_id)}
-        owner = owner_of(session, account_id)
-        person = owner.name or owner.email
+        # Members now; someone who left is "a former member".
+        people = {str(m.user_id): m.name or m.email for m in memberships.list_members(session, account_id)}
+
+    def person(meta: dict) -> str:
+        return people.get(str(meta.get("user_id")), "a former member")
 
     def name(meta: dict | None) -> str:
         actor = (meta or {}).get("actor")
         if actor == "api_key":
-            return f"API key “{key_names.get(meta.get('api_key_id'), 'deleted key')}”"
+            key = f"API key “{key_names.get(meta.get('api_key_id'), 'deleted key')}”"
+            return f"{key} of {person(meta)}" if meta.get("user_id") else key
         if actor == "oauth_app":
-            return f"{_app_name(meta)} (connected app)"
+            return f"{_app_name(meta)} (connected app), for {person(meta)}"
         if actor == "user":
-            return f"{person} (dashboard)"
+            return f"{person(meta)} (dashboard)"
         if actor == "reminders":
             return "Your reminder policy (automatic)"
         if actor == "schedule":

@@ -11,7 +11,6 @@ from starlette.routing import Route
 
 from core.access import invitations, memberships
 from core.access.invitations import mask
-from core.access.principal import Principal
 from core.access.roles import ROLE_DESCRIPTIONS, ROLES, manages
 from core.base.db import transaction
 from core.base.errors import DomainError
@@ -19,7 +18,7 @@ from core.base.validation import EMAIL_MAX
 from operations import members as member_operations
 from pages.routing import Visit, errors_of, page, redirect
 from pages.sessions import current_user, login_url, switch_business
-from web.acting import act, new_form_key
+from web.acting import act, new_form_key, principal_of
 from web.rendering import notice_of, render
 
 NOTICES = {
@@ -44,18 +43,20 @@ def members_page(visit: Visit, *, errors: dict[str, str] | None = None, values: 
                   values=values or {"email": "", "role": "viewer"}, notice=notice_of(visit, NOTICES))
 
 
-def _acted(visit: Visit, operation, notice: str, **arguments) -> Response:
+def _acted(visit: Visit, operation, notice: str, *, refill: dict | None = None, **arguments) -> Response:
+    """Run a members operation from its form; a refusal shows the page with it (and the invitation form
+    refilled, when that was the form)."""
     try:
         act(visit, operation, keyed=True, **arguments)
     except DomainError as refused:
-        return members_page(visit, errors=errors_of(refused), status_code=refused.status,
-                            values={"email": visit.text("email", EMAIL_MAX + 1), "role": visit.text("role", 20) or "viewer"})
+        return members_page(visit, errors=errors_of(refused), status_code=refused.status, values=refill)
     return redirect(f"/members?notice={notice}")
 
 
 def invite(visit: Visit) -> Response:
     body = {"email": visit.text("email", EMAIL_MAX + 1), "role": visit.text("role", 20)}
-    return _acted(visit, member_operations.create_invitation, "invited", body=body)
+    return _acted(visit, member_operations.create_invitation, "invited", body=body,
+                  refill={**body, "role": body["role"] or "viewer"})
 
 
 def change_role(visit: Visit) -> Response:
@@ -82,11 +83,9 @@ def revoke(visit: Visit) -> Response:
 
 def leave(visit: Visit) -> Response:
     """Any member may leave (not the last owner): a person's own choice, needing no `members:manage`."""
-    principal = Principal.signed_in_person(visit.account_id, visit.user.id, visit.role)
     try:
         with transaction() as session:
-            mine = next(m for m in memberships.list_members(session, visit.account_id) if m.user_id == visit.user.id)
-            memberships.remove(session, principal, memberships.member_to_api(mine)["id"])
+            memberships.leave(session, principal_of(visit))
     except DomainError as refused:
         return members_page(visit, errors=errors_of(refused), status_code=refused.status)
     switch_business(visit.request, None)
@@ -104,10 +103,10 @@ def _invitation_view(visit: Visit, *, error: str | None = None, status_code: int
         except DomainError as missing:
             return render(visit.request, "invitation.html", status_code=404, invitation=None, error=missing.detail)
         state = invitations.status(row)
-        inviter = memberships.business_of(session, row.invited_by_user_id, row.account_id)
+        business_name = memberships.name_of(session, row.account_id)
     user = current_user(visit.request)
     return render(visit.request, "invitation.html", status_code=status_code, invitation=row, state=state,
-                  business_name=inviter.name if inviter else memberships.UNNAMED, masked=mask(row.email),
+                  business_name=business_name, masked=mask(row.email),
                   matches=user is not None and user.email == row.email, error=error,
                   login_url=login_url(visit.request.url.path),
                   signup_url=f"/signup?next={visit.request.url.path}")

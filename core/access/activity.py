@@ -35,11 +35,17 @@ class Entry:
     link: str | None = None  # the dashboard page of what it concerns
 
 
+# What only owners and admins see of the business's own changes (as only they see its invitations,
+# keys and webhooks).
+MANAGERS_ONLY = ("invitation.", "api_key.", "webhook_endpoint.")
+
+
 def entries(session: Session, account_id: uuid.UUID, *, user_id: uuid.UUID | None = None,
-            before: datetime | None = None, limit: int = PAGE) -> list[Entry]:
-    """The newest `limit` entries of the business (of one member when `user_id` is given), before `before`."""
+            before: datetime | None = None, limit: int = PAGE, managing: bool = False) -> list[Entry]:
+    """The newest `limit` entries of the business (of one member when `user_id` is given), before
+    `before`; `managing`: as an owner or admin sees them."""
     keys = dict(session.exec(select(ApiKey.id, ApiKey.name).where(ApiKey.account_id == account_id)).all())
-    found = [*_own(session, account_id, user_id, before, limit, keys),
+    found = [*_own(session, account_id, user_id, before, limit, keys, managing),
              *_invoice_events(session, account_id, user_id, before, limit, keys),
              *_delegated(session, account_id, user_id, before, limit)]
     found.sort(key=lambda entry: entry.at, reverse=True)
@@ -68,9 +74,11 @@ def _window(query, column, account_column, account_id, user_column, user_id, bef
     return query.order_by(column.desc()).limit(limit)
 
 
-def _own(session, account_id, user_id, before, limit, keys) -> list[Entry]:
+def _own(session, account_id, user_id, before, limit, keys, managing) -> list[Entry]:
     query = _window(select(ActivityEntry), ActivityEntry.created_at, ActivityEntry.account_id, account_id,
                     ActivityEntry.user_id, user_id, before, limit)
+    if not managing:
+        query = query.where(*(ActivityEntry.action.not_like(f"{prefix}%") for prefix in MANAGERS_ONLY))
     return [Entry(row.created_at, row.user_id, None,
                   _via(row.actor, keys.get(row.api_key_id), row.client_name), row.summary)
             for row in session.exec(query)]
@@ -87,6 +95,10 @@ def _invoice_events(session, account_id, user_id, before, limit, keys) -> list[E
         actor = meta.get("actor")
         person = None if actor else "the customer"
         via = _via(actor, keys.get(_uuid(meta.get("api_key_id"))), meta.get("client_name")) if actor else "invoice page"
+        if meta.get("schedule"):
+            via = f"schedule, as {via}"
+        elif actor in ("reminders", "schedule"):
+            person, via = "automatic", actor
         invoice_id = event.invoice_id
         found.append(Entry(event.created_at, event.user_id, person, via, f"{event.type} on {label}",
                            f"/invoices/{public_id('invoice', invoice_id)}"))

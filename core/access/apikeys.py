@@ -138,12 +138,12 @@ def verified(row, secret: str, moment) -> Principal:
 
 KEYS = ApiKey.__table__
 MEMBERS = Membership.__table__
-KEY_COLUMNS = ("id", "account_id", "created_by_user_id", "secret_hash", "scopes", "revoked_at", "expires_at",
-               "last_used_at", "role")
 _KEY_AND_ROLE = KEYS.outerjoin(MEMBERS, sa.and_(MEMBERS.c.account_id == KEYS.c.account_id,
                                                 MEMBERS.c.user_id == KEYS.c.created_by_user_id))
-KEY_STATEMENT = (sa.select(*(KEYS.c[name] for name in KEY_COLUMNS[:-1]), MEMBERS.c.role).select_from(_KEY_AND_ROLE)
-                 .where(KEYS.c.lookup_id == sa.bindparam("lookup_id")))
+_SELECTED = (*(KEYS.c[name] for name in ("id", "account_id", "created_by_user_id", "secret_hash", "scopes",
+                                         "revoked_at", "expires_at", "last_used_at")), MEMBERS.c.role)
+KEY_COLUMNS = tuple(column.name for column in _SELECTED)
+KEY_STATEMENT = sa.select(*_SELECTED).select_from(_KEY_AND_ROLE).where(KEYS.c.lookup_id == sa.bindparam("lookup_id"))
 TOUCH_STATEMENT = sa.update(KEYS).where(KEYS.c.id == sa.bindparam("key_id")).values(last_used_at=sa.bindparam("moment"))
 
 
@@ -155,8 +155,7 @@ def valid_key(bucket_prefix: str):
     from sqlalchemy import Text, and_, bindparam, cast, literal, or_
     from sqlalchemy import select as core_select
     bucket = literal(bucket_prefix + CREDENTIAL_PREFIX) + cast(KEYS.c.id, Text)
-    return core_select(*(KEYS.c[name] for name in KEY_COLUMNS[:-1]), MEMBERS.c.role, bucket.label("bucket")).select_from(
-        _KEY_AND_ROLE).where(and_(
+    return core_select(*_SELECTED, bucket.label("bucket")).select_from(_KEY_AND_ROLE).where(and_(
         MEMBERS.c.role.is_not(None),
         KEYS.c.lookup_id == bindparam("lookup_id"), KEYS.c.secret_hash == bindparam("secret_hash"),
         KEYS.c.revoked_at.is_(None), or_(KEYS.c.expires_at.is_(None), KEYS.c.expires_at > bindparam("moment")))

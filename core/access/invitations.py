@@ -18,7 +18,7 @@ from config.settings import get_settings
 from core.access import activity, memberships
 from core.access.accounts import mark_email_verified, plain_name
 from core.access.principal import Principal
-from core.access.roles import ROLES
+from core.access.roles import ROLES, manages
 from core.base import crypto
 from core.base.clock import iso, now
 from core.base.errors import Conflict, InvalidState, NotAllowed, NotFound, ValidationFailed
@@ -34,6 +34,10 @@ TOKEN_MAX = 200
 
 def invitations_per_business() -> ratelimit.Limit:
     return ratelimit.Limit("invitation", get_settings().rate_limit_invitations, 3600)
+
+
+def invitations_per_person() -> ratelimit.Limit:
+    return ratelimit.Limit("invitation_sender", get_settings().rate_limit_invitations, 3600)
 
 
 @dataclass(frozen=True)
@@ -57,9 +61,11 @@ def invite(session: Session, principal: Principal, *, email: str, role: str) -> 
     principal.require("members:manage")
     if role not in ROLES:
         raise ValidationFailed.at("role", f"must be one of {', '.join(ROLES)}")
+    email = normalize_email(email, path="email")
+    principal = memberships.locked(session, principal)  # one invitation to an address at a time
     if role == "owner" and principal.role != "owner":
         raise NotAllowed("Only an owner can invite another owner.")
-    email = normalize_email(email, path="email")
+    _verified_sender(session, principal)
     if any(m.email == email for m in memberships.list_members(session, principal.account_id)):
         raise Conflict(f"{email} is already a member of this business.")
     if any(status(row) == "pending" for row in _to(session, principal.account_id, email)):
@@ -77,11 +83,13 @@ def invite(session: Session, principal: Principal, *, email: str, role: str) -> 
 def resend(session: Session, principal: Principal, invitation_id: str) -> Sent:
     """The invitation again under a new link (the old one stops working), good for 14 days from now."""
     principal.require("members:manage")
+    principal = memberships.locked(session, principal)
     row = find(session, principal.account_id, invitation_id)
     if status(row) in ("accepted", "revoked"):
         raise InvalidState(f"The invitation is {status(row)}: invite {row.email} again instead.")
     if row.role == "owner" and principal.role != "owner":
         raise NotAllowed("Only an owner can resend an invitation to become owner.")
+    _verified_sender(session, principal)
     _count(session, principal)
     token = crypto.token(32)
     row.token_hash, row.expires_at, row.sent_at, row.sent_count = (
@@ -93,9 +101,12 @@ def resend(session: Session, principal: Principal, invitation_id: str) -> Sent:
 
 def revoke(session: Session, principal: Principal, invitation_id: str) -> Invitation:
     principal.require("members:manage")
+    principal = memberships.locked(session, principal)
     row = find(session, principal.account_id, invitation_id)
     if status(row) == "accepted":
         raise InvalidState("The invitation was accepted: remove the member instead.")
+    if row.role == "owner" and principal.role != "owner":
+        raise NotAllowed("Only an owner can revoke an invitation to become owner.")
     if row.revoked_at is None:
         row.revoked_at = now()
         session.add(row)
@@ -139,6 +150,10 @@ def accept(session: Session, token: str, user: User) -> memberships.Business:
         raise NotAllowed(f"This invitation is for another e-mail address: sign in as {mask(row.email)} to accept it.")
     if memberships.role_of(session, row.account_id, user.id) is not None:
         raise Conflict("You are a member of this business already.")
+    # Only as good as its sender's say now: one who left, or may no longer invite to that role, invites nobody.
+    sender = memberships.role_of(session, row.account_id, row.invited_by_user_id)
+    if not manages(sender) or row.role == "owner" and sender != "owner":
+        raise InvalidState("This invitation was withdrawn: ask for a new one.")
     memberships.join(session, row.account_id, user.id, row.role)
     row.accepted_at, row.accepted_by_user_id = now(), user.id
     session.add(row)
@@ -162,16 +177,24 @@ def _to(session: Session, account_id: uuid.UUID, email: str) -> list[Invitation]
     return list(session.exec(select(Invitation).where(Invitation.account_id == account_id, Invitation.email == email)))
 
 
+def _verified_sender(session: Session, principal: Principal) -> None:
+    """Invitations go out in the name of their sender: one whose own address is confirmed."""
+    sender = session.get(User, principal.user_id)
+    if sender is None or sender.email_verified_at is None:
+        raise InvalidState("Confirm your own e-mail address before inviting anyone.")
+
+
 def _count(session: Session, principal: Principal) -> None:
+    """Per business, and per person across their businesses (a person may start several)."""
     subject = str(principal.account_id)
     ratelimit.hit(session, invitations_per_business(), subject).raise_if_exceeded("invitations per business")
+    ratelimit.hit(session, invitations_per_person(), str(principal.user_id)).raise_if_exceeded("invitations per person")
     ratelimit.hit(session, ratelimit.emails_per_account(), subject).raise_if_exceeded("e-mails per account")
 
 
 def message(session: Session, sent: Sent, inviter: User) -> EmailMessage:
-    business = memberships.business_of(session, inviter.id, sent.invitation.account_id)
     name = plain_name(inviter.name) or inviter.email
-    business_name = plain_name(business.name, 80) if business else None
+    business_name = plain_name(memberships.name_of(session, sent.invitation.account_id), 80)
     where = f"“{business_name}”" if business_name else "their business"
     body = (f"Hello,\n\n{name} invites you to join {where} on Invoicing as {sent.invitation.role}.\n\n"
             f"Accept the invitation here:\n\n{sent.link}\n\n"

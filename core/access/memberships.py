@@ -5,6 +5,7 @@ apps' sign-ins end (`register_on_removed`, wired by the composition root for the
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,13 +16,16 @@ from sqlmodel import Session, select
 
 from core.access import activity
 from core.access.principal import Principal
-from core.access.roles import ROLES
+from core.access.roles import MANAGERS, ROLES
 from core.base.clock import iso, now
 from core.base.errors import Conflict, NotAllowed, NotFound, ValidationFailed
 from core.base.ids import public_id, try_parse
-from core.models import Account, ApiKey, BusinessProfile, Membership, User
+from core.mechanisms import ratelimit
+from core.models import Account, ApiKey, BusinessProfile, Invitation, Membership, User
 
 UNNAMED = "New business"  # a business before its profile is filled in
+MAX_OWNED = 20  # businesses a person owns
+NEW_PER_DAY = 5  # businesses a person starts a day
 
 # Ends a removed member's OAuth sign-ins in the business: (session, account_id, user_id).
 RemovedHook = Callable[[Session, uuid.UUID, uuid.UUID], None]
@@ -88,6 +92,13 @@ def business_of(session: Session, user_id: uuid.UUID, account_id: uuid.UUID | No
     return next((b for b in businesses if b.account_id == account_id), businesses[0] if businesses else None)
 
 
+def name_of(session: Session, account_id: uuid.UUID) -> str:
+    """A business's name as people know it (its trading name), from its profile."""
+    profile = session.exec(select(BusinessProfile.legal_name, BusinessProfile.trade_name)
+                           .where(BusinessProfile.account_id == account_id)).first()
+    return (profile[1] or profile[0]) if profile else UNNAMED
+
+
 def find_business(session: Session, user_id: uuid.UUID, text: str) -> Business:
     """One of the person's businesses by its `acct_…` id (or UUID); NotFound otherwise."""
     account_id = try_parse("account", text)
@@ -97,8 +108,15 @@ def find_business(session: Session, user_id: uuid.UUID, text: str) -> Business:
     return found
 
 
-def create_business(session: Session, user: User) -> Account:
-    """A new business, its creator its first owner (its profile is filled in next)."""
+def create_business(session: Session, user: User, *, counted: bool = False) -> Account:
+    """A new business, its creator its first owner (its profile is filled in next). `counted`: one a
+    person starts from the dashboard, within their limits (each business brings its own e-mail and
+    invitation limits, so how many a person starts is limited too)."""
+    if counted:
+        if sum(b.role == "owner" for b in businesses_of(session, user.id)) >= MAX_OWNED:
+            raise NotAllowed(f"A person owns at most {MAX_OWNED} businesses.")
+        ratelimit.hit(session, ratelimit.Limit("new_business", NEW_PER_DAY, 24 * 3600), str(user.id)) \
+            .raise_if_exceeded("new businesses per person")
     account = Account(owner_user_id=user.id)
     session.add(account)
     session.flush()
@@ -132,7 +150,7 @@ def member(session: Session, account_id: uuid.UUID, member_id: str) -> Member:
 def change_role(session: Session, principal: Principal, member_id: str, role: str) -> Member:
     if role not in ROLES:
         raise ValidationFailed.at("role", f"must be one of {', '.join(ROLES)}")
-    _lock(session, principal.account_id)
+    principal = locked(session, principal)
     target = member(session, principal.account_id, member_id)
     _may_manage(principal, target.role, role)
     if target.role == role:
@@ -140,6 +158,8 @@ def change_role(session: Session, principal: Principal, member_id: str, role: st
     if target.role == "owner" and len(owners(session, principal.account_id)) == 1:
         raise NotAllowed("A business keeps at least one owner: make another member owner first.")
     _set_role(session, target.membership_id, role)
+    if target.role in MANAGERS and role not in MANAGERS or target.role == "owner":
+        _withdraw_invitations(session, principal.account_id, target.user_id, owners_only=role in MANAGERS)
     activity.record(session, principal, "member.role_changed",
                     f"Changed the role of {target.email} from {target.role} to {role}")
     return member(session, principal.account_id, member_id)
@@ -148,7 +168,7 @@ def change_role(session: Session, principal: Principal, member_id: str, role: st
 def remove(session: Session, principal: Principal, member_id: str) -> Member:
     """Remove a member (a member may also leave): their keys are revoked and their apps disconnected
     from this business at once."""
-    _lock(session, principal.account_id)
+    principal = locked(session, principal)
     target = member(session, principal.account_id, member_id)
     if target.user_id != principal.user_id:
         _may_manage(principal, target.role, None)
@@ -158,6 +178,7 @@ def remove(session: Session, principal: Principal, member_id: str) -> Member:
     session.execute(sa.update(ApiKey.__table__).where(
         ApiKey.__table__.c.account_id == principal.account_id, ApiKey.__table__.c.created_by_user_id == target.user_id,
         ApiKey.__table__.c.revoked_at.is_(None)).values(revoked_at=now()))
+    _withdraw_invitations(session, principal.account_id, target.user_id)
     if _on_removed is not None:
         _on_removed(session, principal.account_id, target.user_id)
     what = "Left the business" if target.user_id == principal.user_id else f"Removed {target.email} ({target.role})"
@@ -167,17 +188,17 @@ def remove(session: Session, principal: Principal, member_id: str) -> Member:
 
 def transfer_ownership(session: Session, principal: Principal, member_id: str) -> Member:
     """Make another member the owner; the owner handing over becomes an admin."""
+    principal = locked(session, principal)
     principal.require("members:manage")
     if principal.role != "owner":
         raise NotAllowed(f"Only an owner can hand ownership over; your role is {principal.role}.")
-    _lock(session, principal.account_id)
     target = member(session, principal.account_id, member_id)
     if target.user_id == principal.user_id:
         raise Conflict("You are the owner already: choose another member.")
     _set_role(session, target.membership_id, "owner")
-    mine = session.exec(select(Membership).where(Membership.account_id == principal.account_id,
-                                                 Membership.user_id == principal.user_id)).one()
-    _set_role(session, mine.id, "admin")
+    mine = session.exec(select(Membership.id).where(Membership.account_id == principal.account_id,
+                                                    Membership.user_id == principal.user_id)).one()
+    _set_role(session, mine, "admin")
     activity.record(session, principal, "member.ownership_transferred",
                     f"Handed ownership to {target.email} (was {target.role}) and became admin")
     return member(session, principal.account_id, member_id)
@@ -194,10 +215,34 @@ def _set_role(session: Session, membership_id: uuid.UUID, role: str) -> None:
                     .values(role=role, updated_at=now()))
 
 
-def _lock(session: Session, account_id: uuid.UUID) -> None:
+def leave(session: Session, principal: Principal) -> Member:
+    """The person leaves the business (not its last owner): their own choice, needing no `members:manage`."""
+    mine = next((m for m in list_members(session, principal.account_id) if m.user_id == principal.user_id), None)
+    if mine is None:
+        raise NotFound("You are not a member of this business.")
+    return remove(session, principal, public_id("member", mine.membership_id))
+
+
+def locked(session: Session, principal: Principal) -> Principal:
     """Changes to one business's members one at a time (two owners demoting each other at once would
-    otherwise leave none)."""
-    session.exec(select(Account.id).where(Account.id == account_id).with_for_update()).first()
+    otherwise leave none), by the caller as their role stands once the lock is held."""
+    session.exec(select(Account.id).where(Account.id == principal.account_id).with_for_update()).first()
+    role = role_of(session, principal.account_id, principal.user_id) if principal.user_id else None
+    if role is None:
+        raise NotAllowed("You are no longer a member of this business.")
+    return dataclasses.replace(principal, role=role)
+
+
+def _withdraw_invitations(session: Session, account_id: uuid.UUID, user_id: uuid.UUID, *,
+                          owners_only: bool = False) -> None:
+    """The pending invitations a person sent who may no longer send them (removed, no longer an admin,
+    or no longer an owner: `owners_only`) stop working."""
+    table = Invitation.__table__
+    query = sa.update(table).where(table.c.account_id == account_id, table.c.invited_by_user_id == user_id,
+                                   table.c.accepted_at.is_(None), table.c.revoked_at.is_(None))
+    if owners_only:
+        query = query.where(table.c.role == "owner")
+    session.execute(query.values(revoked_at=now()))
 
 
 def member_to_api(found: Member) -> dict:

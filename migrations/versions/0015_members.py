@@ -1,10 +1,12 @@
 """members: several people per business and several businesses per person. Memberships with roles
 (each account's creator its first owner), e-mailed invitations, the business a browser session acts
-for, the person behind each API key and invoice event, and the activity of a business
+for, the person behind each API key and invoice event (past events too), and the activity of a business
 
 Revision ID: 0015
 Revises: 0014
 """
+import uuid
+
 import sqlalchemy as sa
 import sqlmodel
 from alembic import op
@@ -32,12 +34,19 @@ def upgrade() -> None:
         sa.Column("updated_at", core.base.db.UTCDateTime(), nullable=False),
         sa.UniqueConstraint("account_id", "user_id"),
     )
-    op.create_index("ix_memberships_account_id", "memberships", ["account_id"])
     op.create_index("ix_memberships_user_id", "memberships", ["user_id"])
     # Every account's creator is its first owner, a member since the account began.
-    op.execute(sa.text(
-        "INSERT INTO memberships (id, account_id, user_id, role, created_at, updated_at) "
-        "SELECT id, id, owner_user_id, 'owner', created_at, created_at FROM accounts"))
+    connection = op.get_bind()
+    accounts = sa.table("accounts", sa.column("id", sa.Uuid()), sa.column("owner_user_id", sa.Uuid()),
+                        sa.column("created_at", core.base.db.UTCDateTime()))
+    memberships = sa.table("memberships", *(sa.column(name, sa.Uuid()) for name in ("id", "account_id", "user_id")),
+                           sa.column("role", sa.String()), sa.column("created_at", core.base.db.UTCDateTime()),
+                           sa.column("updated_at", core.base.db.UTCDateTime()))
+    owners = [{"id": uuid.uuid4(), "account_id": row.id, "user_id": row.owner_user_id, "role": "owner",
+               "created_at": row.created_at, "updated_at": row.created_at}
+              for row in connection.execute(sa.select(accounts))]
+    if owners:
+        connection.execute(memberships.insert(), owners)
 
     op.create_table(
         "invitations",
@@ -89,6 +98,36 @@ def upgrade() -> None:
     with op.batch_alter_table("invoice_events") as batch:
         batch.add_column(sa.Column("user_id", sa.Uuid(), nullable=True))
         batch.create_index("ix_invoice_events_account_user", ["account_id", "user_id", "created_at"])
+    _people_of_past_events(connection)
+
+
+def _people_of_past_events(connection) -> None:
+    """The person behind each past event: the one its `meta` names (a person in the dashboard, an
+    app's person), or for a key its account's owner, who made every key so far."""
+    events = sa.table("invoice_events", sa.column("id", sa.Uuid()), sa.column("account_id", sa.Uuid()),
+                      sa.column("meta", sa.JSON()), sa.column("user_id", sa.Uuid()))
+    owners = dict(connection.execute(sa.text("SELECT id, owner_user_id FROM accounts")).all())
+    owners = {_uuid(k): _uuid(v) for k, v in owners.items()}
+    changes = []
+    for row in connection.execute(sa.select(events.c.id, events.c.account_id, events.c.meta)
+                                  .where(events.c.meta.is_not(None))):
+        meta = row.meta if isinstance(row.meta, dict) else {}
+        person = _uuid(meta.get("user_id")) or (owners.get(_uuid(row.account_id)) if meta.get("actor") == "api_key"
+                                                else None)
+        if person is not None:
+            changes.append({"event_id": row.id, "person": person})
+    if changes:
+        connection.execute(events.update().where(events.c.id == sa.bindparam("event_id"))
+                           .values(user_id=sa.bindparam("person")), changes)
+
+
+def _uuid(value) -> uuid.UUID | None:
+    if isinstance(value, uuid.UUID):
+        return value
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:
+        return None
 
 
 def downgrade() -> None:

@@ -238,3 +238,30 @@ def test_signing_up_from_an_invitation_joins_that_business_only(client, tenant):
 def _csrf(html: str) -> str:
     import re
     return re.search(r'name="csrf_token" value="([^"]+)"', html).group(1)
+
+
+def test_an_invitation_of_a_sender_removed_since_is_withdrawn(client, tenant):
+    admin = join(tenant, "admin")
+    with db.transaction() as session:
+        from core.access import accounts
+        accounts.mark_email_verified(session, accounts.user_by_email(session, admin.user_email))
+    address = new_person()
+    assert _invite(admin, address, "admin").status_code == 201
+    token = invitation_link_token(address)
+    tenant.delete(f"/members/{member_id(tenant, admin.user_email)}")
+    sign_in(client, address)
+    page = client.get(f"/invitations/{token}")
+    assert "revoked" in page.text
+    assert client.post(f"/invitations/{token}", data={"csrf_token": _csrf(page.text)}).status_code == 409
+
+
+def test_an_unverified_sender_cannot_invite(tenant):
+    admin = join(tenant, "admin")
+    refused = _invite(admin, "someone@example.com")
+    assert refused.status_code == 409 and "Confirm your own e-mail address" in refused.json()["detail"]
+
+
+def test_an_admin_cannot_revoke_an_owners_invitation(tenant):
+    invitation = _invite(tenant, "co-owner@example.com", "owner").json()["data"]
+    admin = join(tenant, "admin")
+    assert admin.delete(f"/invitations/{invitation['id']}").status_code == 403

@@ -12,7 +12,15 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import httpx
 
 from tests.e2e.conftest import free_port
-from tests.e2e.test_browser import PASSWORD, page, pkce_pair, pytestmark, shot, sign_up_and_onboard  # noqa: F401,E501
+from tests.e2e.test_browser import (  # noqa: F401  (the Chromium page fixture)
+    PASSWORD,
+    page,
+    pkce_pair,
+    pytestmark,
+    shot,
+    sign_up_and_onboard,
+    verify_email,
+)
 
 
 def _invitation_link(outbox: Path, address: str) -> str:
@@ -30,7 +38,7 @@ def _switch_to(tab, name: str) -> None:
 def test_invite_accept_switch_and_connect_an_assistant_to_the_second_business(page, live_server,  # noqa: F811
                                                                                test_settings):
     origin = live_server
-    sign_up_and_onboard(page, origin)
+    verify_email(page, test_settings.outbox_dir, sign_up_and_onboard(page, origin))  # invitations go out from it
 
     # The owner invites an accountant.
     accountant = "books@example.com"

@@ -346,3 +346,42 @@ def test_0011_downgrade_gives_a_paid_invoice_back_its_latest_payments_reference(
     with before_0011.engine.connect() as connection:
         assert connection.execute(sa.select(INVOICES.c.payment_reference).where(INVOICES.c.id == invoice)).scalar() \
             == "TRF-10"
+
+
+# --- 0015: members and businesses (issue 39) -------------------------------------------------------
+
+KEYS = sa.table("api_keys", *(sa.column(name, type_) for name, type_ in [
+    ("id", sa.Uuid()), ("account_id", sa.Uuid()), ("name", sa.String()), ("lookup_id", sa.String()),
+    ("secret_hash", sa.String()), ("scopes", sa.JSON()), ("created_at", db.UTCDateTime()),
+    ("created_by_user_id", sa.Uuid())]))
+EVENTS = sa.table("invoice_events", *(sa.column(name, type_) for name, type_ in [
+    ("id", sa.Uuid()), ("account_id", sa.Uuid()), ("invoice_id", sa.Uuid()), ("type", sa.String()),
+    ("meta", sa.JSON()), ("payload", sa.JSON()), ("created_at", db.UTCDateTime()), ("user_id", sa.Uuid())]))
+MEMBERSHIPS = sa.table("memberships", *(sa.column(name, sa.Uuid()) for name in ("id", "account_id", "user_id")),
+                       sa.column("role", sa.String()))
+
+
+def test_0015_makes_each_accounts_creator_its_owner_and_of_its_keys_and_past_events(tmp_path):
+    with own_database(tmp_path, "before_0015") as engine:
+        before = Before0008(engine)  # one person and their business
+        migrate(engine, "0014")
+        key, app_person = uuid.uuid4(), uuid.uuid4()
+        with engine.begin() as connection:
+            connection.execute(USERS.insert().values(id=app_person, email="b@example.com", password_hash="x",
+                                                     created_at=now()))
+            connection.execute(KEYS.insert().values(id=key, account_id=before.account, name="k", lookup_id="abcd1234",
+                                                    secret_hash="h", scopes=["invoices:read"], created_at=now()))
+            for meta in ({"actor": "api_key", "api_key_id": str(key)}, {"actor": "oauth_app", "user_id": str(app_person)},
+                         None):
+                connection.execute(EVENTS.insert().values(
+                    id=uuid.uuid4(), account_id=before.account, invoice_id=uuid.uuid4(), type="invoice.created",
+                    meta=meta, payload={}, created_at=now()))
+        migrate(engine, "0015")
+        with engine.connect() as connection:
+            [(membership_id, role, user)] = connection.execute(
+                sa.select(MEMBERSHIPS.c.id, MEMBERSHIPS.c.role, MEMBERSHIPS.c.user_id)).all()
+            assert (role, user) == ("owner", before.user) and membership_id != before.account
+            assert connection.execute(sa.select(KEYS.c.created_by_user_id)).scalar_one() == before.user
+            people = [row.user_id for row in connection.execute(sa.select(EVENTS.c.user_id, EVENTS.c.meta))]
+            assert sorted(map(str, filter(None, people))) == sorted([str(before.user), str(app_person)])
+            assert people.count(None) == 1  # the customer's

@@ -20,7 +20,13 @@ def _as(client, address: str):
     return Browser(client, address)
 
 
+def _verified(address: str) -> None:
+    with db.transaction() as session:
+        accounts.mark_email_verified(session, accounts.user_by_email(session, address))
+
+
 def test_the_owner_invites_and_the_invited_accepts_in_another_browser(onboarded, other_browser):
+    _verified(onboarded.email)
     address = "accountant@example.com"
     sent = onboarded.submit("/members/invite", {"email": address, "role": "accountant"}, page="/members")
     assert sent.status_code == 303 and sent.headers["location"] == "/members?notice=invited"
@@ -130,3 +136,47 @@ def test_the_activity_page_names_who_acted_and_through_what(client, tenant):
         mine = next(m for m in memberships.list_members(session, tenant.account_id) if m.user_id == owner.id)
     filtered = browser.get(f"/activity?member=mem_{mine.membership_id.hex}").text
     assert f"<td>{sales.user_email}</td>" in page and f"<td>{sales.user_email}</td>" not in filtered
+
+
+def test_an_owner_whose_address_is_not_confirmed_cannot_invite(onboarded):
+    refused = onboarded.submit("/members/invite", {"email": "x@example.com", "role": "viewer"}, page="/members")
+    assert refused.status_code == 409 and "Confirm your own e-mail address" in refused.text
+
+
+def test_a_form_shown_for_another_business_changes_nothing(onboarded):
+    first_page = onboarded.get("/customers/new").text  # shown while acting for the first business
+    onboarded.submit("/businesses/new", page="/businesses/new")  # now acting for a new one (another tab)
+    from tests.web.conftest import csrf_of
+    stale = onboarded.client.post("/customers/new", data={
+        "csrf_token": csrf_of(first_page), "acting_for": re.search(r'name="acting_for" value="([^"]+)"',
+                                                                   first_page).group(1), "name": "Globex"})
+    assert stale.status_code == 409 and "another business" in stale.text
+    assert "Globex" not in onboarded.get("/customers").text
+
+
+def test_viewers_do_not_see_invitations_keys_and_webhooks_in_the_activity(client, tenant):
+    tenant.post("/invitations", json={"email": "secret.person@example.com", "role": "viewer"})
+    owner = _as(client, tenant.user_email)
+    assert "secret.person@example.com" in owner.get("/activity").text
+    viewer = _as(client, join(tenant, "viewer").user_email)
+    assert "secret.person@example.com" not in viewer.get("/activity").text
+
+
+def test_an_activity_page_before_a_time_without_a_zone_reads_it_as_utc(client, tenant):
+    owner = _as(client, tenant.user_email)
+    assert owner.get("/activity?before=2024-01-01T00:00:00").status_code == 200
+
+
+def test_a_person_starts_a_few_businesses_a_day(onboarded, monkeypatch):
+    monkeypatch.setattr(memberships, "NEW_PER_DAY", 1)
+    assert onboarded.submit("/businesses/new", page="/businesses/new").status_code == 303
+    refused = onboarded.submit("/businesses/new", page="/businesses/new")
+    assert refused.status_code == 429
+
+
+def test_a_sign_up_with_a_made_up_invitation_starts_a_business_of_its_own(browser):
+    form = browser.get("/signup?next=/invitations/made-up")
+    response = browser.client.post("/signup", data={
+        "csrf_token": re.search(r'name="csrf_token" value="([^"]+)"', form.text).group(1), "email": "new@example.com",
+        "password": "correct horse battery", "name": "", "next": "/invitations/made-up"}, follow_redirects=False)
+    assert response.headers["location"] == "/onboarding"

@@ -20,7 +20,7 @@ import anyio
 from pydantic import BaseModel
 from sqlmodel import Session
 
-from core.access import credentials
+from core.access import activity, credentials
 from core.access.principal import Principal
 from core.base import context, executor
 from core.base.db import database_fault, new_session, retrying_disconnects, transaction
@@ -83,10 +83,15 @@ class Operation:
     # them `{data}`, or a shape of its own (`raw`, described by `response` itself).
     response: type[BaseModel] | None = None
     shape: Shape = "object"
+    # What the activity of the business says of it, such as "Created the customer" (its result's name
+    # follows), for writes no invoice event records; None: nothing (a read, or an event says it).
+    audit: str | None = None
 
     def __post_init__(self) -> None:
         if self.on_loop and self.own_limit is not None:
             raise ValueError(f"{self.name}: a handler with a limit of its own runs on the ORM")
+        if self.audit is not None and (self.on_loop or self.reads_only):
+            raise ValueError(f"{self.name}: an audited handler is a write on the ORM")
 
     @property
     def on_loop(self) -> bool:
@@ -228,6 +233,8 @@ def _in_thread(operation: Operation, call: Call, claim: idempotency.Claim | None
         try:
             with idempotency.keep(claim):
                 result = operation.handler(replace(call, session=session))
+                if operation.audit is not None:
+                    activity.record(session, call.principal, operation.name, f"{operation.audit} {_named(result)}")
                 standing = operation.own_limit(session, call.principal) if operation.own_limit else usage
                 reply = presenter.success(result)
                 if claim is not None:
@@ -241,6 +248,14 @@ def _in_thread(operation: Operation, call: Call, claim: idempotency.Claim | None
             session.close()
     # A read is repeated once on a connection the database dropped (a restart): nothing was done.
     return retrying_disconnects(attempt) if operation.reads_only else attempt()
+
+
+def _named(result: Any) -> str:
+    """What an audited write acted on, as the activity page names it."""
+    shown = result.get("data", result) if isinstance(result, dict) else {}
+    shown = shown if isinstance(shown, dict) else {}
+    name = shown.get("name") or shown.get("nickname") or shown.get("description")
+    return f"“{name}” ({shown.get('id')})" if name else str(shown.get("id") or "").strip()
 
 
 async def _after_refusal(claim: idempotency.Claim | None, error: DomainError, presenter: Presenter) -> None:

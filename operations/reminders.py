@@ -25,7 +25,8 @@ get_reminder_policy = Operation(
 replace_reminder_policy = Operation(
     "replace_reminder_policy",
     lambda call: reminder_policy.replace(call.session, call.principal.account_id, call.body),
-    scope="invoices:send", body=ReminderPolicyInput, body_required=True, response=ReminderPolicyOut)
+    scope="invoices:send", body=ReminderPolicyInput, body_required=True, response=ReminderPolicyOut,
+    audit="Changed the reminder policy")
 remind_invoice = Operation("remind_invoice", _remind, scope="invoices:send", idempotency="required", body=RemindInput,
                            own_limit=sending.send_limit_usage, response=RemindOut, shape="raw")
 pause_invoice_reminders = Operation("pause_invoice_reminders", _pause, scope="invoices:write", body=RemindersPause,

@@ -38,21 +38,22 @@ create_invoice_schedule = Operation(
     "create_invoice_schedule",
     lambda call: _shown(call, schedules.create_schedule(call.session, call.principal, call.body,
                                                         confirmed=call.confirmed)),
-    scope=WRITE, body=ScheduleCreate, body_required=True, idempotency="required", response=ScheduleOut)
+    scope=WRITE, body=ScheduleCreate, body_required=True, idempotency="required", response=ScheduleOut,
+    audit="Created the schedule")
 pause_invoice_schedule = Operation(
     "pause_invoice_schedule",
     lambda call: _shown(call, schedules.pause(call.session, call.principal, call.params["id"], call.body)),
-    scope=WRITE, body=SchedulePause, idempotency="optional", response=ScheduleOut)
+    scope=WRITE, body=SchedulePause, idempotency="optional", response=ScheduleOut, audit="Paused the schedule")
 resume_invoice_schedule = Operation(
     "resume_invoice_schedule",
     lambda call: _shown(call, schedules.resume(call.session, call.principal, call.params["id"], call.body)),
-    scope=WRITE, body=ScheduleResume, idempotency="optional", response=ScheduleOut)
+    scope=WRITE, body=ScheduleResume, idempotency="optional", response=ScheduleOut, audit="Resumed the schedule")
 cancel_invoice_schedule = Operation(
     "cancel_invoice_schedule",
     lambda call: _shown(call, schedules.cancel(call.session, call.principal, call.params["id"],
                                                confirmed=call.confirmed)),
-    scope=WRITE, idempotency="optional", response=ScheduleOut)
+    scope=WRITE, idempotency="optional", response=ScheduleOut, audit="Cancelled the schedule")
 run_invoice_schedule = Operation("run_invoice_schedule", _run_now, scope=WRITE, idempotency="required",
-                                 response=ScheduleRunOut)
+                                 response=ScheduleRunOut, audit="Ran the schedule now")
 list_schedule_runs = Operation("list_schedule_runs", _runs, scope=READ, query=PageQuery, response=ScheduleRunOut,
                                shape="list")

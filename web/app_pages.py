@@ -16,6 +16,7 @@ from functools import partial
 from starlette.responses import Response
 from starlette.routing import Route
 
+from core.access import activity
 from core.access.authorization_details import (
     MAX_PER_DAY,
     VERBS,
@@ -33,6 +34,7 @@ from core.base.money import format_money
 from core.billing import delegated_actions
 from core.models import Invoice
 from pages.routing import Visit, page, redirect
+from web.acting import principal_of
 from web.rendering import not_found, notice_of, render
 
 NOTICES = {
@@ -52,6 +54,8 @@ def disconnect_app(visit: Visit, directory: ConnectedApps) -> Response:
     client_id = visit.text("client_id", 2100)
     with transaction() as session:
         found = bool(client_id) and bool(directory.disconnect(session, visit.user.id, visit.account_id, client_id))
+        if found:
+            activity.record(session, principal_of(visit), "app.disconnected", f"Disconnected the app {client_id}")
     if not found:
         return not_found(visit, "connected app", "/settings/apps")
     return redirect("/settings/apps?notice=app_disconnected")
@@ -117,6 +121,7 @@ def update_limits(visit: Visit, directory: ConnectedApps) -> Response:
         return app_detail(visit, directory, errors=errors, status_code=422)
     with transaction() as session:
         directory.set_limits(session, visit.user.id, grant.id, tuple(details) if details else None)
+        activity.record(session, principal_of(visit), "app.limits_changed", f"Changed the limits of {grant.app_name}")
     return redirect(f"/settings/apps/{grant.id}?notice=limits_saved")
 
 

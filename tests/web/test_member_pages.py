@@ -131,6 +131,7 @@ def test_the_activity_page_names_who_acted_and_through_what(client, tenant):
     browser = _as(client, tenant.user_email)
     page = browser.get("/activity").text
     assert sales.user_email in page and "API key “sales”" in page and "invoice.created" in page
+    assert "Created the customer “Globex”" in page
     with db.transaction() as session:
         owner = accounts.user_by_email(session, tenant.user_email)
         mine = next(m for m in memberships.list_members(session, tenant.account_id) if m.user_id == owner.id)

@@ -18,7 +18,7 @@ from core.access import activity
 from core.access.principal import Principal
 from core.access.roles import MANAGERS, ROLES
 from core.base.clock import iso, now
-from core.base.errors import Conflict, NotAllowed, NotFound, ValidationFailed
+from core.base.errors import InvalidState, NotAllowed, NotFound, ValidationFailed
 from core.base.ids import public_id, try_parse
 from core.mechanisms import ratelimit
 from core.models import Account, ApiKey, BusinessProfile, Invitation, Membership, User
@@ -194,7 +194,7 @@ def transfer_ownership(session: Session, principal: Principal, member_id: str) -
         raise NotAllowed(f"Only an owner can hand ownership over; your role is {principal.role}.")
     target = member(session, principal.account_id, member_id)
     if target.user_id == principal.user_id:
-        raise Conflict("You are the owner already: choose another member.")
+        raise InvalidState("You are an owner already: choose another member to hand ownership to.")
     _set_role(session, target.membership_id, "owner")
     mine = session.exec(select(Membership.id).where(Membership.account_id == principal.account_id,
                                                     Membership.user_id == principal.user_id)).one()

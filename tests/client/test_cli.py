@@ -1,6 +1,6 @@
 """`invoicing-cli` as people and scripts run it: a real process against a live server, with its JSON
 and table output, exit codes and messages, `--help` with examples everywhere, and `login
---no-browser` through the real consent page, refresh and `logout`."""
+--no-browser` through the real consent page (`--business` pre-selecting one), refresh and `logout`."""
 
 from __future__ import annotations
 
@@ -23,7 +23,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.conftest import second_business
 from tests.e2e.conftest import free_port, wait_for
+from tests.members import join
 from tests.oauth_flow import csrf_token, form_action, sign_in, ticked_scopes
 
 pytestmark = pytest.mark.e2e
@@ -547,6 +549,73 @@ def test_a_limit_shows_the_newest_and_says_there_are_more(cli):
     assert len(data(cli("customers", "list", "--all", "--json"))) == 3
 
 
+# --- members and invitations ----------------------------------------------------------------------------
+
+def member_id(cli, email: str) -> str:
+    return next(m["id"] for m in data(cli("members", "list", "--json")) if m["email"] == email)
+
+
+def test_members_listed_as_json_and_as_a_table(cli, account):
+    accountant = join(account, "accountant")
+    listed = data(cli("members", "list", "--json"))
+    assert [(m["object"], m["email"], m["role"]) for m in listed] == [
+        ("member", account.user_email, "owner"), ("member", accountant.user_email, "accountant")]
+    assert all(m["id"].startswith("mem_") for m in listed)
+    table = cli("members", "list")
+    assert table.returncode == 0 and "Role" in table.stdout and listed[1]["id"] in table.stdout
+    assert re.search(rf"{listed[1]['id']}.*accountant", table.stdout)
+
+
+def test_a_role_changed_ownership_handed_over_and_a_member_removed(cli, account):
+    sales = join(account, "sales")
+    changed = cli("members", "role", member_id(cli, sales.user_email), "admin", "--json")
+    assert data(changed)["role"] == "admin" and f"{sales.user_email}" in changed.stderr
+    assert "ROLE is one of owner, admin" in refused(cli("members", "role", member_id(cli, sales.user_email), "boss"), 2)
+    removed = cli("members", "remove", member_id(cli, sales.user_email), "--json")
+    assert data(removed)["deleted"] is True and f"Removed {sales.user_email}" in removed.stderr
+    assert [m["email"] for m in data(cli("members", "list", "--json"))] == [account.user_email]
+    admin = join(account, "admin")
+    handed = cli("members", "transfer-ownership", member_id(cli, admin.user_email))
+    assert handed.returncode == 0 and "is now an owner" in handed.stderr and re.search(r"Role\s+owner", handed.stdout)
+    assert {m["email"]: m["role"] for m in data(cli("members", "list", "--json"))} == {
+        account.user_email: "admin", admin.user_email: "owner"}
+
+
+def test_an_invitation_sent_listed_pending_resent_and_revoked(cli, mailbox):
+    sent = cli("invitations", "send", "jane@example.com", "--role", "accountant", "--json")
+    invitation = data(sent)
+    assert invitation["id"].startswith("invite_") and (invitation["role"], invitation["status"]) == ("accountant",
+                                                                                                      "pending")
+    assert "Invited jane@example.com as accountant" in sent.stderr
+    wait_for(lambda: any("jane@example.com" in mail.rcpt_tos for mail in mailbox[0].received))
+    assert [(i["id"], i["status"]) for i in data(cli("invitations", "list", "--json"))] == [(invitation["id"], "pending")]
+    table = cli("invitations", "list")
+    assert table.returncode == 0 and re.search(rf"{invitation['id']}[\s│]+jane@example.com[\s│]+accountant[\s│]+pending",
+                                               table.stdout)
+    resent = cli("invitations", "resend", invitation["id"])
+    assert resent.returncode == 0 and "again" in resent.stderr
+    revoked = data(cli("invitations", "revoke", invitation["id"], "--json"))
+    assert revoked["status"] == "revoked" and revoked["revoked_at"]
+    assert [i["status"] for i in data(cli("invitations", "list", "--json"))] == ["revoked"]
+    assert "--role is one of" in refused(cli("invitations", "send", "sam@example.com", "--role", "boss"), 2)
+    assert "Missing option '--role'" in refused(cli("invitations", "send", "sam@example.com"), 2)
+
+
+def test_a_viewer_is_refused_managing_members_with_the_reason(cli, env, account):
+    viewer = join(account, "viewer")
+    as_viewer = {**env, "INVOICING_API_KEY": viewer.key}
+    assert len(data(cli("members", "list", "--json", environment=as_viewer))) == 2
+    message = refused(cli("invitations", "send", "sam@example.com", "--role", "viewer", environment=as_viewer))
+    assert "Error (forbidden)" in message and "members:manage" in message and "viewer" in message
+
+
+def test_whoami_says_the_business_and_the_role(cli, account):
+    business = data(cli("whoami", "--json"))["business"]
+    assert business["account"].startswith("acct_") and business["role"] == "owner"
+    shown = cli("whoami")
+    assert shown.returncode == 0 and business["account"] in shown.stdout and re.search(r"Role: owner", shown.stdout)
+
+
 # --- failures -------------------------------------------------------------------------------------------
 
 def test_an_api_error_is_its_code_and_message_on_stderr(cli):
@@ -603,7 +672,9 @@ COMMANDS = [["login"], ["logout"], ["whoami"], ["receivables"], *[[group, comman
     "schedules": ["list", "get", "create", "pause", "resume", "cancel", "run", "runs"],
     "reminders": ["policy", "set"],
     "webhooks": ["list", "create", "delete"],
-    "e-invoices": ["export"]}.items() for command in commands]]
+    "e-invoices": ["export"],
+    "members": ["list", "role", "remove", "transfer-ownership"],
+    "invitations": ["list", "send", "resend", "revoke"]}.items() for command in commands]]
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
@@ -644,14 +715,16 @@ class LoginSession:
 
 
 def consent(origin: str, email: str, url: str, *, decision: str = "allow", extra: tuple[str, ...] = ()) -> httpx.Response:
-    """Sign in, open the consent page, answer it, and follow the redirect to the CLI's loopback port."""
+    """Sign in, open the consent page, answer it as a browser does (the business pre-selected, the boxes
+    ticked and `extra`), and follow the redirect to the CLI's loopback port."""
     with httpx.Client(base_url=origin, timeout=15) as browser:
         sign_in(browser, email)
         page = browser.get(url)
         assert page.status_code == 200, page.text
         scopes = [*ticked_scopes(page.text), *extra]
+        business = re.search(r'name="business" value="([^"]+)" checked', page.text)
         answer = browser.post(form_action(page.text), data={"csrf_token": csrf_token(page.text), "decision": decision,
-                                                            "scope": scopes})
+                                                            "scope": scopes, "business": business.group(1)})
         assert answer.status_code in (302, 303), answer.text
         return httpx.get(answer.headers["location"], timeout=15)
 
@@ -689,6 +762,31 @@ def test_login_through_the_consent_page_then_refresh_and_logout(cli, signed_out,
     answer = httpx.get(f"{origin}/api/v1/customers", headers={"Authorization": f"Bearer {renewed['access_token']}"})
     assert answer.status_code == 401  # revoked on the server, not only forgotten here
     assert "Not signed in" in refused(cli("customers", "list", environment=signed_out))
+
+
+def business_of(origin: str, credential: str) -> dict:
+    """GET /business with a key or token: the business it acts for."""
+    answer = httpx.get(f"{origin}/api/v1/business", headers={"Authorization": f"Bearer {credential}"}, timeout=15)
+    assert answer.status_code == 200, answer.text
+    return answer.json()["data"]
+
+
+def test_login_for_a_business_pre_selects_it_and_the_token_acts_for_it(cli, signed_out, home, origin, account):
+    second = second_business(None, account)
+    acct, first = (business_of(origin, key)["account"] for key in (second.key, account.key))
+    assert acct != first
+    login = LoginSession(signed_out, home, "--business", acct)
+    assert httpx.URL(login.url).params["business"] == acct
+    consent(origin, account.user_email, login.url)  # the business the page pre-selected, as a browser posts it
+    code, said = login.finish()
+    assert code == 0 and f"Signed in to {origin}/api/v1 for Second ({acct}) as owner" in said, said
+
+    kept = json.loads((home / "config" / "invoicing" / "credentials.json").read_text())["servers"][f"{origin}/api/v1"]
+    business = business_of(origin, kept["access_token"])
+    assert (business["account"], business["trade_name"], business["role"]) == (acct, "Second", "owner")
+    assert data(cli("whoami", "--json", environment=signed_out))["business"]["account"] == acct
+    assert "--business is a business's id, acct_" in refused(cli("login", "--business", "Second",
+                                                                environment=signed_out), 2)
 
 
 def test_login_registers_once_per_server(cli, signed_out, home, origin, account):

@@ -1,7 +1,7 @@
 """The Python client library (`clients/python`, `invoicing_client`) against a live server: every
-resource (payments, receivables, invoice schedules and payment reminders among them), pagination, each
-error class, retries that keep one idempotency key, the async client, and webhook verification of a
-real delivery."""
+resource (payments, receivables, invoice schedules, payment reminders, members and invitations among
+them), pagination, each error class, retries that keep one idempotency key, the async client, and
+webhook verification of a real delivery."""
 
 from __future__ import annotations
 
@@ -37,29 +37,34 @@ from invoicing_client import (
 )
 from invoicing_client._http import Call
 from invoicing_client.models import (
+    Business,
     CreditNote,
     CreditNoteLine,
     CreditNotePreview,
     Customer,
     EInvoiceExport,
     EInvoiceExportSkipped,
+    Invitation,
     Invoice,
     InvoiceItem,
     InvoiceSchedule,
     LateFee,
+    Member,
     Payment,
     Receivables,
     Refund,
     RemindedInvoice,
     ReminderPolicy,
     ReminderStep,
+    RemovedMember,
     ScheduleRun,
     SentCreditNote,
     SentInvoice,
 )
 
-from tests.conftest import make_tenant
+from tests.conftest import make_tenant, second_business
 from tests.e2e.conftest import LiveServers, free_port, wait_for
+from tests.members import join
 
 pytestmark = pytest.mark.e2e
 
@@ -1266,6 +1271,123 @@ def test_the_async_client_has_e_invoice_exports(origin, account):
     invoice, export, again, document = asyncio.run(work())
     assert isinstance(export, EInvoiceExport) and again.id == export.id and export.documents == 1
     assert entries(document) == [f"{invoice.number}-facturx.pdf", "manifest.csv"]
+
+
+# --- members and invitations ---------------------------------------------------------------------------
+
+def member_of(api, email: str) -> Member:
+    return next(member for member in api.members.list() if member.email == email)
+
+
+def test_the_business_says_which_one_the_key_acts_for_and_the_callers_role(api, account, origin):
+    business = api.business.retrieve()
+    assert (business.object, business.role) == ("business", "owner") and business.account.startswith("acct_")
+    second = second_business(None, account)
+    with InvoicingClient(api_key=second.key, base_url=origin) as other:
+        theirs = other.business.retrieve()
+    assert theirs.account != business.account and (theirs.trade_name, theirs.role) == ("Second", "owner")
+
+
+def test_an_older_servers_business_without_account_or_role_still_parses():
+    business = Business.from_api({"id": "bus_1", "legal_name": "Acme Ltd", "trade_name": None, "country_code": "GB",
+                                  "currency": "GBP", "tax_id": None, "address": {}, "email": None, "phone": None,
+                                  "bank": {}, "invoice_prefix": "INV", "created_at": "2026-11-25T10:00:00Z"})
+    assert (business.account, business.role) == (None, None) and business.legal_name == "Acme Ltd"
+
+
+def test_members_are_listed_oldest_first_with_their_roles(api, account):
+    accountant = join(account, "accountant")
+    members = api.members.list().to_list()
+    assert [(m.email, m.role) for m in members] == [(account.user_email, "owner"), (accountant.user_email, "accountant")]
+    assert all(isinstance(m, Member) and m.id.startswith("mem_") and m.object == "member" for m in members)
+
+
+def test_an_invitation_is_sent_listed_pending_resent_and_revoked(api, mailbox):
+    invitation = api.invitations.create(email="jane@example.com", role="accountant")
+    assert isinstance(invitation, Invitation) and invitation.id.startswith("invite_")
+    assert (invitation.email, invitation.role, invitation.status) == ("jane@example.com", "accountant", "pending")
+    assert invitation.accepted_at is None and invitation.revoked_at is None
+    assert invitation.expires_at - invitation.sent_at == dt.timedelta(days=14)
+    wait_for(lambda: any("jane@example.com" in mail.rcpt_tos for mail in mailbox[0].received))
+    assert [(i.id, i.status) for i in api.invitations.list()] == [(invitation.id, "pending")]
+    assert api.invitations.resend(invitation.id).sent_at >= invitation.sent_at
+    revoked = api.invitations.revoke(invitation.id)
+    assert revoked.status == "revoked" and revoked.revoked_at is not None
+    assert [(i.id, i.status) for i in api.invitations.list()] == [(invitation.id, "revoked")]
+
+
+def test_a_members_role_is_changed_then_the_member_removed_with_their_keys(api, account, origin):
+    sales = join(account, "sales")
+    member = member_of(api, sales.user_email)
+    changed = api.members.update(member.id, role="viewer")
+    assert (changed.id, changed.role) == (member.id, "viewer")
+    with InvoicingClient(api_key=sales.key, base_url=origin) as theirs:
+        assert theirs.business.retrieve().role == "viewer"  # on their very next request
+        removed = api.members.remove(member.id)
+        assert isinstance(removed, RemovedMember) and removed.deleted is True and removed.email == sales.user_email
+        with pytest.raises(AuthenticationError):
+            theirs.business.retrieve()
+    assert [m.email for m in api.members.list()] == [account.user_email]
+
+
+def test_ownership_is_handed_over_and_the_last_owner_stays(api, account):
+    with pytest.raises(PermissionDeniedError) as raised:
+        api.members.remove(member_of(api, account.user_email).id)
+    assert raised.value.status_code == 403 and "owner" in raised.value.message
+    admin = join(account, "admin")
+    assert api.members.transfer_ownership(member_of(api, admin.user_email).id).role == "owner"
+    assert {m.email: m.role for m in api.members.list()} == {account.user_email: "admin", admin.user_email: "owner"}
+    assert api.business.retrieve().role == "admin"
+
+
+def test_a_viewer_reads_the_members_but_managing_them_is_permission_denied(account, origin):
+    viewer = join(account, "viewer")
+    with InvoicingClient(api_key=viewer.key, base_url=origin) as client:
+        assert client.business.retrieve().role == "viewer"
+        assert len(client.members.list().to_list()) == 2
+        for attempt in (lambda: client.invitations.create(email="sam@example.com", role="viewer"),
+                        lambda: client.invitations.list().to_list(),
+                        lambda: client.members.update(member_of(client, viewer.user_email).id, role="admin")):
+            with pytest.raises(PermissionDeniedError) as raised:
+                attempt()
+            assert (raised.value.status_code, raised.value.code) == (403, "forbidden")
+            assert "members:manage" in raised.value.message and "viewer" in raised.value.message
+
+
+def test_an_invitation_carries_an_idempotency_key_and_a_lost_answer_invites_once(api, origin, account):
+    transport = LosesTheFirstAnswer()
+    with InvoicingClient(api_key=account.key, base_url=origin, http_client=httpx.Client(transport=transport)) as client:
+        invitation = client.invitations.create(email="jane@example.com", role="sales")
+        client.invitations.revoke(invitation.id, idempotency_key="revoke-once")
+    assert transport.keys[0] == transport.keys[1] and transport.keys[0] is not None
+    assert transport.keys[2] == "revoke-once"
+    assert [(i.id, i.status) for i in api.invitations.list()] == [(invitation.id, "revoked")]
+
+
+def test_an_unknown_role_is_a_validation_error_at_role(api, account):
+    with pytest.raises(ValidationError) as raised:
+        api.invitations.create(email="jane@example.com", role="boss")
+    assert [e["path"] for e in raised.value.errors] == ["role"]
+    with pytest.raises(NotFoundError):
+        api.members.update("mem_00000000000000000000000000000000", role="viewer")
+
+
+def test_the_async_client_has_members_and_invitations(origin, account):
+    sales = join(account, "sales")
+
+    async def work():
+        async with AsyncInvoicingClient(api_key=account.key, base_url=origin) as client:
+            members = await client.members.list().to_list()
+            mine = next(m for m in members if m.email == sales.user_email)
+            changed = await client.members.update(mine.id, role="accountant")
+            invitation = await client.invitations.create(email="jane@example.com", role="viewer")
+            listed = await client.invitations.list().to_list()
+            revoked = await client.invitations.revoke(invitation.id)
+            removed = await client.members.remove(mine.id)
+            return members, changed, listed, revoked, removed
+    members, changed, listed, revoked, removed = asyncio.run(work())
+    assert [m.role for m in members] == ["owner", "sales"] and changed.role == "accountant"
+    assert [i.status for i in listed] == ["pending"] and revoked.status == "revoked" and removed.deleted is True
 
 
 # --- webhooks ---------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from invoicing_client import models
 SCHEMAS = {
     "Customer": models.Customer, "Address": models.Address, "Product": models.Product, "Price": models.Price,
     "Recurring": models.Recurring, "Business": models.Business, "BusinessAddress": models.BusinessAddress,
+    "CallerBusiness": models.Business, "Member": models.Member, "Invitation": models.Invitation,
     "BankDetails": models.BankDetails, "CustomerDetails": models.CustomerDetails, "InvoiceItem": models.InvoiceItem,
     "InvoiceWithLines": models.Invoice, "Invoice": models.Invoice, "InvoiceLines": models.InvoiceLines,
     "InvoicePreview": models.InvoicePreview, "InvoicePreviewLine": models.InvoicePreviewLine,

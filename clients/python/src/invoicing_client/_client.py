@@ -15,9 +15,11 @@ from invoicing_client.resources import (
     AsyncCreditNotes,
     AsyncCustomers,
     AsyncEInvoiceExports,
+    AsyncInvitations,
     AsyncInvoiceItems,
     AsyncInvoices,
     AsyncInvoiceSchedules,
+    AsyncMembers,
     AsyncPayments,
     AsyncPrices,
     AsyncProducts,
@@ -28,9 +30,11 @@ from invoicing_client.resources import (
     CreditNotes,
     Customers,
     EInvoiceExports,
+    Invitations,
     InvoiceItems,
     Invoices,
     InvoiceSchedules,
+    Members,
     Payments,
     Prices,
     Products,
@@ -94,6 +98,8 @@ class InvoicingClient(_Base):
         self.webhook_endpoints = WebhookEndpoints(self)
         self.e_invoice_exports = EInvoiceExports(self)
         self.business = BusinessResource(self)
+        self.members = Members(self)
+        self.invitations = Invitations(self)
 
     def request(self, call: Call) -> Any:
         """Send `call`, retrying what may be retried; the JSON answer (bytes for a file)."""
@@ -153,6 +159,8 @@ class AsyncInvoicingClient(_Base):
         self.webhook_endpoints = AsyncWebhookEndpoints(self)
         self.e_invoice_exports = AsyncEInvoiceExports(self)
         self.business = AsyncBusinessResource(self)
+        self.members = AsyncMembers(self)
+        self.invitations = AsyncInvitations(self)
 
     async def request(self, call: Call) -> Any:
         """Send `call`, retrying what may be retried; the JSON answer (bytes for a file)."""

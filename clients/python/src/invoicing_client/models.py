@@ -111,7 +111,14 @@ class BankDetails(InvoicingObject):
 
 
 class Business(InvoicingObject):
+    """The business profile. From `business.retrieve()` (`GET /business`) also which business the credential
+    acts for (`account`, `acct_…`) and the caller's `role` in it (older servers send neither; an invoice's
+    `issuer` has neither)."""
+
     id: str
+    object: str = "business"
+    account: str | None = None  # acct_…: the business a key belongs to, or an app's sign-in was bound to
+    role: str | None = None  # owner, admin, accountant, sales or viewer: bounds every scope of the credential
     legal_name: str
     trade_name: str | None = None
     country_code: str
@@ -635,6 +642,40 @@ class WebhookEndpoint(InvoicingObject):
 class DeletedWebhookEndpoint(InvoicingObject):
     id: str
     deleted: bool = True
+
+
+class Member(InvoicingObject):
+    """A person in the business, with the role that bounds everything they (and their keys and apps) do in it."""
+
+    id: str  # mem_…
+    object: str = "member"
+    email: str
+    name: str | None = None
+    role: str  # owner, admin, accountant, sales or viewer
+    joined_at: dt.datetime
+
+
+class RemovedMember(Member):
+    """A member after `members.remove`: their API keys for the business are revoked and the apps they
+    connected to it disconnected."""
+
+    deleted: bool = True
+
+
+class Invitation(InvoicingObject):
+    """An e-mailed invitation to join the business as `role`: its link works once, for `email` only, until
+    `expires_at` (14 days after it was last sent)."""
+
+    id: str  # invite_…
+    object: str = "invitation"
+    email: str
+    role: str  # owner, admin, accountant, sales or viewer
+    status: str  # pending, accepted, revoked or expired
+    created_at: dt.datetime
+    sent_at: dt.datetime  # when it was last e-mailed
+    expires_at: dt.datetime
+    accepted_at: dt.datetime | None = None
+    revoked_at: dt.datetime | None = None
 
 
 T = TypeVar("T", bound=InvoicingObject)

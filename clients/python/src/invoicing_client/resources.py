@@ -23,6 +23,7 @@ from invoicing_client.models import (
     DeletedInvoice,
     DeletedWebhookEndpoint,
     EInvoiceExport,
+    Invitation,
     Invoice,
     InvoiceEvent,
     InvoiceItem,
@@ -30,6 +31,7 @@ from invoicing_client.models import (
     InvoiceSchedule,
     InvoicingObject,
     LateFee,
+    Member,
     Page,
     Payment,
     Price,
@@ -37,6 +39,7 @@ from invoicing_client.models import (
     Receivables,
     RemindedInvoice,
     ReminderPolicy,
+    RemovedMember,
     ScheduleRun,
     SentCreditNote,
     SentInvoice,
@@ -919,10 +922,91 @@ class AsyncWebhookEndpoints(_AsyncResource):
 
 class BusinessResource(_Resource):
     def retrieve(self) -> Business:
-        """The account's business profile (404 until onboarding is finished)."""
+        """The business profile of the business the credential acts for (404 until onboarding is finished),
+        with its `account` (`acct_…`) and the caller's `role` in it."""
         return self._one(Call.get("/business"), Business)
 
 
 class AsyncBusinessResource(_AsyncResource):
     async def retrieve(self) -> Business:
         return await self._one(Call.get("/business"), Business)
+
+
+# --- members and invitations ---------------------------------------------------------------------------
+
+class Members(_Resource):
+    """The people of the business the credential acts for, each with a role (owner, admin, accountant, sales
+    or viewer) that bounds every key, token and app of theirs in it. Listing needs `business:read`; the rest
+    `members:manage` (owners and admins; what concerns owners, an owner)."""
+
+    def list(self) -> Pager[Member]:
+        """Every member, oldest first (one page)."""
+        return self._pager("/members", Member, {})
+
+    def update(self, id: str, *, role: str) -> Member:
+        """Change a member's role; it takes effect on their next request. Only an owner gives or takes `owner`,
+        and the last owner keeps it (a `ConflictError`)."""
+        return self._one(Call.patch(path("/members/{}", id), {"role": role}), Member)
+
+    def remove(self, id: str, *, idempotency_key: str | None = None) -> RemovedMember:
+        """Remove a member (DELETE): their API keys for the business are revoked and the apps they connected to
+        it disconnected at once. The last owner cannot be removed."""
+        return self._one(Call.delete(path("/members/{}", id), idempotency_key=idempotency_key), RemovedMember)
+
+    def transfer_ownership(self, id: str, *, idempotency_key: str | None = None) -> Member:
+        """Hand ownership over (an owner only): the member becomes an owner, and the caller's person an admin."""
+        return self._one(Call.post(path("/members/{}/transfer_ownership", id), idempotency_key=idempotency_key),
+                         Member)
+
+
+class AsyncMembers(_AsyncResource):
+    def list(self) -> AsyncPager[Member]:
+        return self._pager("/members", Member, {})
+
+    async def update(self, id: str, *, role: str) -> Member:
+        return await self._one(Call.patch(path("/members/{}", id), {"role": role}), Member)
+
+    async def remove(self, id: str, *, idempotency_key: str | None = None) -> RemovedMember:
+        return await self._one(Call.delete(path("/members/{}", id), idempotency_key=idempotency_key), RemovedMember)
+
+    async def transfer_ownership(self, id: str, *, idempotency_key: str | None = None) -> Member:
+        return await self._one(Call.post(path("/members/{}/transfer_ownership", id), idempotency_key=idempotency_key),
+                               Member)
+
+
+class Invitations(_Resource):
+    """E-mailed invitations to join the business: each link works once, for its address only, for 14 days.
+    Needs `members:manage`; only an owner invites an owner."""
+
+    def list(self) -> Pager[Invitation]:
+        """Every invitation, newest first (one page), with its `status`: pending, accepted, revoked or expired."""
+        return self._pager("/invitations", Invitation, {})
+
+    def create(self, *, email: str, role: str, idempotency_key: str | None = None) -> Invitation:
+        """Invite `email` to join as `role`, e-mailing them a link. Counted against the business's invitations
+        and e-mails an hour (a `RateLimitError`); a mail server that refuses it is an `UpstreamError`, the
+        invitation kept: `resend` it."""
+        return self._one(Call.post("/invitations", {"email": email, "role": role}, idempotency_key), Invitation)
+
+    def resend(self, id: str, *, idempotency_key: str | None = None) -> Invitation:
+        """E-mail a new link (the earlier one stops working), good for 14 days from now."""
+        return self._one(Call.post(path("/invitations/{}/resend", id), idempotency_key=idempotency_key), Invitation)
+
+    def revoke(self, id: str, *, idempotency_key: str | None = None) -> Invitation:
+        """Revoke it (DELETE): its link stops working. An accepted one cannot be revoked (a `ConflictError`)."""
+        return self._one(Call.delete(path("/invitations/{}", id), idempotency_key=idempotency_key), Invitation)
+
+
+class AsyncInvitations(_AsyncResource):
+    def list(self) -> AsyncPager[Invitation]:
+        return self._pager("/invitations", Invitation, {})
+
+    async def create(self, *, email: str, role: str, idempotency_key: str | None = None) -> Invitation:
+        return await self._one(Call.post("/invitations", {"email": email, "role": role}, idempotency_key), Invitation)
+
+    async def resend(self, id: str, *, idempotency_key: str | None = None) -> Invitation:
+        return await self._one(Call.post(path("/invitations/{}/resend", id), idempotency_key=idempotency_key),
+                               Invitation)
+
+    async def revoke(self, id: str, *, idempotency_key: str | None = None) -> Invitation:
+        return await self._one(Call.delete(path("/invitations/{}", id), idempotency_key=idempotency_key), Invitation)

@@ -33,13 +33,16 @@ from invoicing_client.cli.items import (
 )
 from invoicing_client.errors import APIConnectionError, AuthenticationError, InvoicingError
 from invoicing_client.models import (
+    Business,
     CreditNote,
     Customer,
     CustomerReceivables,
     EInvoiceExport,
+    Invitation,
     Invoice,
     InvoiceSchedule,
     InvoicingObject,
+    Member,
     Payment,
     Price,
     Product,
@@ -63,7 +66,8 @@ def _group(help_text: str) -> typer.Typer:
 
 
 app = _group("The Invoicing API from your terminal: customers, products, prices, invoices, credit notes, payments, "
-             "receivables, invoice schedules, payment reminders, webhooks and e-invoice exports.\n\n"
+             "receivables, invoice schedules, payment reminders, webhooks, e-invoice exports, and the business's members "
+             "and invitations.\n\n"
              "Start with `invoicing-cli login`, or put an API key in the environment (`export "
              "INVOICING_API_KEY=inv_live_…`, never on the command line), then for example `invoicing-cli invoices list`.")
 customers_app = _group("Customers: the people and companies you invoice.")
@@ -84,6 +88,11 @@ e_invoices_app = _group("E-invoices of a period for your accountant: every final
                         "in it as Peppol BIS 3.0, CII or Factur-X, in one ZIP with a manifest. One invoice's or "
                         "credit note's e-invoice: `invoicing-cli invoices e-invoice`, `invoicing-cli credit-notes "
                         "e-invoice`.")
+members_app = _group("Members: the people of the business, each with a role (owner, admin, accountant, sales or viewer) "
+                     "that bounds everything they, their API keys and their apps do in it: list, change a role, "
+                     "remove, hand ownership over. Invite people with `invoicing-cli invitations send`.")
+invitations_app = _group("Invitations to join the business: send, list, resend, revoke. Each e-mailed link works "
+                         "once, for its address only, for 14 days.")
 app.add_typer(customers_app, name="customers")
 app.add_typer(products_app, name="products")
 app.add_typer(prices_app, name="prices")
@@ -94,6 +103,8 @@ app.add_typer(schedules_app, name="schedules")
 app.add_typer(reminders_app, name="reminders")
 app.add_typer(webhooks_app, name="webhooks")
 app.add_typer(e_invoices_app, name="e-invoices")
+app.add_typer(members_app, name="members")
+app.add_typer(invitations_app, name="invitations")
 
 
 @dataclass
@@ -329,19 +340,54 @@ def show_webhook(endpoint: WebhookEndpoint) -> None:
 # --- sign-in ------------------------------------------------------------------------------------------
 
 @app.command(epilog=examples("invoicing-cli login", "invoicing-cli --base-url https://invoices.example login --no-browser",
-                             "invoicing-cli login --scope 'invoices:read invoices:write'"))
+                             "invoicing-cli login --scope 'invoices:read invoices:write'",
+                             "invoicing-cli login --business acct_…"))
 def login(
     no_browser: Annotated[bool, typer.Option("--no-browser", help="Print the address to open instead of opening it.")]
     = False,
     scope: Annotated[str | None, typer.Option(help="Ask only for these scopes (space-separated); "
                                                    "default: every scope, each of which you can untick.")] = None,
+    business: Annotated[str | None, typer.Option(help="acct_…: the business to pre-select on the consent page (you "
+                                                      "may choose another there); the token acts for the one "
+                                                      "chosen. Default: the one you act for in the dashboard.")]
+    = None,
     timeout: Annotated[int, typer.Option(min=10, help="Seconds to wait for the browser.")] = 300,
 ) -> None:
-    """Sign in with your browser (OAuth 2.1 with PKCE); the tokens are kept in your config directory."""
+    """Sign in with your browser (OAuth 2.1 with PKCE); the tokens are kept in your config directory.
+
+    The sign-in acts for one of your businesses, chosen on the consent page, and never does more than your
+    role there allows."""
+    if business is not None and not business.startswith("acct_"):
+        raise typer.BadParameter(f"--business is a business's id, acct_…, not {business!r} (`invoicing-cli whoami` "
+                                 "shows the one a credential acts for).")
     api = api_url()
     token = oauth.login(api, scope=scope, open_browser=not no_browser, timeout=timeout, say=show.say,
-                        insecure=OPTIONS.insecure)
-    show.done(f"Signed in to {api}, allowed: {token.get('scope', '')}")
+                        insecure=OPTIONS.insecure, business=business)
+    acting = _business_of(api, token["access_token"])
+    show.done(f"Signed in to {api}{_acting_for(acting)}, allowed: {token.get('scope', '')}")
+    if business and acting is not None and acting.account and acting.account != business:
+        show.say(f"The sign-in acts for {acting.account}, chosen on the consent page instead of {business} "
+                 "(which is not one of your businesses, or was changed there).")
+
+
+def _business_of(api: str, token: str) -> Business | None:
+    """The business a fresh token acts for; None when it cannot tell (no business:read, onboarding
+    unfinished, an older server, the server gone): the sign-in stands all the same."""
+    try:
+        with cleartext.http_client(api) as http, \
+                InvoicingClient(api_key=token, base_url=api, http_client=http) as invoicing:
+            return invoicing.business.retrieve()
+    except InvoicingError:
+        return None
+
+
+def _acting_for(business: Business | None) -> str:
+    """` for Acme (acct_…) as owner`: which business a credential acts for, and the person's role there."""
+    if business is None:
+        return ""
+    name = business.trade_name or business.legal_name
+    where = f" for {name} ({business.account})" if business.account else f" for {name}"
+    return where + (f" as {business.role}" if business.role else "")
 
 
 @app.command(epilog=examples("invoicing-cli logout"))
@@ -378,9 +424,17 @@ def whoami(as_json: Json = False) -> None:
     how = (f"API key {credential['key']}" if credential["kind"] == "api_key"
            else f"signed in (OAuth), allowed: {credential['scope']}")
     show.out.print(f"{api}\n{how}", markup=False, highlight=False)
-    show.out.print(f"Business: {business.legal_name} ({business.country_code}, {business.currency})" if business
+    show.out.print(_business_lines(business) if business
                    else "Business: not readable with this credential (business:read), or onboarding unfinished.",
                    markup=False, highlight=False)
+
+
+def _business_lines(business: Business) -> str:
+    """`Business: Acme (acct_…; DE, EUR)` and the person's role there, when the server says them."""
+    name = business.trade_name or business.legal_name
+    where = f"{business.account}; " if business.account else ""
+    text = f"Business: {name} ({where}{business.country_code}, {business.currency})"
+    return text + (f"\nRole: {business.role}" if business.role else "")
 
 
 # --- catalog: customers, products, prices ---------------------------------------------------------------
@@ -1493,6 +1547,124 @@ def _report_export(export: EInvoiceExport, output: Path, size: int) -> None:
     count = f"{export.documents} e-invoice{'' if export.documents == 1 else 's'}"
     show.done(f"Saved {count} ({export.format}, issued {export.period.start} to {export.period.end}) to {output} "
               f"({shown}){f', {len(export.skipped)} left out' if export.skipped else ''}.")
+
+
+# --- members and invitations ----------------------------------------------------------------------------
+
+ROLES = ("owner", "admin", "accountant", "sales", "viewer")
+MEMBER_COLUMNS: list[show.Column] = [
+    ("ID", lambda m: m.id), ("Name", lambda m: m.name), ("Email", lambda m: m.email), ("Role", lambda m: m.role),
+    ("Joined", lambda m: show.when(m.joined_at))]
+INVITATION_COLUMNS: list[show.Column] = [
+    ("ID", lambda i: i.id), ("Email", lambda i: i.email), ("Role", lambda i: i.role), ("Status", lambda i: i.status),
+    ("Sent", lambda i: show.when(i.sent_at)), ("Expires", lambda i: show.when(i.expires_at))]
+MemberId = Annotated[str, typer.Argument(help="The member's id, mem_… (`invoicing-cli members list` shows them).")]
+InvitationId = Annotated[str, typer.Argument(help="The invitation's id, invite_… (`invoicing-cli invitations list` "
+                                                  "shows them).")]
+
+
+def show_member(member: Member) -> None:
+    show.fields(member, [("ID", lambda m: m.id), ("Name", lambda m: m.name), ("Email", lambda m: m.email),
+                         ("Role", lambda m: m.role), ("Joined", lambda m: f"{show.when(m.joined_at)} UTC")])
+
+
+def show_invitation(invitation: Invitation) -> None:
+    utc = lambda value: value and f"{show.when(value)} UTC"  # noqa: E731
+    show.fields(invitation, [
+        ("ID", lambda i: i.id), ("Email", lambda i: i.email), ("Role", lambda i: i.role), ("Status", lambda i: i.status),
+        ("Sent", lambda i: utc(i.sent_at)), ("Expires", lambda i: utc(i.expires_at)),
+        ("Accepted", lambda i: utc(i.accepted_at)), ("Revoked", lambda i: utc(i.revoked_at))])
+
+
+def present_all(fetch: Callable[[InvoicingClient], Pager[Any]], columns: list[show.Column], *, as_json: bool,
+                noun: str) -> None:
+    """Every object of a list the API answers whole (one page), as a table or a JSON array."""
+    with client() as api:
+        shown = fetch(api).to_list()
+    if as_json or OPTIONS.json:
+        show.print_json(show.as_json(shown))
+    else:
+        show.table(shown, columns, empty=f"No {noun}.")
+
+
+@members_app.command("list", epilog=examples("invoicing-cli members list", "invoicing-cli members list --json"))
+def members_list(as_json: Json = False) -> None:
+    """List the members of the business, oldest first, with their roles."""
+    present_all(lambda c: c.members.list(), MEMBER_COLUMNS, as_json=as_json, noun="members")
+
+
+@members_app.command("role", epilog=examples("invoicing-cli members role mem_… accountant",
+                                             "invoicing-cli members role mem_… admin --json"))
+def members_role(id: MemberId,
+                 role: Annotated[str, typer.Argument(help="The new role: owner, admin, accountant, sales or viewer.")],
+                 as_json: Json = False) -> None:
+    """Change a member's role; it bounds their keys and apps from their next request on.
+
+    Only an owner gives or takes `owner`, and the last owner keeps it. Needs `members:manage`."""
+    _one_of("ROLE", role, ROLES)
+    member = call(lambda c: c.members.update(id, role=role))
+    present(member, as_json, show_member)
+    show.done(f"{member.email} ({member.id}) is now {member.role}.")
+
+
+@members_app.command("remove", epilog=examples("invoicing-cli members remove mem_…"))
+def members_remove(id: MemberId, as_json: Json = False) -> None:
+    """Remove a member: their API keys for the business are revoked and the apps they connected to it disconnected.
+
+    It takes effect at once. The last owner cannot be removed. Needs `members:manage`."""
+    removed = call(lambda c: c.members.remove(id))
+    if as_json or OPTIONS.json:
+        show.print_json(removed.to_dict())
+    show.done(f"Removed {removed.email} ({removed.id}) from the business.")
+
+
+@members_app.command("transfer-ownership", epilog=examples("invoicing-cli members transfer-ownership mem_…"))
+def members_transfer_ownership(id: MemberId, as_json: Json = False) -> None:
+    """Hand ownership over (an owner only): the member becomes an owner, and you become an admin."""
+    member = call(lambda c: c.members.transfer_ownership(id))
+    present(member, as_json, show_member)
+    show.done(f"{member.email} ({member.id}) is now an owner of the business, and you an admin.")
+
+
+@invitations_app.command("list", epilog=examples("invoicing-cli invitations list",
+                                                 "invoicing-cli invitations list --json"))
+def invitations_list(as_json: Json = False) -> None:
+    """List the invitations, newest first, with their status: pending, accepted, revoked or expired."""
+    present_all(lambda c: c.invitations.list(), INVITATION_COLUMNS, as_json=as_json, noun="invitations")
+
+
+@invitations_app.command("send", epilog=examples("invoicing-cli invitations send jane@example.com --role accountant",
+                                                 "invoicing-cli invitations send sam@example.com --role viewer --json"))
+def invitations_send(email: Annotated[str, typer.Argument(help="Who to invite: only a sign-in with this address "
+                                                               "can accept.")],
+                     role: Annotated[str, typer.Option(help="The role they get on accepting: owner, admin, "
+                                                            "accountant, sales or viewer.")],
+                     as_json: Json = False) -> None:
+    """Invite someone to the business: they are e-mailed a link that works once, for 14 days.
+
+    Only an owner invites an owner. Needs `members:manage`."""
+    _one_of("--role", role, ROLES)
+    invitation = call(lambda c: c.invitations.create(email=email, role=role))
+    present(invitation, as_json, show_invitation)
+    show.done(f"Invited {invitation.email} as {invitation.role} ({invitation.id}); the link works until "
+              f"{show.when(invitation.expires_at)} UTC.")
+
+
+@invitations_app.command("resend", epilog=examples("invoicing-cli invitations resend invite_…"))
+def invitations_resend(id: InvitationId, as_json: Json = False) -> None:
+    """E-mail an invitation again: a new link, good for 14 days from now (the earlier one stops working)."""
+    invitation = call(lambda c: c.invitations.resend(id))
+    present(invitation, as_json, show_invitation)
+    show.done(f"Sent the invitation to {invitation.email} again; the new link works until "
+              f"{show.when(invitation.expires_at)} UTC.")
+
+
+@invitations_app.command("revoke", epilog=examples("invoicing-cli invitations revoke invite_…"))
+def invitations_revoke(id: InvitationId, as_json: Json = False) -> None:
+    """Revoke an invitation: its link stops working. An accepted one cannot be revoked."""
+    invitation = call(lambda c: c.invitations.revoke(id))
+    present(invitation, as_json, show_invitation)
+    show.done(f"Revoked the invitation of {invitation.email} ({invitation.id}).")
 
 
 # --- entry point ----------------------------------------------------------------------------------------

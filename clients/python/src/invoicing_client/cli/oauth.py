@@ -203,8 +203,9 @@ class _Callback:
 
 
 def login(api: str, *, scope: str | None, open_browser: bool, timeout: float,
-          say: Callable[[str], None], insecure: bool = False) -> dict[str, Any]:
-    """Sign in to `api` and keep the tokens; the token response."""
+          say: Callable[[str], None], insecure: bool = False, business: str | None = None) -> dict[str, Any]:
+    """Sign in to `api` and keep the tokens; the token response. `business` (`acct_…`) is the business the
+    consent page pre-selects; the person may choose another, and the token acts for the one chosen."""
     cleartext.check(api, "the code and tokens of a sign-in", insecure=insecure)
     with _Http() as http:
         server = discover(http, api)
@@ -224,6 +225,8 @@ def login(api: str, *, scope: str | None, open_browser: bool, timeout: float,
                      "code_challenge": challenge, "code_challenge_method": "S256", "state": state, "resource": api}
             if scope:
                 query["scope"] = scope
+            if business:
+                query["business"] = business
             url = f"{server.authorization_endpoint}?{urlencode(query)}"
             if open_browser and webbrowser.open(url):
                 say(f"Opened the consent page in your browser. If it did not appear, open:\n\n  {url}\n")

@@ -82,13 +82,9 @@ def invite(session: Session, principal: Principal, *, email: str, role: str) -> 
 
 def resend(session: Session, principal: Principal, invitation_id: str) -> Sent:
     """The invitation again under a new link (the old one stops working), good for 14 days from now."""
-    principal.require("members:manage")
-    principal = memberships.locked(session, principal)
-    row = find(session, principal.account_id, invitation_id)
+    principal, row = _managed(session, principal, invitation_id, "resend")
     if status(row) in ("accepted", "revoked"):
         raise InvalidState(f"The invitation is {status(row)}: invite {row.email} again instead.")
-    if row.role == "owner" and principal.role != "owner":
-        raise NotAllowed("Only an owner can resend an invitation to become owner.")
     _verified_sender(session, principal)
     _count(session, principal)
     token = crypto.token(32)
@@ -100,18 +96,24 @@ def resend(session: Session, principal: Principal, invitation_id: str) -> Sent:
 
 
 def revoke(session: Session, principal: Principal, invitation_id: str) -> Invitation:
-    principal.require("members:manage")
-    principal = memberships.locked(session, principal)
-    row = find(session, principal.account_id, invitation_id)
+    principal, row = _managed(session, principal, invitation_id, "revoke")
     if status(row) == "accepted":
         raise InvalidState("The invitation was accepted: remove the member instead.")
-    if row.role == "owner" and principal.role != "owner":
-        raise NotAllowed("Only an owner can revoke an invitation to become owner.")
     if row.revoked_at is None:
         row.revoked_at = now()
         session.add(row)
         activity.record(session, principal, "invitation.revoked", f"Revoked the invitation of {row.email}")
     return row
+
+
+def _managed(session: Session, principal: Principal, invitation_id: str, verb: str) -> tuple[Principal, Invitation]:
+    """The caller (as their role stands under the business's lock) and the invitation they may `verb`."""
+    principal.require("members:manage")
+    principal = memberships.locked(session, principal)
+    row = find(session, principal.account_id, invitation_id)
+    if row.role == "owner" and principal.role != "owner":
+        raise NotAllowed(f"Only an owner can {verb} an invitation to become owner.")
+    return principal, row
 
 
 def list_invitations(session: Session, account_id: uuid.UUID) -> list[Invitation]:

@@ -529,3 +529,15 @@ def test_a_price_archived_since_creation_fails_the_run_and_it_is_retried(tenant)
     assert tenant.post(f"/prices/{monthly['id']}/restore", idem=True).status_code == 200
     assert len(run_at(at("2027-01-01T08:00:00+00:00")).made) == 1
     assert schedule_now(tenant, schedule["id"])["last_failure"] is None
+
+
+def test_the_schedules_of_a_member_who_was_removed_pause_at_their_next_run(tenant):
+    from tests.members import join, member_id
+    sales = join(tenant, "sales")
+    schedule = created(sales)
+    assert schedule["created_by"]["user_id"]  # the key's creator, the person it acts as
+    assert tenant.delete(f"/members/{member_id(tenant, sales.user_email)}").status_code == 200
+    assert run_at(at("2027-01-01T07:00:00+00:00")).failed == 1
+    paused = schedule_now(tenant, schedule["id"])
+    assert paused["status"] == "paused" and "revoked" in paused["pause_reason"]
+    assert made(tenant, schedule["id"]) == []

@@ -137,7 +137,8 @@ def cmd_business_set(args: argparse.Namespace) -> int:
     data = parse(BusinessInput, _read_json(args.file))
     migrate.upgrade()
     with transaction() as session:
-        set_profile(session, _business(session, args, managing=True).account_id, data)
+        business = _business(session, args, managing=True)
+        set_profile(session, business.account_id, data, by=business.user_id)
     print(f"Business profile saved: {data.legal_name}.")
     return 0
 
@@ -228,7 +229,8 @@ def cmd_keys_list(args: argparse.Namespace) -> int:
 def cmd_keys_revoke(args: argparse.Namespace) -> int:
     migrate.upgrade()
     with transaction() as session:
-        key = apikeys.revoke_key(session, _business(session, args, managing=True).account_id, args.key_id)
+        business = _business(session, args, managing=True)
+        key = apikeys.revoke_key(session, business.account_id, args.key_id, by=business.user_id)
     print(f"Key {key.id} revoked; it stops working on the next request.")
     return 0
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from starlette.responses import Response
 from starlette.routing import Route
 
-from core.access import activity, memberships
-from core.access.principal import Principal
+from core.access import memberships
 from core.base.db import transaction
 from core.base.errors import DomainError, NotFound
 from pages.routing import NEW_BUSINESS_PATH, Visit, error_page, page, redirect
@@ -32,8 +31,6 @@ def create_business(visit: Visit) -> Response:
     try:
         with transaction() as session:
             account = memberships.create_business(session, visit.user, counted=True)
-            activity.record(session, Principal.signed_in_person(account.id, visit.user.id, "owner"), "business.created",
-                            "Started the business")
     except DomainError as refused:
         return error_page(visit.request, refused.status, "No new business now", refused.detail)
     switch_business(visit.request, account.id)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from starlette.responses import Response
 from starlette.routing import Route
 
-from core.access import activity
 from core.base.db import transaction
 from core.base.errors import ValidationFailed
 from core.base.validation import parse
@@ -18,7 +17,6 @@ from core.billing.business import (
     set_profile,
 )
 from pages.routing import NEW_BUSINESS_PATH, Visit, errors_by_field, page, redirect
-from web.acting import principal_of
 from web.invoice_pages import drafts_for_review
 from web.rendering import notice_of, render
 
@@ -83,7 +81,7 @@ def onboard(visit: Visit) -> Response:
             account_id = visit.account_id
             if find_profile(session, account_id) is not None:
                 return redirect("/")  # finished meanwhile, in another tab
-            set_profile(session, account_id, data)
+            set_profile(session, account_id, data, by=visit.user.id)
     except ValidationFailed as exc:
         return render(visit.request, "onboarding.html", status_code=422, values=values,
                       errors=errors_by_field(exc.errors), notice=None)
@@ -115,8 +113,7 @@ def save_business_profile(visit: Visit) -> Response:
     try:
         data = business_input(values)
         with transaction() as session:
-            set_profile(session, visit.account_id, data)
-            activity.record(session, principal_of(visit), "business.updated", "Saved the business profile")
+            set_profile(session, visit.account_id, data, by=visit.user.id)
     except ValidationFailed as exc:
         return render(visit.request, "onboarding.html", status_code=422, values=values,
                       errors=errors_by_field(exc.errors), editing=True, notice=None)

@@ -7,7 +7,7 @@ from datetime import datetime
 from starlette.responses import Response
 from starlette.routing import Route
 
-from core.access import activity, apikeys
+from core.access import apikeys
 from core.access.scopes import ALL_SCOPES, PRESETS, SCOPE_DESCRIPTIONS
 from core.base.clock import now
 from core.base.db import transaction
@@ -17,7 +17,7 @@ from core.models import EVENT_TYPES, ApiKey
 from core.webhooks import endpoints as webhooks
 from operations import webhook_endpoints as webhook_operations
 from pages.routing import Visit, errors_by_field, errors_of, page, redirect
-from web.acting import act, principal_of
+from web.acting import act
 from web.rendering import not_found, notice_of, render
 
 PRESET_LABELS = {
@@ -82,8 +82,6 @@ def create_api_key(visit: Visit) -> Response:
         with transaction() as session:
             created = apikeys.create_key(session, visit.account_id, created_by=visit.user.id, name=values["name"],
                                          scopes=scopes, expires_in_days=_expiry_days(values["expires_in_days"]))
-            activity.record(session, principal_of(visit), "api_key.created",
-                            f"Created the API key “{created.row.name}” ({', '.join(created.row.scopes)})")
     except ValidationFailed as exc:
         errors = errors_by_field(exc.errors)
         if "preset" in errors:
@@ -98,8 +96,7 @@ def create_api_key(visit: Visit) -> Response:
 def revoke_api_key(visit: Visit) -> Response:
     try:
         with transaction() as session:
-            key = apikeys.revoke_key(session, visit.account_id, visit.path_params["key_id"])
-            activity.record(session, principal_of(visit), "api_key.revoked", f"Revoked the API key “{key.name}”")
+            apikeys.revoke_key(session, visit.account_id, visit.path_params["key_id"], by=visit.user.id)
     except NotFound:
         return not_found(visit, "API key", "/settings/api-keys")
     return redirect("/settings/api-keys?notice=key_revoked")

@@ -25,6 +25,12 @@ def record(session: Session, principal: Principal, action: str, summary: str) ->
                               client_name=principal.client_name, action=action, summary=summary[:1000]))
 
 
+def by_person(session: Session, account_id: uuid.UUID, user_id: uuid.UUID, action: str, summary: str) -> None:
+    """`record` of what a person did themselves (the dashboard, an admin command) where no caller is at hand."""
+    session.add(ActivityEntry(account_id=account_id, user_id=user_id, actor="user", action=action,
+                              summary=summary[:1000]))
+
+
 @dataclass(frozen=True)
 class Entry:
     at: datetime

@@ -11,6 +11,7 @@ from datetime import timedelta
 import sqlalchemy as sa
 from sqlmodel import Session, select
 
+from core.access import activity
 from core.access.principal import Principal, Verified, stale_before, stale_use, stale_use_clause
 from core.access.scopes import PRESETS, ordered, unknown_scopes
 from core.base import crypto
@@ -63,6 +64,8 @@ def create_key(session: Session, account_id: uuid.UUID, *, created_by: uuid.UUID
     )
     session.add(row)
     session.flush()
+    activity.by_person(session, account_id, created_by, "api_key.created",
+                       f"Created the API key “{row.name}” ({', '.join(row.scopes)})")
     return CreatedKey(row=row, key=f"inv_live_{lookup_id}_{secret}")
 
 
@@ -71,7 +74,8 @@ def list_keys(session: Session, account_id: uuid.UUID) -> list[ApiKey]:
     return list(session.exec(query))
 
 
-def revoke_key(session: Session, account_id: uuid.UUID, key_id: str) -> ApiKey:
+def revoke_key(session: Session, account_id: uuid.UUID, key_id: str, *, by: uuid.UUID | None = None) -> ApiKey:
+    """Revoke a key of the business (`by`: the person who did, for its activity)."""
     try:
         row_id = uuid.UUID(key_id)
     except ValueError:
@@ -83,6 +87,8 @@ def revoke_key(session: Session, account_id: uuid.UUID, key_id: str) -> ApiKey:
     if row.revoked_at is None:
         row.revoked_at = now()
         session.add(row)
+        if by is not None:
+            activity.by_person(session, account_id, by, "api_key.revoked", f"Revoked the API key “{row.name}”")
     return row
 
 

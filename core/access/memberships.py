@@ -121,6 +121,7 @@ def create_business(session: Session, user: User, *, counted: bool = False) -> A
     session.add(account)
     session.flush()
     join(session, account.id, user.id, "owner")
+    activity.by_person(session, account.id, user.id, "business.created", "Started the business")
     return account
 
 

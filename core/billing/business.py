@@ -7,6 +7,7 @@ import uuid
 from pydantic import BaseModel, Field, ValidationInfo, field_validator
 from sqlmodel import Session, select
 
+from core.access import activity
 from core.base import money
 from core.base.api_types import EmailText, Timestamp
 from core.base.clock import iso, now
@@ -112,8 +113,12 @@ def get_profile(session: Session, account_id: uuid.UUID) -> BusinessProfile:
     return profile
 
 
-def set_profile(session: Session, account_id: uuid.UUID, data: BusinessInput) -> BusinessProfile:
-    """Create or replace the profile (onboarding, settings, command line)."""
+def set_profile(session: Session, account_id: uuid.UUID, data: BusinessInput, *,
+                by: uuid.UUID | None = None) -> BusinessProfile:
+    """Create or replace the profile (onboarding, settings, command line); `by`: the person who did, for
+    the business's activity."""
+    if by is not None:
+        activity.by_person(session, account_id, by, "business.updated", "Saved the business profile")
     profile = find_profile(session, account_id) or BusinessProfile(
         account_id=account_id, legal_name="", country_code="", currency="")
     values = data.model_dump()

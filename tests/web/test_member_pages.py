@@ -181,3 +181,16 @@ def test_a_sign_up_with_a_made_up_invitation_starts_a_business_of_its_own(browse
         "csrf_token": re.search(r'name="csrf_token" value="([^"]+)"', form.text).group(1), "email": "new@example.com",
         "password": "correct horse battery", "name": "", "next": "/invitations/made-up"}, follow_redirects=False)
     assert response.headers["location"] == "/onboarding"
+
+
+def test_keys_and_the_profile_are_in_the_activity_whichever_way_they_were_made(onboarded):
+    onboarded.submit("/settings/api-keys", {"name": "Sync", "access": "read_only", "expires_in_days": "0"})
+    with db.transaction() as session:  # as an admin command makes one: the same core function
+        from core.access import apikeys
+        owner = accounts.user_by_email(session, onboarded.email)
+        account_id = memberships.businesses_of(session, owner.id)[0].account_id
+        apikeys.revoke_key(session, account_id, apikeys.list_keys(session, account_id)[0].lookup_id, by=owner.id)
+    page = onboarded.get("/activity").text
+    for what in ("Started the business", "Saved the business profile", "Created the API key “Sync”",
+                 "Revoked the API key “Sync”"):
+        assert what in page, what

@@ -121,3 +121,14 @@ def test_a_suggested_business_of_someone_else_is_ignored(client, browser, app_cl
                                        business=f"acct_{stranger.account_id.hex}")).text
     assert f'value="acct_{stranger.account_id.hex}"' not in page
     assert f'value="acct_{tenant.account_id.hex}" checked' in page
+
+
+def test_a_sign_in_unfinished_when_its_person_is_removed_gets_no_token(client, app_client, tenant):
+    from tests.members import join
+    from tests.oauth_flow import exchange, get_code, sign_in
+    accountant = join(tenant, "accountant")
+    sign_in(client, accountant.user_email)
+    code, verifier = get_code(client, app_client["client_id"], resource=API)
+    tenant.delete(f"/members/{member_id(tenant, accountant.user_email)}")
+    refused = exchange(client, app_client["client_id"], code, verifier, resource=API)
+    assert refused.status_code == 400 and refused.json()["error"] == "invalid_grant"

@@ -426,3 +426,21 @@ def test_a_person_with_two_businesses_names_one_with_account(cli, env):
     listed = cli("keys", "list", "--email", email, "--account", f"acct_{second.hex}", "--json")
     assert [key["name"] for key in json.loads(listed.stdout)] == ["second"]
     assert "not a member" in refused(cli("keys", "list", "--email", email, "--account", "acct_" + "0" * 32))
+
+
+def test_a_viewer_cannot_make_keys_of_the_business_from_the_command_line(cli, env):
+    owner, viewer = new_email(), new_email()
+    created = cli("accounts", "create", "--email", owner, "--password", "correct horse")
+    assert cli("accounts", "create", "--email", viewer, "--password", "correct horse").returncode == 0
+    account = uuid.UUID(created.stdout.strip())
+    import sqlalchemy as sa
+    engine = sa.create_engine(env["INVOICING_DATABASE_URL"])
+    with engine.begin() as conn:
+        user_id = conn.execute(sa.text("SELECT id FROM users WHERE email = :e"), {"e": viewer}).scalar_one()
+        conn.execute(sa.text("INSERT INTO memberships (id, account_id, user_id, role, created_at, updated_at) "
+                             "VALUES (:m, :a, :u, 'viewer', CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)"),
+                     {"m": uuid.uuid4().hex, "a": account.hex, "u": user_id})
+    engine.dispose()
+    message = refused(cli("keys", "create", "--email", viewer, "--account", f"acct_{account.hex}", "--name", "x",
+                          "--preset", "read_only"))
+    assert "viewer" in message and "owners and admins" in message

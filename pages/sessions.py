@@ -90,9 +90,7 @@ def current_business(request: Request) -> Business | None:
             row = _row(session, request)
             if row is not None:
                 request.state.businesses = memberships.businesses_of(session, row.user_id)
-                request.state.business = next(
-                    (b for b in request.state.businesses if b.account_id == row.account_id),
-                    request.state.businesses[0] if request.state.businesses else None)
+                request.state.business = memberships.chosen(request.state.businesses, row.account_id)
     return request.state.business
 
 

@@ -88,7 +88,11 @@ def businesses_of(session: Session, user_id: uuid.UUID) -> list[Business]:
 def business_of(session: Session, user_id: uuid.UUID, account_id: uuid.UUID | None) -> Business | None:
     """The business `account_id` if the person is a member of it, else their first; None when they
     belong to none."""
-    businesses = businesses_of(session, user_id)
+    return chosen(businesses_of(session, user_id), account_id)
+
+
+def chosen(businesses: list[Business], account_id: uuid.UUID | None) -> Business | None:
+    """Of a person's businesses, the one `account_id` names, else their first (None: they have none)."""
     return next((b for b in businesses if b.account_id == account_id), businesses[0] if businesses else None)
 
 

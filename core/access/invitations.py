@@ -71,9 +71,10 @@ def invite(session: Session, principal: Principal, *, email: str, role: str) -> 
     if any(status(row) == "pending" for row in _to(session, principal.account_id, email)):
         raise Conflict(f"{email} has a pending invitation already: resend it, or revoke it first.")
     _count(session, principal)
-    token = crypto.token(32)
+    token, moment = crypto.token(32), now()
     row = Invitation(account_id=principal.account_id, email=email, role=role, token_hash=crypto.sha256_hex(token),
-                     invited_by_user_id=principal.user_id, expires_at=now() + LIFETIME)
+                     invited_by_user_id=principal.user_id, created_at=moment, sent_at=moment,
+                     expires_at=moment + LIFETIME)
     session.add(row)
     session.flush()
     activity.record(session, principal, "invitation.sent", f"Invited {email} as {role}")
@@ -87,9 +88,9 @@ def resend(session: Session, principal: Principal, invitation_id: str) -> Sent:
         raise InvalidState(f"The invitation is {status(row)}: invite {row.email} again instead.")
     _verified_sender(session, principal)
     _count(session, principal)
-    token = crypto.token(32)
+    token, moment = crypto.token(32), now()
     row.token_hash, row.expires_at, row.sent_at, row.sent_count = (
-        crypto.sha256_hex(token), now() + LIFETIME, now(), row.sent_count + 1)
+        crypto.sha256_hex(token), moment + LIFETIME, moment, row.sent_count + 1)
     session.add(row)
     activity.record(session, principal, "invitation.resent", f"Sent the invitation of {row.email} again")
     return Sent(row, link_of(token))

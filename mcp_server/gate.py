@@ -21,7 +21,7 @@ from core.access import resources
 from core.access.principal import Principal
 from core.access.scopes import MCP_SCOPES
 from core.base import context
-from core.base.errors import DomainError, Unauthorized
+from core.base.errors import DomainError, RoleForbids, Unauthorized
 from core.billing.confirmations import Confirmed
 from core.mechanisms import ratelimit
 from mcp_server import confirmations, prompts
@@ -32,6 +32,7 @@ from mcp_server.tools import BY_NAME, Tool
 from operations.challenge import bearer_challenge
 from operations.confirmations import ACTIONS, Question, question_for
 from operations.pipeline import as_domain_error, identify
+from operations.rendering import forbidden_data
 
 log = logging.getLogger("invoicing.mcp")
 
@@ -202,13 +203,12 @@ def _refusal(method: str, message: object, tool: Tool | None, principal: Princip
     if needed is None or needed[1] in principal.scopes or _request_id(message) is None:
         return None  # an unknown name (or a malformed request) gets the SDK's answer, which reveals no scope
     what, scope = needed
-    if role_refusal := principal.role_refusal(scope):  # no step-up can help: no challenge to ask for more
-        return _jsonrpc_error(_request_id(message), FORBIDDEN, f"{what} needs the scope {scope}. {role_refusal}", 403,
-                              {}, {"code": "forbidden", "scope": scope})
-    detail = f"{what} needs the scope {scope}, which this credential lacks."
-    return _jsonrpc_error(_request_id(message), FORBIDDEN, detail, 403,
-                          {"WWW-Authenticate": _challenge("insufficient_scope", detail, scope)},
-                          {"code": "forbidden", "scope": scope})
+    refused = principal.refusal(scope, what)
+    assert refused is not None
+    # a role's refusal has no challenge: no step-up can help, so nothing invites one
+    headers = {} if isinstance(refused, RoleForbids) else {
+        "WWW-Authenticate": _challenge("insufficient_scope", refused.detail, scope)}
+    return _jsonrpc_error(_request_id(message), FORBIDDEN, refused.detail, 403, headers, forbidden_data(refused))
 
 
 def _needed_scope(message: object, tool: Tool | None) -> tuple[str, str] | None:

@@ -68,6 +68,7 @@ from mcp_server.codes import FORBIDDEN, RATE_LIMITED
 from mcp_server.confirmations import principal_of
 from mcp_server.resources import INVOICE_URI, READ_SCOPE
 from operations.pipeline import identify
+from operations.rendering import forbidden_data
 
 log = logging.getLogger("invoicing.mcp.live")
 
@@ -154,9 +155,8 @@ async def listen(ctx: ServerRequestContext[Any, Any],
         raise MCPError(INVALID_REQUEST, "Not authenticated")
     requested = params.notifications
     may_read = READ_SCOPE in principal.scopes
-    if requested.resource_subscriptions and not may_read:
-        raise MCPError(FORBIDDEN, f"Following invoices needs the scope {READ_SCOPE}, which this credential lacks.",
-                       data={"code": "forbidden", "scope": READ_SCOPE})
+    if requested.resource_subscriptions and (refused := principal.refusal(READ_SCOPE, "Following invoices")):
+        raise MCPError(FORBIDDEN, refused.detail, data=forbidden_data(refused))
     followed = await _own_invoices(principal, list(requested.resource_subscriptions or ())[:MAX_URIS])
     asked_tasks = (requested.model_extra or {}).get(TASK_IDS)
     if asked_tasks and not tasks.negotiated(ctx):

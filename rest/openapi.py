@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from config.settings import get_settings
+from core.access.roles import ROLES
 from core.access.scopes import ALL_SCOPES, SCOPE_DESCRIPTIONS
 from core.base.context import REQUEST_ID_MAX
 from core.base.errors import ALL_ERRORS
@@ -130,6 +131,12 @@ def _problem_schema() -> dict:
             "instance": {"type": "string", "description": "The request id (req_…), as in X-Request-Id"},
             "code": {"type": "string", "enum": sorted({e.code for e in ALL_ERRORS}),
                      "description": "Stable machine-readable code"},
+            "required_scope": {"type": "string", "description": "Only on 403 forbidden: the scope the operation "
+                               "needs"},
+            "role": {"type": ["string", "null"], "enum": [*ROLES, None],
+                     "description": "Only on 403 forbidden when the person's role in the business refuses the "
+                     "scope (a credential with more would not help): that role, or null when the person is no "
+                     "longer a member"},
             "remediation_url": {"type": "string", "format": "uri", "description": "Only on 403 "
                                 "grant_limit_exceeded: the dashboard page where the person raises the app's limit, "
                                 "or finishes the action themselves"},

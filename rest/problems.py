@@ -8,6 +8,7 @@ from config.settings import get_settings
 from core.base.errors import DomainError, Forbidden, GrantLimitExceeded, RateLimited, RoleForbids, Unauthorized
 from core.base.jsonout import dumps
 from operations.challenge import bearer_challenge
+from operations.rendering import refusal_details
 
 
 def problem_body(error: DomainError, request_id: str) -> dict:
@@ -21,9 +22,7 @@ def problem_body(error: DomainError, request_id: str) -> dict:
     }
     if error.status == 422:
         body["errors"] = [{"path": e.path, "message": e.message} for e in error.errors]
-    if isinstance(error, GrantLimitExceeded):
-        body["remediation_url"] = error.remediation_url
-    return body
+    return body | refusal_details(error)  # extension members (RFC 9457 section 3.2)
 
 
 def www_authenticate(error: DomainError, resource_metadata: str) -> str | None:

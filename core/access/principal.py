@@ -75,11 +75,19 @@ class Principal:
         return f"user:{self.user_id}"
 
     def require(self, scope: str) -> None:
+        if refused := self.refusal(scope):
+            raise refused
+
+    def refusal(self, scope: str, doing: str | None = None) -> Forbidden | None:
+        """Why `scope` is refused (None: it is not), saying what needed it when `doing` is given: the
+        person's role (a RoleForbids) or the credential."""
         if scope in self.scopes:
-            return
-        if refusal := self.role_refusal(scope):
-            raise RoleForbids(refusal, missing_scope=scope)
-        raise Forbidden(f"This credential lacks the scope {scope}.", missing_scope=scope)
+            return None
+        needed = f"{doing} needs the scope {scope}" if doing else None
+        if why := self.role_refusal(scope):
+            return RoleForbids(f"{needed}. {why}" if needed else why, missing_scope=scope, role=self.role)
+        lacks = f"{needed}, which this credential lacks." if needed else f"This credential lacks the scope {scope}."
+        return Forbidden(lacks, missing_scope=scope)
 
     def role_refusal(self, scope: str) -> str | None:
         """Why the person's role refuses `scope` the credential was granted (None: it does not). No

@@ -56,7 +56,12 @@ class Forbidden(DomainError):
 
 class RoleForbids(Forbidden):
     """A scope the credential holds that the person's role in the business does not allow: asking the
-    person for more (a step-up) cannot help, so no challenge invites it."""
+    person for more (a step-up) cannot help, so no challenge invites it. `role` is the person's role
+    now (None: no longer a member)."""
+
+    def __init__(self, detail: str, *, missing_scope: str, role: str | None):
+        super().__init__(detail, missing_scope=missing_scope)
+        self.role = role
 
 
 class NotAllowed(DomainError):

@@ -103,7 +103,7 @@ def test_missing_scope_is_403_naming_it(tenant_factory):
     body = response.json()
     assert body["code"] == "forbidden"
     assert body["type"] == "http://testserver/problems/forbidden"
-    assert "clients:read" in body["detail"]
+    assert "clients:read" in body["detail"] and body["required_scope"] == "clients:read" and "role" not in body
     assert 'scope="clients:read"' in response.headers["www-authenticate"]
     assert "ratelimit-limit" in response.headers
 

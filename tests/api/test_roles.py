@@ -49,6 +49,11 @@ def test_a_role_refusal_over_rest_offers_no_step_up(tenant):
     assert "WWW-Authenticate" not in response.headers
 
 
+def test_a_role_refusal_names_the_scope_and_the_role(tenant):
+    body = join(tenant, "viewer").post("/customers", json={"name": "Globex"}).json()
+    assert (body["code"], body["required_scope"], body["role"]) == ("forbidden", "clients:write", "viewer")
+
+
 def test_a_role_bounds_the_same_operations_over_mcp(tenant):
     viewer = join(tenant, "viewer")
     response = post(viewer.client, "tools/call", {"name": "create_customer", "arguments": {"name": "Globex"}},
@@ -56,4 +61,5 @@ def test_a_role_bounds_the_same_operations_over_mcp(tenant):
     assert response.status_code == 403 and "WWW-Authenticate" not in response.headers
     error = response.json()["error"]
     assert error["data"]["code"] == "forbidden" and "a viewer in this business" in error["message"]
+    assert (error["data"]["required_scope"], error["data"]["role"]) == ("clients:write", "viewer")
     assert not call(viewer.client, viewer.key, "list_customers").get("isError")

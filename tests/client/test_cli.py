@@ -607,6 +607,15 @@ def test_a_viewer_is_refused_managing_members_with_the_reason(cli, env, account)
     assert len(data(cli("members", "list", "--json", environment=as_viewer))) == 2
     message = refused(cli("invitations", "send", "sam@example.com", "--role", "viewer", environment=as_viewer))
     assert "Error (forbidden)" in message and "members:manage" in message and "viewer" in message
+    assert "Ask an owner or admin" in message and "API key with that scope" not in message
+
+
+def test_a_refusal_beyond_any_scope_offers_no_other_credential(cli, env, account):
+    admin = join(account, "admin")
+    owner = next(m["id"] for m in data(cli("members", "list", "--json")) if m["role"] == "owner")
+    message = refused(cli("members", "remove", owner, environment={**env, "INVOICING_API_KEY": admin.key}))
+    assert "Error (forbidden)" in message and "owner" in message
+    assert "API key with that scope" not in message and "Ask an owner or admin" not in message
 
 
 def test_whoami_says_the_business_and_the_role(cli, account):

@@ -325,7 +325,7 @@ def test_following_invoices_needs_invoices_read(client, app, tenant):
         return refused.value.error, quiet
 
     error, quiet = run(client, work)
-    assert (error.code, error.data) == (403, {"code": "forbidden", "scope": "invoices:read"})
+    assert (error.code, error.data) == (403, {"code": "forbidden", "required_scope": "invoices:read"})
     assert quiet
 
 

@@ -410,7 +410,7 @@ def test_recording_or_reversing_without_payments_write_is_a_403_step_up(client, 
     assert response.status_code == 403
     challenge = response.headers["www-authenticate"]
     assert challenge.startswith('Bearer error="insufficient_scope"') and 'scope="payments:write"' in challenge
-    assert response.json()["error"]["data"] == {"code": "forbidden", "scope": "payments:write"}
+    assert response.json()["error"]["data"] == {"code": "forbidden", "required_scope": "payments:write"}
 
 
 def test_the_reads_need_only_invoices_read(client, tenant):

@@ -207,7 +207,7 @@ def test_without_invoices_send_is_a_403_step_up_as_for_the_other_sends(client, t
         assert response.status_code == 403, tool
         challenge = response.headers["www-authenticate"]
         assert challenge.startswith('Bearer error="insufficient_scope"') and 'scope="invoices:send"' in challenge
-        assert response.json()["error"]["data"] == {"code": "forbidden", "scope": "invoices:send"}
+        assert response.json()["error"]["data"] == {"code": "forbidden", "required_scope": "invoices:send"}
     assert mailbox.received == []
 
 

@@ -109,7 +109,7 @@ def test_a_tool_call_without_its_scope_is_403_for_step_up(client, tenant):
     assert "error_description=" in challenge
     body = response.json()
     assert body["jsonrpc"] == "2.0" and body["id"] is not None
-    assert body["error"]["data"] == {"code": "forbidden", "scope": "invoices:finalize"}
+    assert body["error"]["data"] == {"code": "forbidden", "required_scope": "invoices:finalize"}
     assert body["error"]["code"] == 403  # outside the codes JSON-RPC and MCP keep (-32768..-32000)
 
 

@@ -43,12 +43,27 @@ class AuthenticationError(InvoicingError):
 
 
 class PermissionDeniedError(InvoicingError):
-    """403: the credential lacks the operation's scope, or a limit the person set for an app stops it
-    (`code` "grant_limit_exceeded", with `remediation_url` where the person can raise it)."""
+    """403: the credential lacks the operation's scope (`required_scope`), the person's role in the
+    business does not allow it (`by_role`: no other credential of theirs would), or a limit the person
+    set for an app stops it (`code` "grant_limit_exceeded", with `remediation_url` where the person can
+    raise it)."""
 
     @property
     def remediation_url(self) -> str | None:
         return self.body.get("remediation_url")
+
+    @property
+    def required_scope(self) -> str | None:
+        return self.body.get("required_scope")
+
+    @property
+    def by_role(self) -> bool:
+        """The person's role (`role`; None when no longer a member) refused it, not the credential."""
+        return "role" in self.body
+
+    @property
+    def role(self) -> str | None:
+        return self.body.get("role")
 
 
 class NotFoundError(InvoicingError):

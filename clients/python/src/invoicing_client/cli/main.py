@@ -1704,7 +1704,10 @@ def _report(exc: InvoicingError) -> None:
     remediation = getattr(exc, "remediation_url", None)
     if remediation:
         show.say(f"The person can raise the limit or do it themselves at {remediation}")
-    elif exc.code == "forbidden":
+    elif getattr(exc, "by_role", False):
+        show.say("Ask an owner or admin of the business for a role that allows it."
+                 if exc.role else "Ask an owner of the business to invite you again.")
+    elif getattr(exc, "required_scope", None):
         show.say("Use an API key with that scope (Settings → API keys)." if OPTIONS.api_key else
                  "Sign in again with `invoicing-cli login` and tick that permission on the consent page.")
 

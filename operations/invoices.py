@@ -92,7 +92,7 @@ update_invoice = Operation(
                        with_lines=True),
     scope=WRITE, body=InvoiceUpdate, response=InvoiceWithLinesOut)
 delete_invoice = Operation("delete_invoice", _delete_draft, scope=WRITE, idempotency="optional",
-                           response=DeletedInvoiceOut)
+                           response=DeletedInvoiceOut, audit="Deleted the draft")
 async def _finalize_invoice(call: Call) -> dict:
     return await finalization.finalize(call.db, call.principal, call.params["id"], confirmed=call.confirmed)
 

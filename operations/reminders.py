@@ -29,5 +29,5 @@ replace_reminder_policy = Operation(
     audit="Changed the reminder policy")
 remind_invoice = Operation("remind_invoice", _remind, scope="invoices:send", idempotency="required", body=RemindInput,
                            own_limit=sending.send_limit_usage, response=RemindOut, shape="raw")
-pause_invoice_reminders = Operation("pause_invoice_reminders", _pause, scope="invoices:write", body=RemindersPause,
+pause_invoice_reminders = Operation("pause_invoice_reminders", _pause, scope="invoices:send", body=RemindersPause,
                                     body_required=True, response=InvoiceOut)

@@ -34,9 +34,11 @@ def _moment(text: str) -> datetime | None:
     """The `before` of the next page: a timestamp, read as UTC when it names no zone; None if not one."""
     try:
         moment = datetime.fromisoformat(text) if text and len(text) <= 40 else None
-    except ValueError:
+        if moment is None:
+            return None
+        return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    except (ValueError, OverflowError):  # not a time, or one whose UTC is off the calendar (year 1 at +01:00)
         return None
-    return moment.replace(tzinfo=UTC) if moment is not None and moment.tzinfo is None else moment
 
 
 def routes() -> list[Route]:

@@ -121,7 +121,10 @@ def update_limits(visit: Visit, directory: ConnectedApps) -> Response:
         return app_detail(visit, directory, errors=errors, status_code=422)
     with transaction() as session:
         directory.set_limits(session, visit.user.id, grant.id, tuple(details) if details else None)
-        activity.record(session, principal_of(visit), "app.limits_changed", f"Changed the limits of {grant.app_name}")
+        # in the log of the business the app acts for, which its refusal's link may name while the
+        # dashboard acts for another of the person's businesses
+        activity.by_person(session, grant.account_id, visit.user.id, "app.limits_changed",
+                           f"Changed the limits of {grant.app_name}")
     return redirect(f"/settings/apps/{grant.id}?notice=limits_saved")
 
 

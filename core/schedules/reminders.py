@@ -36,7 +36,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from config.settings import get_settings
-from core.access import accounts
+from core.access import accounts, activity
 from core.access.principal import Principal
 from core.base import executor, ids, lookup
 from core.base.clock import now
@@ -371,11 +371,16 @@ def remind_now(session: Session, principal: Principal, id_text: str, data: Remin
 
 
 def pause(session: Session, principal: Principal, id_text: str, paused: bool) -> Invoice:
-    """Pause (or resume) the policy's reminders of one invoice."""
+    """Pause (or resume) the policy's reminders of one invoice: whether e-mails go to the customer, so
+    it takes what sending takes (a sales member, who drafts, cannot stop the business's reminders)."""
     invoice = invoices.get_invoice(session, principal.account_id, id_text, lock=True)
-    invoice.reminders_paused = paused
-    invoice.updated = now()
-    session.add(invoice)
+    if invoice.reminders_paused != paused:
+        invoice.reminders_paused = paused
+        invoice.updated = now()
+        session.add(invoice)
+        which = invoice.number or ids.public_id("invoice", invoice.id)
+        activity.record(session, principal, "invoice.reminders_paused" if paused else "invoice.reminders_resumed",
+                        f"{'Paused' if paused else 'Resumed'} the reminders of {which}")
     return invoice
 
 

@@ -161,6 +161,7 @@ def _require_status(schedule: InvoiceSchedule, allowed: tuple[str, ...], action:
 def pause(session: Session, principal: Principal, id_text: str, data: SchedulePause | None = None) -> InvoiceSchedule:
     schedule = get_schedule(session, principal.account_id, id_text, lock=True)
     _require_status(schedule, ("active",), "paused")
+    _require_mode(principal, schedule.mode)  # stopping what a schedule sends takes what sending takes
     reason = (data.reason or "").strip() if data and data.reason else None
     set_paused(session, schedule, reason or "Paused by request.", principal.event_meta())
     return schedule
@@ -217,6 +218,7 @@ def cancel(session: Session, principal: Principal, id_text: str, *, confirmed: C
     it, read under its lock here), when a surface asked."""
     schedule = get_schedule(session, principal.account_id, id_text, lock=True)
     _require_status(schedule, ("active", "paused"), "cancelled")
+    _require_mode(principal, schedule.mode)
     if confirmed is not None:
         check(confirmed, jsonable(schedule_to_api(session, schedule)), "cancel_schedule", None)
     schedule.status, schedule.cancelled_at, schedule.next_run_at = "cancelled", now(), None

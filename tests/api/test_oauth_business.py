@@ -132,3 +132,24 @@ def test_a_sign_in_unfinished_when_its_person_is_removed_gets_no_token(client, a
     tenant.delete(f"/members/{member_id(tenant, accountant.user_email)}")
     refused = exchange(client, app_client["client_id"], code, verifier, resource=API)
     assert refused.status_code == 400 and refused.json()["error"] == "invalid_grant"
+
+
+def test_limits_changed_while_acting_for_another_business_are_logged_in_the_apps_business(client, browser, app_client,
+                                                                                        tenant):
+    from sqlmodel import select
+
+    from authz.models import OAuthGrant
+    from core.models import ActivityEntry
+    from tests.oauth_flow import csrf_token
+    second = second_business(client, tenant)
+    obtain(client, app_client, resource=API, fields={"business": f"acct_{second.account_id.hex}"})
+    with db.transaction() as session:
+        grant_id = session.exec(select(OAuthGrant.id).where(OAuthGrant.account_id == second.account_id)).one()
+    form = browser.get(f"/settings/apps/{grant_id}").text  # the link of a refusal, while acting for the first
+    assert browser.post(f"/settings/apps/{grant_id}", data={"csrf_token": csrf_token(form)},
+                        follow_redirects=False).status_code == 303
+    with db.transaction() as session:
+        logged = session.exec(select(ActivityEntry.account_id).where(ActivityEntry.action == "app.limits_changed",
+                                                                    ActivityEntry.account_id.in_(
+                                                                        [tenant.account_id, second.account_id]))).all()
+    assert logged == [second.account_id]

@@ -10,7 +10,7 @@ import pytest
 from sqlmodel import delete, select
 
 from core.base import db
-from core.models import InvoiceReminder, RateLimitLog, RateLimitWindow
+from core.models import ActivityEntry, InvoiceReminder, RateLimitLog, RateLimitWindow
 from core.schedules import late_fees, reminders
 from tests.api.invoicing import adhoc, open_invoice, paid_part, pay
 from tests.smtp import mail_settings, smtp_server
@@ -269,6 +269,28 @@ def test_a_reminder_now_needs_the_send_scope(tenant, client):
     response = client.post(f"/api/v1/invoices/{invoice['id']}/remind",
                            headers={"Authorization": f"Bearer {key}", "Idempotency-Key": "r"})
     assert response.status_code == 403
+
+
+def test_pausing_an_invoices_reminders_needs_the_send_scope(tenant, client):
+    invoice = invoice_due(tenant)
+    key = tenant.key_with(["invoices:read", "invoices:write"])
+    response = client.post(f"/api/v1/invoices/{invoice['id']}/reminders", json={"paused": True},
+                           headers={"Authorization": f"Bearer {key}"})
+    assert response.status_code == 403 and response.json()["required_scope"] == "invoices:send"
+    assert tenant.get(f"/invoices/{invoice['id']}").json()["data"]["reminders_paused"] is False
+
+
+def test_pausing_and_resuming_reminders_is_in_the_activity_once_each(tenant):
+    invoice = invoice_due(tenant)
+    path = f"/invoices/{invoice['id']}/reminders"
+    for paused in (True, True, False):
+        assert tenant.post(path, json={"paused": paused}).status_code == 200
+    with db.transaction() as session:
+        summaries = [entry.summary for entry in session.exec(
+            select(ActivityEntry).where(ActivityEntry.account_id == tenant.account_id,
+                                        ActivityEntry.action.like("invoice.reminders_%"))
+            .order_by(ActivityEntry.created_at))]
+    assert summaries == [f"Paused the reminders of {invoice['number']}", f"Resumed the reminders of {invoice['number']}"]
 
 
 def test_another_accounts_invoice_is_404(tenant, other_tenant):

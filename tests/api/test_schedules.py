@@ -14,6 +14,7 @@ from core.base import db
 from core.models import Invoice, InvoiceEvent, RateLimitLog, RateLimitWindow
 from core.schedules import runs
 from tests.api.invoicing import adhoc, customer
+from tests.members import join
 from tests.smtp import mail_settings, smtp_server
 
 ITEMS = [adhoc("Retainer", 250000)]
@@ -337,6 +338,21 @@ def test_pause_resume_and_cancel_move_between_states_and_refuse_the_others(tenan
     for action in ("pause", "resume", "cancel", "run"):
         assert tenant.post(f"{path}/{action}", idem=True).status_code == 409, action
     assert run_at(at("2027-03-01T07:00:00+00:00")).made == []
+
+
+@pytest.mark.parametrize("action", ["pause", "cancel"])
+def test_a_member_who_may_not_send_cannot_stop_a_schedule_that_sends(tenant, action):
+    schedule = created(tenant, mode="finalize_and_send")
+    response = join(tenant, "sales").post(f"/invoice-schedules/{schedule['id']}/{action}", idem=True)
+    assert response.status_code == 403 and response.json()["role"] == "sales"
+    assert schedule_now(tenant, schedule["id"])["status"] == "active"
+
+
+def test_a_member_who_drafts_pauses_and_cancels_a_schedule_of_drafts(tenant):
+    path = f"/invoice-schedules/{created(tenant)['id']}"
+    sales = join(tenant, "sales")
+    assert sales.post(f"{path}/pause", idem=True).json()["data"]["status"] == "paused"
+    assert sales.post(f"{path}/cancel", idem=True).json()["data"]["status"] == "cancelled"
 
 
 def test_resume_with_skip_missed_skips_the_periods_passed_while_paused(tenant):

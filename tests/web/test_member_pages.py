@@ -168,6 +168,20 @@ def test_an_activity_page_before_a_time_without_a_zone_reads_it_as_utc(client, t
     assert owner.get("/activity?before=2024-01-01T00:00:00").status_code == 200
 
 
+@pytest.mark.parametrize("before", ["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00", "yesterday", "x" * 41])
+def test_an_activity_page_before_a_time_off_the_calendar_shows_the_latest(client, tenant, before):
+    tenant.post("/customers", json={"name": "Globex"})
+    page = _as(client, tenant.user_email).get("/activity", params={"before": before})
+    assert page.status_code == 200 and "Created the customer “Globex”" in page.text
+
+
+def test_a_deleted_draft_is_in_the_activity(client, tenant):
+    customer_id = tenant.post("/customers", json={"name": "Globex"}).json()["data"]["id"]
+    draft = tenant.post("/invoices", json={"customer": customer_id, "currency": "USD"}, idem=True).json()["data"]
+    assert tenant.delete(f"/invoices/{draft['id']}").status_code == 200
+    assert f"Deleted the draft {draft['id']}" in _as(client, tenant.user_email).get("/activity").text
+
+
 def test_a_person_starts_a_few_businesses_a_day(onboarded, monkeypatch):
     monkeypatch.setattr(memberships, "NEW_PER_DAY", 1)
     assert onboarded.submit("/businesses/new", page="/businesses/new").status_code == 303

@@ -63,8 +63,10 @@ def serve(settings, data_dir: Path, *args: str, **env: str) -> tuple[str, subpro
 @pytest.fixture(scope="module")
 def operated(test_settings, tmp_path_factory):
     data_dir = tmp_path_factory.mktemp("operated")
+    # rounds of requests go on until both processes answered (up to 150 on a loaded machine): above the
+    # default 120 a minute a key may make
     origin, process, log = serve(test_settings, data_dir, "--workers", "2", INVOICING_METRICS_ALLOW="127.0.0.1",
-                                 INVOICING_LOG_FORMAT="json")
+                                 INVOICING_LOG_FORMAT="json", INVOICING_RATE_LIMIT_REQUESTS="1000")
     yield origin, log, data_dir
     process.terminate()
     process.wait(timeout=30)

@@ -207,7 +207,7 @@ def cmd_keys_create(args: argparse.Namespace) -> int:
 def cmd_keys_list(args: argparse.Namespace) -> int:
     migrate.upgrade()
     with transaction() as session:
-        keys = apikeys.list_keys(session, _business(session, args).account_id)
+        keys = apikeys.list_keys(session, _business(session, args, managing=True).account_id)
     rows = [{
         "id": str(key.id), "key": f"inv_live_{key.lookup_id}_…", "name": key.name, "scopes": key.scopes,
         "created_at": iso(key.created_at), "expires_at": iso(key.expires_at),

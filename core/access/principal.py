@@ -37,6 +37,8 @@ class Principal:
     resource: str | None = None  # the resource an OAuth token is bound to
     # A schedule's run acting as the credential that created it (core.schedules), named in history.
     schedule_id: uuid.UUID | None = None
+    # The business's own work acting as this person (`reminders`: a late fee), named in history as itself.
+    automatic: str | None = None
     scopes: frozenset[str] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -114,7 +116,7 @@ class Principal:
                 "user_id": str(self.user_id), "request_id": self.request_id,
             }
         else:
-            meta = {"actor": "user", "user_id": str(self.user_id)}
+            meta = {"actor": self.automatic or "user", "user_id": str(self.user_id)}
         if self.schedule_id is not None:
             meta["schedule"] = f"sched_{self.schedule_id.hex}"
         return meta

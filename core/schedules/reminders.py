@@ -24,6 +24,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import uuid
 from dataclasses import dataclass
@@ -198,8 +199,9 @@ def _fee_charged(session: Session, invoice_id: uuid.UUID) -> bool:
 
 
 def _owner(session: Session, account_id: uuid.UUID) -> Principal:
-    """Who the business's own reminders act as: its first owner."""
-    return Principal.signed_in_person(account_id, accounts.owner_of(session, account_id).id, "owner")
+    """Who the business's own reminders act as: its first owner, recorded as the reminders' doing."""
+    person = Principal.signed_in_person(account_id, accounts.owner_of(session, account_id).id, "owner")
+    return dataclasses.replace(person, automatic="reminders")
 
 
 def _deliver_claimed(invoice_id: uuid.UUID, step_days: int, moment: datetime, done: Sent) -> None:

@@ -4,13 +4,14 @@ late fees (fixed and statutory) as invoices of their own, and a reminder now by 
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlmodel import delete, select
 
 from core.base import db
-from core.models import ActivityEntry, InvoiceReminder, RateLimitLog, RateLimitWindow
+from core.models import ActivityEntry, InvoiceEvent, InvoiceReminder, RateLimitLog, RateLimitWindow
 from core.schedules import late_fees, reminders
 from tests.api.invoicing import adhoc, open_invoice, paid_part, pay
 from tests.smtp import mail_settings, smtp_server
@@ -211,6 +212,18 @@ def test_a_fixed_late_fee_is_an_invoice_of_its_own_naming_the_overdue_one(tenant
     assert tenant.get(f"/invoices/{invoice['id']}").json()["data"]["total"] == invoice["total"]  # unchanged
     first = text_of(mailbox, 0)
     assert fee["number"] in first and "late payment charge of 25.00 EUR" in first
+
+
+def test_a_late_fees_invoice_is_recorded_as_the_reminders_doing_not_the_owners(tenant, mailbox):
+    set_policy(tenant, [step(7, late_fee=True)], late_fee={"kind": "fixed", "amount": 2500})
+    invoice = invoice_due(tenant)
+    remind_at(on("2027-03-17"))
+    fee = next(i for i in tenant.get("/invoices?limit=10").json()["data"] if i["late_fee_for"] == invoice["id"])
+    with db.transaction() as session:
+        recorded = session.exec(select(InvoiceEvent.type, InvoiceEvent.meta).where(
+            InvoiceEvent.invoice_id == uuid.UUID(fee["id"].removeprefix("in_")))).all()
+    assert {kind for kind, _ in recorded} >= {"invoice.created", "invoice.finalized"}
+    assert {meta["actor"] for _, meta in recorded} == {"reminders"}
 
 
 def test_the_statutory_fee_is_the_reference_rate_plus_eight_points_and_forty_euros(tenant, mailbox):

@@ -428,7 +428,7 @@ def test_a_person_with_two_businesses_names_one_with_account(cli, env):
     assert "not a member" in refused(cli("keys", "list", "--email", email, "--account", "acct_" + "0" * 32))
 
 
-def test_a_viewer_cannot_make_keys_of_the_business_from_the_command_line(cli, env):
+def test_a_viewer_cannot_make_or_list_keys_of_the_business_from_the_command_line(cli, env):
     owner, viewer = new_email(), new_email()
     created = cli("accounts", "create", "--email", owner, "--password", "correct horse")
     assert cli("accounts", "create", "--email", viewer, "--password", "correct horse").returncode == 0
@@ -444,3 +444,5 @@ def test_a_viewer_cannot_make_keys_of_the_business_from_the_command_line(cli, en
     message = refused(cli("keys", "create", "--email", viewer, "--account", f"acct_{account.hex}", "--name", "x",
                           "--preset", "read_only"))
     assert "viewer" in message and "owners and admins" in message
+    listed = refused(cli("keys", "list", "--email", viewer, "--account", f"acct_{account.hex}"))
+    assert "viewer" in listed and "owners and admins" in listed

@@ -63,6 +63,7 @@ def invite(session: Session, principal: Principal, *, email: str, role: str) -> 
         raise ValidationFailed.at("role", f"must be one of {', '.join(ROLES)}")
     email = normalize_email(email, path="email")
     principal = memberships.locked(session, principal)  # one invitation to an address at a time
+    principal.require("members:manage")  # as the role stands under the lock
     if role == "owner" and principal.role != "owner":
         raise NotAllowed("Only an owner can invite another owner.")
     _verified_sender(session, principal)
@@ -111,7 +112,9 @@ def _managed(session: Session, principal: Principal, invitation_id: str, verb: s
     """The caller (as their role stands under the business's lock) and the invitation they may `verb`."""
     principal.require("members:manage")
     principal = memberships.locked(session, principal)
+    principal.require("members:manage")  # as the role stands under the lock
     row = find(session, principal.account_id, invitation_id)
+    session.refresh(row, with_for_update=True)  # after the business's lock, as accept takes them
     if row.role == "owner" and principal.role != "owner":
         raise NotAllowed(f"Only an owner can {verb} an invitation to become owner.")
     return principal, row
@@ -143,7 +146,12 @@ def by_token(session: Session, token: str) -> Invitation:
 def accept(session: Session, token: str, user: User) -> memberships.Business:
     """Join the business as the invitation says, signed in as the invited address."""
     row = by_token(session, token)
-    session.refresh(row, with_for_update=True)  # one acceptance of a link, however many clicks
+    # The business's lock, then the invitation's (the order of revoke, resend and a member's removal):
+    # one acceptance of a link however many clicks, and none of a link replaced or revoked meanwhile.
+    memberships.lock_business(session, row.account_id)
+    session.refresh(row, with_for_update=True)
+    if not crypto.same(row.token_hash, crypto.sha256_hex(token)):
+        raise NotFound("This invitation link is not valid: it may have been replaced by a newer one.")
     state = status(row)
     if state != "pending":
         raise InvalidState({"accepted": "This invitation has been used already.",

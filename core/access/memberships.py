@@ -204,6 +204,7 @@ def transfer_ownership(session: Session, principal: Principal, member_id: str) -
     mine = session.exec(select(Membership.id).where(Membership.account_id == principal.account_id,
                                                     Membership.user_id == principal.user_id)).one()
     _set_role(session, mine, "admin")
+    _withdraw_invitations(session, principal.account_id, principal.user_id, owners_only=True)  # no longer theirs to give
     activity.record(session, principal, "member.ownership_transferred",
                     f"Handed ownership to {target.email} (was {target.role}) and became admin")
     return member(session, principal.account_id, member_id)
@@ -231,11 +232,16 @@ def leave(session: Session, principal: Principal) -> Member:
 def locked(session: Session, principal: Principal) -> Principal:
     """Changes to one business's members one at a time (two owners demoting each other at once would
     otherwise leave none), by the caller as their role stands once the lock is held."""
-    session.exec(select(Account.id).where(Account.id == principal.account_id).with_for_update()).first()
+    lock_business(session, principal.account_id)
     role = role_of(session, principal.account_id, principal.user_id) if principal.user_id else None
     if role is None:
         raise NotAllowed("You are no longer a member of this business.")
     return dataclasses.replace(principal, role=role)
+
+
+def lock_business(session: Session, account_id: uuid.UUID) -> None:
+    """Hold the business's row until the transaction ends: its members change one at a time."""
+    session.exec(select(Account.id).where(Account.id == account_id).with_for_update()).first()
 
 
 def _withdraw_invitations(session: Session, account_id: uuid.UUID, user_id: uuid.UUID, *,

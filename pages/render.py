@@ -1,5 +1,7 @@
 """Jinja2 rendering with autoescaping, the CSRF token, the signed-in user and the business they act
-for (with their other businesses, for the switcher) in every context.
+for (with their other businesses, for the switcher) in every context, and `may(scope, ...)`: whether
+their role there allows those scopes, so a page offers only the actions the person may take (the
+operations still check every one).
 
 Each surface renders from its own template folder with the shared layout as fallback:
 `Templates(Path(__file__).parent / "templates")`.
@@ -7,6 +9,7 @@ Each surface renders from its own template folder with the shared layout as fall
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -14,6 +17,8 @@ from jinja2 import ChoiceLoader, Environment, FileSystemLoader, select_autoescap
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
+from core.access.memberships import Business
+from core.access.roles import allows
 from pages.csrf import attach_cookie, csrf_token
 from pages.sessions import ACTING_FOR_FIELD, businesses, current_business, current_user
 
@@ -34,6 +39,14 @@ def when(value: datetime | None, missing: str = "") -> str:
     return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC") if value else missing
 
 
+def permissions(business: Business | None) -> Callable[..., bool]:
+    """`may(*scopes)` for templates: whether the person's role in `business` allows every one of
+    `scopes` (nothing when signed out or a member of no business)."""
+    def may(*scopes: str) -> bool:
+        return business is not None and all(allows(business.role, scope) for scope in scopes)
+    return may
+
+
 class Templates:
     """The templates of one surface (its own folder first, then the shared layout)."""
 
@@ -46,8 +59,9 @@ class Templates:
     def render(self, request: Request, template_name: str, *, status_code: int = 200, **context) -> HTMLResponse:
         template = self.environment.get_template(template_name)
         user = current_user(request)
+        business = current_business(request) if user else None
         html = template.render(request=request, csrf_token=lambda: csrf_token(request), user=user,
-                               business=current_business(request) if user else None,
+                               business=business, may=permissions(business),
                                businesses=businesses(request) if user else [], acting_for_field=ACTING_FOR_FIELD,
                                **context)
         response = HTMLResponse(html, status_code=status_code, headers=SECURITY_HEADERS)

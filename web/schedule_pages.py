@@ -43,6 +43,9 @@ MODE_HINTS = {
     "finalize": "Each invoice is finalized (numbered) when it is made; you send it yourself.",
     "finalize_and_send": "Each invoice is finalized and e-mailed to the customer when it is made.",
 }
+# What running a schedule of each mode takes (making, pausing, resuming, cancelling or running one): the
+# pages offer those actions, and the modes, only to a role that allows them.
+MODE_SCOPES = {mode: core_schedules.required_scopes(mode) for mode in MODE_LABELS}
 CATCH_UP_LABELS = {"all": "Make every missed invoice, oldest first", "latest": "Make only the latest missed invoice"}
 FREQUENCIES = (("week", "Weekly"), ("weeks", "Every N weeks"), ("month", "Monthly"), ("quarter", "Quarterly"),
                ("year", "Yearly"))
@@ -330,7 +333,7 @@ def _form_page(visit: Visit, values: dict, errors: dict, status_code: int = 200)
                   labels=_labels(values), customers=customer_choices(visit, include_archived=False),
                   price_options=active_price_options(visit), unit_choices=[(code, code) for code in UNIT_CODES],
                   frequencies=FREQUENCIES, ends=ENDS, day_choices=DAY_CHOICES, mode_labels=MODE_LABELS,
-                  mode_hints=MODE_HINTS, catch_up_labels=CATCH_UP_LABELS, default_zone=default_zone,
+                  mode_hints=MODE_HINTS, mode_scopes=MODE_SCOPES, catch_up_labels=CATCH_UP_LABELS, default_zone=default_zone,
                   default_currency=profile.currency if profile else "", zones=sorted(available_timezones()),
                   lines_max=LINES_ON_FORM_MAX, form_key=new_form_key())
 
@@ -403,7 +406,7 @@ def _detail_page(visit: Visit, *, errors: dict | None = None, status_code: int =
                   if schedule["last_failure"] else "",
                   paused_at=local_time(schedule["paused_at"], schedule["time_zone"]),
                   cancelled_at=local_time(schedule["cancelled_at"], schedule["time_zone"]),
-                  mode_labels=MODE_LABELS, mode_hints=MODE_HINTS, catch_up_labels=CATCH_UP_LABELS,
+                  mode_labels=MODE_LABELS, mode_hints=MODE_HINTS, mode_scopes=MODE_SCOPES, catch_up_labels=CATCH_UP_LABELS,
                   email_labels=EMAIL_LABELS, errors=errors or {}, form_key=new_form_key(),
                   notice=notice_of(visit, NOTICES))
 
@@ -440,7 +443,7 @@ def _cancel_page(visit: Visit, schedule: dict, errors: dict, status_code: int = 
     names = customer_names(visit, {schedule["customer"]})
     return render(visit.request, "schedule_cancel.html", status_code=status_code, schedule=schedule,
                   customer=names.get(schedule["customer"], schedule["customer"]), errors=errors,
-                  form_key=new_form_key())
+                  mode_scopes=MODE_SCOPES, form_key=new_form_key())
 
 
 def confirm_cancel(visit: Visit) -> Response:

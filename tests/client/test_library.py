@@ -305,6 +305,14 @@ def test_issuing_needs_the_credit_notes_scope_and_previewing_does_not(origin):
             client.credit_notes.create(invoice=invoice.id)
         assert list(client.credit_notes.list()) == []
     assert raised.value.code == "forbidden" and "credit_notes:write" in raised.value.message
+    assert (raised.value.required_scope, raised.value.by_role, raised.value.role) == ("credit_notes:write", False, None)
+
+
+def test_a_refusal_by_the_role_says_so_and_names_it(account, origin):
+    with InvoicingClient(api_key=join(account, "viewer").key, base_url=origin) as viewer:
+        with pytest.raises(PermissionDeniedError) as raised:
+            viewer.customers.create(name="Globex")
+    assert (raised.value.required_scope, raised.value.by_role, raised.value.role) == ("clients:write", True, "viewer")
 
 
 def test_another_accounts_invoice_and_credit_note_are_not_found(api, origin):

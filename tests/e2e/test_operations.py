@@ -67,6 +67,11 @@ def operated(test_settings, tmp_path_factory):
     # default 120 a minute a key may make
     origin, process, log = serve(test_settings, data_dir, "--workers", "2", INVOICING_METRICS_ALLOW="127.0.0.1",
                                  INVOICING_LOG_FORMAT="json", INVOICING_RATE_LIMIT_REQUESTS="100000")
+    # /readyz is answered by the first process up; on a loaded machine the second may still be starting.
+    try:
+        wait_for(lambda: len(started(log)) == 2, timeout=120)
+    except AssertionError:
+        raise AssertionError(f"the second server process did not start:\n{server_story(log)}") from None
     yield origin, log, data_dir
     process.terminate()
     process.wait(timeout=30)
@@ -85,6 +90,23 @@ def value(samples, name: str, **labels) -> float:
 
 def log_lines(log: Path) -> list[dict]:
     return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+
+
+def started(log: Path) -> set:
+    """The server processes that have completed their startup and not stopped since."""
+    running = set()
+    for line in log_lines(log):
+        if line.get("message") == "Application startup complete.":
+            running.add(line["pid"])
+        elif line.get("message", "").startswith(("Shutting down", "Finished server process")):
+            running.discard(line["pid"])
+    return running
+
+
+def server_story(log: Path) -> str:
+    """uvicorn's own lines (processes started, found hung, killed, restarted): what a failure needs told."""
+    return "\n".join(f"{line.get('pid')} {line.get('message')}" for line in log_lines(log)
+                     if line.get("logger", "").startswith("uvicorn"))
 
 
 def test_one_view_of_both_processes_in_metrics_and_logs(operated, hooks):
@@ -129,7 +151,7 @@ def test_one_view_of_both_processes_in_metrics_and_logs(operated, hooks):
 
     lines = wait_for(lambda: [line for line in log_lines(log) if line.get("event_id")] and log_lines(log))
     answered_by = {line["pid"] for line in lines if line.get("route") == "/api/v1/business"}
-    assert len(answered_by) == 2, "both server processes answered"
+    assert len(answered_by) == 2, f"both server processes answered ({sent} requests):\n{server_story(log)}"
     delivered = next(line for line in lines if line.get("event_id"))
     assert delivered["request_id"] == "ops-trace-1" and delivered["outcome"] == "succeeded"
     created = next(line for line in lines if line.get("request_id") == "ops-trace-1" and line.get("route"))

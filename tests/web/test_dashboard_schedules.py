@@ -26,6 +26,12 @@ def london_today():
     return datetime.now(UTC).astimezone(LONDON).date()
 
 
+def berlin_tomorrow():
+    """The new schedule form's start: tomorrow in its time zone (Berlin), never past in Berlin even when the
+    test runs between 23:00 and midnight in London, nor when midnight passes during the request."""
+    return datetime.now(UTC).astimezone(ZoneInfo("Europe/Berlin")).date() + timedelta(days=1)
+
+
 def schedule_of(tenant, *, start=None, recurrence_fields: dict | None = None, customer_id: str | None = None,
                 **fields) -> dict:
     """A schedule made through REST (monthly in EUR from `start`, default a week from now)."""
@@ -53,13 +59,13 @@ def submit_keyed(person, path: str, fields: dict, page: str):
 
 
 def new_form(customer_id: str, **fields) -> dict:
-    """The new schedule form as a person fills it: one free line, monthly from today."""
+    """The new schedule form as a person fills it: one free line, every two months from tomorrow in Berlin."""
     return {"customer": customer_id, "line_count": "3", "items.0.description": "Retainer", "items.0.quantity": "1",
             "items.0.unit": "NOS", "items.0.unit_amount": "2,500.00", "items.0.tax_rate": "",
             "items.1.description": "", "items.1.unit_amount": "", "items.1.quantity": "1",
             "invoice.currency": "EUR", "invoice.days_until_due": "14", "frequency": "month",
             "recurrence.interval_count": "2", "recurrence.day_of_month": "", "recurrence.start_date":
-            london_today().isoformat(), "ends": "never", "recurrence.end_date": "", "recurrence.count": "",
+            berlin_tomorrow().isoformat(), "ends": "never", "recurrence.end_date": "", "recurrence.count": "",
             "recurrence.run_at": "09:30", "time_zone": "Europe/Berlin", "mode": "draft", "catch_up": "all", **fields}
 
 

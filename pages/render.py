@@ -1,7 +1,7 @@
 """Jinja2 rendering with autoescaping, the CSRF token, the signed-in user and the business they act
-for (with their other businesses, for the switcher) in every context, and `may(scope, ...)`: whether
-their role there allows those scopes, so a page offers only the actions the person may take (the
-operations still check every one).
+for (with their other businesses, for the switcher) in every context, and `may(operation, ...)`:
+whether their role there allows those operations, so a page offers only the actions the person may take
+(the operations still check every one).
 
 Each surface renders from its own template folder with the shared layout as fallback:
 `Templates(Path(__file__).parent / "templates")`.
@@ -40,9 +40,11 @@ def when(value: datetime | None, missing: str = "") -> str:
 
 
 def permissions(business: Business | None) -> Callable[..., bool]:
-    """`may(*scopes)` for templates: whether the person's role in `business` allows every one of
-    `scopes` (nothing when signed out or a member of no business)."""
-    def may(*scopes: str) -> bool:
+    """`may(*actions)` for templates: whether the person's role in `business` allows every one of
+    `actions` (nothing when signed out or a member of no business). An action is an operation (what it
+    declares as its `scope` decides, so a page follows the operation) or a scope a rule of `core` names."""
+    def may(*actions: object) -> bool:
+        scopes = [action if isinstance(action, str) else action.scope for action in actions]
         return business is not None and all(allows(business.role, scope) for scope in scopes)
     return may
 

@@ -6,15 +6,24 @@ record's details stay readable, disabled). The operations still refuse what the 
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
+from jinja2 import UndefinedError
 
 from core.access import accounts, memberships
+from core.access.memberships import Business
 from core.access.roles import ROLES, allows
 from core.base import db
+from pages.render import permissions
 from tests.api.invoicing import adhoc, customer, draft, open_invoice, paid_part, price
 from tests.members import join
 from tests.web.test_dashboard_schedules import schedule_of
 from tests.web.test_member_pages import _as
+from web.rendering import ops, templates
+
+TEMPLATES = Path(templates.environment.loader.loaders[0].searchpath[0])
 
 
 def _browser(client, tenant, role: str):
@@ -222,3 +231,17 @@ def test_a_credit_note_previewed_by_a_role_that_cannot_issue_it_offers_no_issuin
     preview = viewer.submit(path, {"step": "preview", "scope": "whole", "destination": "credit"}, page=path)
     assert preview.status_code == 200 and "Issue this credit note" in preview.text  # previewing is reading
     assert "does not allow issuing credit notes." in preview.text and 'value="issue"' not in preview.text
+
+
+def test_every_operation_a_template_asks_about_exists():
+    """A page asks `may(ops.<name>)` of the operation its action runs; a misspelt name would only fail
+    when that branch renders, so every name the templates use is checked here."""
+    asked = {name for template in TEMPLATES.glob("*.html") for name in re.findall(r"\bops\.(\w+)", template.read_text())}
+    assert asked and asked <= set(vars(ops))
+
+
+def test_may_follows_the_operation_and_fails_loudly_on_an_unknown_one(client, tenant):
+    may = permissions(Business(account_id=tenant.account_id, name="Acme", role="sales"))
+    assert may(ops.create_invoice) and not may(ops.send_invoice) and not may(ops.create_invoice, ops.send_invoice)
+    with pytest.raises(UndefinedError):
+        templates.environment.from_string("{{ may(ops.send_invoce) }}").render(may=may)

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from core.access import accounts, memberships
+from core.access import accounts, activity, memberships
 from core.base import db
 from tests.members import invitation_link_token, join, new_person
 from tests.oauth_flow import sign_in as cookie_sign_in
@@ -166,6 +166,19 @@ def test_viewers_do_not_see_invitations_keys_and_webhooks_in_the_activity(client
 def test_an_activity_page_before_a_time_without_a_zone_reads_it_as_utc(client, tenant):
     owner = _as(client, tenant.user_email)
     assert owner.get("/activity?before=2024-01-01T00:00:00").status_code == 200
+
+
+def test_the_older_link_pages_through_entries_of_one_moment(client, tenant, monkeypatch):
+    from tests.api.test_activity_order import _all_at_one_moment
+    monkeypatch.setattr(activity, "PAGE", 2)
+    _all_at_one_moment(tenant)
+    owner, path, shown = _as(client, tenant.user_email), "/activity", []
+    while path:
+        page = owner.get(path.replace("&amp;", "&")).text
+        shown += re.findall(r"<td>(?:<a [^>]*>)?([^<]+)(?:</a>)?</td></tr>", page)
+        path = (re.search(r'<a href="(/activity\?[^"]+)">Older</a>', page) or [None, None])[1]
+    customers = [what for what in shown if what.startswith("Created the customer")]  # three, and each draft's
+    assert len(customers) == 5 == len(set(customers)) and len([w for w in shown if w.startswith("invoice.created")]) == 2
 
 
 @pytest.mark.parametrize("before", ["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00", "yesterday", "x" * 41])

@@ -10,6 +10,7 @@ import pytest
 
 from core.access import accounts, activity, memberships
 from core.base import db
+from tests.api.test_activity_order import _all_at_one_moment
 from tests.members import invitation_link_token, join, new_person
 from tests.oauth_flow import sign_in as cookie_sign_in
 
@@ -169,7 +170,6 @@ def test_an_activity_page_before_a_time_without_a_zone_reads_it_as_utc(client, t
 
 
 def test_the_older_link_pages_through_entries_of_one_moment(client, tenant, monkeypatch):
-    from tests.api.test_activity_order import _all_at_one_moment
     monkeypatch.setattr(activity, "PAGE", 2)
     _all_at_one_moment(tenant)
     owner, path, shown = _as(client, tenant.user_email), "/activity", []

@@ -18,6 +18,7 @@ from core.base import crypto, db
 from core.base.errors import Forbidden, InvalidState, NotFound
 from core.models import Invitation
 from tests.members import invitation_link_token, join, member_id, new_person
+from tests.oauth_flow import user_id_of
 
 
 def _invite(tenant, address: str, role: str = "viewer") -> dict:
@@ -26,9 +27,12 @@ def _invite(tenant, address: str, role: str = "viewer") -> dict:
     return response.json()["data"]
 
 
-def _user_id(address: str):
-    with db.transaction() as session:
-        return accounts.user_by_email(session, address).id
+def _pending(tenant) -> tuple[str, dict, str, Principal]:
+    """An invitation to a new person: their address, the invitation, its link's token, and the owner who sent it."""
+    address = new_person()
+    invitation = _invite(tenant, address)
+    owner = Principal.signed_in_person(tenant.account_id, user_id_of(tenant), "owner")
+    return address, invitation, invitation_link_token(address), owner
 
 
 def _stale_admin(tenant) -> Principal:
@@ -124,10 +128,7 @@ def test_the_old_link_of_a_resent_invitation_cannot_be_accepted(tenant):
 
 def test_an_acceptance_waiting_behind_a_resend_of_its_link_is_refused(tenant):
     _postgres_only()
-    address = new_person()
-    invitation = _invite(tenant, address)
-    old = invitation_link_token(address)
-    owner = Principal.signed_in_person(tenant.account_id, _user_id(tenant.user_email), "owner")
+    address, invitation, old, owner = _pending(tenant)
     outcome = _behind(lambda session: invitations.resend(session, owner, invitation["id"]),
                       lambda session: invitations.accept(session, old, accounts.user_by_email(session, address)))
     assert isinstance(outcome.exception(), NotFound)
@@ -136,10 +137,7 @@ def test_an_acceptance_waiting_behind_a_resend_of_its_link_is_refused(tenant):
 
 def test_a_revocation_waiting_behind_the_acceptance_is_refused_and_it_stays_accepted(tenant):
     _postgres_only()
-    address = new_person()
-    invitation = _invite(tenant, address)
-    token = invitation_link_token(address)
-    owner = Principal.signed_in_person(tenant.account_id, _user_id(tenant.user_email), "owner")
+    address, invitation, token, owner = _pending(tenant)
     outcome = _behind(lambda session: invitations.accept(session, token, accounts.user_by_email(session, address)),
                       lambda session: invitations.revoke(session, owner, invitation["id"]))
     assert isinstance(outcome.exception(), InvalidState)
@@ -151,10 +149,7 @@ def test_an_acceptance_arriving_while_a_revocation_is_under_way_waits_for_it_and
     """Revoke holds the business's lock when it reads the invitation; accept takes that lock first too,
     so it waits there (rather than taking the invitation's lock and meeting revoke's in a deadlock)."""
     _postgres_only()
-    address = new_person()
-    invitation = _invite(tenant, address)
-    token = invitation_link_token(address)
-    owner = Principal.signed_in_person(tenant.account_id, _user_id(tenant.user_email), "owner")
+    address, invitation, token, owner = _pending(tenant)
     found, go_on, find = threading.Event(), threading.Event(), invitations.find
 
     def found_then_paused(*arguments):
